@@ -1,0 +1,69 @@
+#include "app/cli.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <cstring>
+#include <iostream>
+
+#include "app/commands.hpp"
+#include "app/signals.hpp"
+#include "core/errors.hpp"
+
+namespace exo {
+namespace {
+
+constexpr const char* kHelp = R"(exo: a Kafka consumer whose handlers have an exactly-once effect.
+
+Usage:
+  exo run --config FILE          run the daemon until SIGTERM/SIGINT (exit 0 after a clean drain)
+  exo migrate --config FILE      apply the embedded SQL migrations (idempotent)
+  exo mock-kafka [--brokers N] [--topic NAME:PARTITIONS]... [--bootstrap-file FILE]
+                                 run librdkafka's mock cluster as a standalone broker until SIGTERM
+  exo demo-produce (--bootstrap SERVERS | --bootstrap-file FILE) --expected-file FILE
+                   [--topic payments] [--count 2000] [--accounts 20] [--duplicate-ratio 0.1] [--seed 42]
+                                 produce sample payments (with duplicates) and write the expected result
+  exo demo-check --config FILE (--bootstrap SERVERS | --bootstrap-file FILE) --expected-file FILE
+                 [--timeout 120]  wait until the group consumed everything, compare balances
+  exo --help | --version
+
+Exit codes: 0 success, 1 run-time failure, 2 bad usage or configuration.
+Failpoints for crash tests: EXO_FAILPOINTS=after_pg_commit=kill[@N].
+)";
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+    // Before any thread exists, so every thread inherits the blocked signals.
+    std::stop_source stop;
+    SignalWatcher signals(stop);
+    if (argc < 2) {
+        std::cerr << kHelp;
+        return 2;
+    }
+    std::string command = argv[1];
+    try {
+        if (command == "--help" || command == "-h" || command == "help") {
+            std::cout << kHelp;
+            return 0;
+        }
+        if (command == "--version" || command == "version") {
+            std::cout << "exo " << EXO_VERSION << "\n";
+            return 0;
+        }
+        if (command == "run") return run_command(argc, argv, stop.get_token());
+        if (command == "migrate") return migrate_command(argc, argv);
+        if (command == "mock-kafka") return mock_kafka_command(argc, argv, stop.get_token());
+        if (command == "demo-produce") return demo_produce_command(argc, argv);
+        if (command == "demo-check") return demo_check_command(argc, argv, stop.get_token());
+        std::cerr << "exo: unknown command '" << command << "'\n\n" << kHelp;
+        return 2;
+    } catch (const UsageError& e) {
+        std::cerr << "exo " << command << ": " << e.what() << "\n";
+        return 2;
+    } catch (const std::exception& e) {
+        std::cerr << "exo " << command << ": failed: " << e.what() << "\n";
+        return 1;
+    }
+}
+
+}  // namespace exo

@@ -1,0 +1,14 @@
+#pragma once
+// The subcommands behind `exo`. Each returns the process exit code and throws
+// UsageError (exit 2) for bad flags or config.
+#include <stop_token>
+
+namespace exo {
+
+int run_command(int argc, char** argv, std::stop_token stop);
+int migrate_command(int argc, char** argv);
+int mock_kafka_command(int argc, char** argv, std::stop_token stop);
+int demo_produce_command(int argc, char** argv);
+int demo_check_command(int argc, char** argv, std::stop_token stop);
+
+}  // namespace exo

@@ -1,0 +1,36 @@
+#pragma once
+// The composition root's helpers: one place that turns a config file into a
+// running setup (handlers registered, config parsed, logging set, embedded
+// Kafka started).
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "config/config.hpp"
+#include "kafka/mock_cluster.hpp"
+#include "pipeline/handler_registry.hpp"
+
+namespace exo {
+
+// The handlers of handlers/, registered once.
+HandlerRegistry make_registry();
+// Parses FILE (throws ConfigError, a UsageError) and applies logging.level.
+Config load_config(const std::string& path, const HandlerRegistry& registry);
+
+// The Kafka the config points at: its bootstrap servers, or an embedded mock
+// cluster (owned here) with the configured topics and every binding's topic and
+// dead-letter topic created, its address written to mock.bootstrap_file if set.
+class KafkaEndpoint {
+public:
+    explicit KafkaEndpoint(const Config& config);
+    const std::string& bootstrap_servers() const { return bootstrap_; }
+
+private:
+    std::unique_ptr<MockCluster> mock_;
+    std::string bootstrap_;
+};
+
+// Reads a bootstrap string from --bootstrap or --bootstrap-file.
+std::string read_bootstrap_file(const std::string& path);
+
+}  // namespace exo

@@ -1,0 +1,66 @@
+// `exo run` and `exo migrate`: the composition root of the daemon. Services
+// start in dependency order and stop in reverse (declaration order below):
+// Kafka endpoint, then the daemon (workers, producer, consumer).
+#include <spdlog/spdlog.h>
+
+#include <pqxx/pqxx>
+#include <thread>
+
+#include "app/arguments.hpp"
+#include "app/commands.hpp"
+#include "app/config_loading.hpp"
+#include "core/backoff.hpp"
+#include "pg/migrations.hpp"
+#include "pipeline/daemon.hpp"
+#include "pipeline/failpoints.hpp"
+
+namespace exo {
+namespace {
+
+// PostgreSQL may still be starting: wait for it (it is the correctness fence,
+// nothing runs without it) but refuse to run on an old schema.
+bool schema_ready(const Config& config, std::stop_token stop) {
+    Backoff backoff{config.pipeline.retry_backoff_initial, config.pipeline.retry_backoff_max};
+    for (int attempt = 1; !stop.stop_requested(); ++attempt) {
+        try {
+            pqxx::connection c(config.postgres.uri);
+            auto pending = pending_migrations(c);
+            if (pending.empty()) return true;
+            throw UsageError("the database lacks migration " + pending.front() +
+                             " (and " + std::to_string(pending.size() - 1) +
+                             " more): run `exo migrate --config FILE` first");
+        } catch (const pqxx::broken_connection& e) {
+            auto delay = backoff.delay(attempt, 0.5);
+            spdlog::warn("PostgreSQL unreachable, retrying in {} ms: {}", delay.count(), e.what());
+            std::this_thread::sleep_for(delay);
+        }
+    }
+    return false;
+}
+
+}  // namespace
+
+int run_command(int argc, char** argv, std::stop_token stop) {
+    Arguments args("run", argc, argv, 2, {"config"});
+    auto registry = make_registry();
+    Config config = load_config(args.required("config"), registry);
+    if (!schema_ready(config, stop)) return 0;
+    auto failpoints = Failpoints::from_environment();
+    KafkaEndpoint kafka(config);
+    Daemon daemon(config, registry, failpoints, kafka.bootstrap_servers());
+    daemon.run(stop);
+    return 0;
+}
+
+int migrate_command(int argc, char** argv) {
+    Arguments args("migrate", argc, argv, 2, {"config"});
+    auto registry = make_registry();
+    Config config = load_config(args.required("config"), registry);
+    pqxx::connection c(config.postgres.uri);
+    auto applied = apply_migrations(c);
+    if (applied.empty()) spdlog::info("schema is up to date");
+    for (const auto& name : applied) spdlog::info("applied migration {}", name);
+    return 0;
+}
+
+}  // namespace exo

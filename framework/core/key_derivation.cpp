@@ -1,0 +1,68 @@
+#include "core/key_derivation.hpp"
+
+#include "core/errors.hpp"
+
+namespace exo {
+namespace {
+
+// Strings are taken as they are; integers in decimal. Anything else (objects,
+// floats, booleans) has no canonical text form, so it is refused rather than
+// risk two encodings of one key.
+std::optional<std::string> scalar_text(const nlohmann::json& v) {
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_number_integer()) return std::to_string(v.get<std::int64_t>());
+    if (v.is_number_unsigned()) return std::to_string(v.get<std::uint64_t>());
+    return std::nullopt;
+}
+
+std::string required_text(JsonPayload& payload, const std::string& pointer, const char* what) {
+    const nlohmann::json* v = payload.at(pointer);
+    if (v == nullptr) throw PermanentError(std::string(what) + ": payload has no " + pointer);
+    auto text = scalar_text(*v);
+    if (!text)
+        throw PermanentError(std::string(what) + ": " + pointer +
+                             " must be a string or an integer, not " + v->type_name());
+    if (text->empty()) throw PermanentError(std::string(what) + ": " + pointer + " is empty");
+    return *text;
+}
+
+}  // namespace
+
+std::string derive_idempotency_key(const KeySource& source, const Record& record,
+                                   JsonPayload& payload) {
+    switch (source.kind) {
+        case KeySourceKind::header: {
+            const RecordHeader* h = record.header(source.name);
+            if (h == nullptr)
+                throw PermanentError("idempotency key: record has no header '" + source.name +
+                                     "'");
+            if (!h->value || h->value->empty())
+                throw PermanentError("idempotency key: header '" + source.name + "' is empty");
+            return *h->value;
+        }
+        case KeySourceKind::json:
+            return required_text(payload, source.name, "idempotency key");
+        case KeySourceKind::coordinates:
+            return record.topic.value + "/" + std::to_string(record.partition.value) + "/" +
+                   std::to_string(record.offset.value);
+    }
+    throw PermanentError("idempotency key: unknown key source");
+}
+
+SequenceValue extract_sequence(const SequenceConfig& config, JsonPayload& payload) {
+    SequenceValue out;
+    out.entity = required_text(payload, config.entity_pointer, "sequence entity");
+    const nlohmann::json* v = payload.at(config.value_pointer);
+    if (v == nullptr)
+        throw PermanentError("sequence: payload has no " + config.value_pointer);
+    if (!v->is_number_integer())
+        throw PermanentError("sequence: " + config.value_pointer + " must be an integer, not " +
+                             v->type_name());
+    out.sequence = v->get<std::int64_t>();
+    if (out.sequence < 0)
+        throw PermanentError("sequence: " + config.value_pointer + " is negative (" +
+                             std::to_string(out.sequence) + ")");
+    return out;
+}
+
+}  // namespace exo

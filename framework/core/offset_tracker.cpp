@@ -1,0 +1,54 @@
+#include "core/offset_tracker.hpp"
+
+namespace exo {
+
+void PartitionOffsets::track(Offset offset) {
+    if (highest_tracked_ && offset.value <= *highest_tracked_) return;
+    highest_tracked_ = offset.value;
+    unfinished_.insert(offset.value);
+}
+
+void PartitionOffsets::finish(Offset offset) { unfinished_.erase(offset.value); }
+
+std::optional<Offset> PartitionOffsets::committable() const {
+    if (!highest_tracked_) return std::nullopt;
+    std::int64_t next = unfinished_.empty() ? *highest_tracked_ + 1 : *unfinished_.begin();
+    if (committed_next_ && next <= *committed_next_) return std::nullopt;
+    return Offset{next};
+}
+
+void PartitionOffsets::mark_committed(Offset next) {
+    if (!committed_next_ || next.value > *committed_next_) committed_next_ = next.value;
+}
+
+void OffsetTracker::finish(const TopicPartition& tp, Offset offset) {
+    auto it = partitions_.find(tp);
+    if (it != partitions_.end()) it->second.finish(offset);
+}
+
+std::vector<CommitPoint> OffsetTracker::committable(const std::vector<TopicPartition>* only) const {
+    std::vector<CommitPoint> out;
+    auto add = [&](const TopicPartition& tp, const PartitionOffsets& p) {
+        if (auto next = p.committable()) out.push_back({tp, *next});
+    };
+    if (only == nullptr) {
+        for (const auto& [tp, p] : partitions_) add(tp, p);
+    } else {
+        for (const auto& tp : *only)
+            if (auto it = partitions_.find(tp); it != partitions_.end()) add(tp, it->second);
+    }
+    return out;
+}
+
+void OffsetTracker::mark_committed(const std::vector<CommitPoint>& points) {
+    for (const auto& p : points)
+        if (auto it = partitions_.find(p.partition); it != partitions_.end())
+            it->second.mark_committed(p.next);
+}
+
+std::size_t OffsetTracker::unfinished(const TopicPartition& tp) const {
+    auto it = partitions_.find(tp);
+    return it == partitions_.end() ? 0 : it->second.unfinished();
+}
+
+}  // namespace exo

@@ -1,0 +1,55 @@
+#pragma once
+// Which offsets may be committed (DESIGN.md section 5.5): per partition, the
+// lowest offset not yet finished, so nothing below an unfinished record is ever
+// committed, however out of order records finish. Offsets need not be
+// contiguous (compaction and transaction markers leave gaps).
+//
+// Pure and not thread-safe: SharedOffsetTracker (pipeline/) adds the lock.
+#include <map>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "core/types.hpp"
+
+namespace exo {
+
+class PartitionOffsets {
+public:
+    // Records must be tracked in increasing offset order (as Kafka delivers them);
+    // tracking an offset at or below the highest one tracked is ignored (a re-fetch).
+    void track(Offset offset);
+    // Marks a tracked offset finished; unknown offsets are ignored.
+    void finish(Offset offset);
+    // The next offset to commit if it moved since the last mark_committed(), else nullopt.
+    std::optional<Offset> committable() const;
+    void mark_committed(Offset next);
+    std::size_t unfinished() const { return unfinished_.size(); }
+
+private:
+    std::set<std::int64_t> unfinished_;
+    std::optional<std::int64_t> highest_tracked_;
+    std::optional<std::int64_t> committed_next_;
+};
+
+struct CommitPoint {
+    TopicPartition partition;
+    Offset next;
+};
+
+class OffsetTracker {
+public:
+    void track(const TopicPartition& tp, Offset offset) { partitions_[tp].track(offset); }
+    // Finishing a record of a partition no longer tracked (revoked) is ignored.
+    void finish(const TopicPartition& tp, Offset offset);
+    // Offsets that moved since they were last marked committed (all, or only `only`).
+    std::vector<CommitPoint> committable(const std::vector<TopicPartition>* only = nullptr) const;
+    void mark_committed(const std::vector<CommitPoint>& points);
+    void forget(const TopicPartition& tp) { partitions_.erase(tp); }
+    std::size_t unfinished(const TopicPartition& tp) const;
+
+private:
+    std::map<TopicPartition, PartitionOffsets> partitions_;
+};
+
+}  // namespace exo

@@ -1,0 +1,30 @@
+#include "core/payload.hpp"
+
+#include "core/errors.hpp"
+
+namespace exo {
+
+const nlohmann::json& JsonPayload::document() {
+    if (!parsed_) {
+        auto doc = nlohmann::json::parse(text_, nullptr, /*allow_exceptions=*/false);
+        if (doc.is_discarded())
+            throw PermanentError("payload is not valid JSON (" + std::to_string(text_.size()) +
+                                 " bytes)");
+        parsed_ = std::move(doc);
+    }
+    return *parsed_;
+}
+
+const nlohmann::json* JsonPayload::at(const std::string& pointer) {
+    const auto& doc = document();
+    nlohmann::json::json_pointer ptr;
+    try {
+        ptr = nlohmann::json::json_pointer(pointer);
+    } catch (const nlohmann::json::exception& e) {
+        throw PermanentError("invalid JSON pointer '" + pointer + "': " + e.what());
+    }
+    if (!doc.contains(ptr)) return nullptr;
+    return &doc.at(ptr);
+}
+
+}  // namespace exo

@@ -1,0 +1,402 @@
+#include "kafka/consumer.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <string_view>
+#include <utility>
+
+namespace exo {
+namespace {
+
+// exo owns these: auto-commit or auto-store would commit offsets of records whose
+// outcome is not durable yet (DESIGN.md section 1), and the group is the config's.
+constexpr std::array<std::string_view, 3> kReservedProperties = {"group.id", "enable.auto.commit",
+                                                                 "enable.auto.offset.store"};
+
+int to_timeout_ms(std::chrono::milliseconds timeout) {
+    return static_cast<int>(
+        std::clamp<std::chrono::milliseconds::rep>(timeout.count(), 0, INT_MAX));
+}
+
+std::string describe(const TopicPartition& tp) {
+    return tp.topic.value + "[" + std::to_string(tp.partition.value) + "]";
+}
+
+std::string describe(const std::vector<TopicPartition>& partitions) {
+    std::string out;
+    for (const auto& tp : partitions) {
+        if (!out.empty()) out += ", ";
+        out += describe(tp);
+    }
+    return out.empty() ? "(none)" : out;
+}
+
+std::vector<TopicPartition> to_vector(const rd_kafka_topic_partition_list_t* list) {
+    std::vector<TopicPartition> out;
+    if (list == nullptr) return out;
+    out.reserve(static_cast<std::size_t>(list->cnt));
+    for (int i = 0; i < list->cnt; ++i)
+        out.push_back({Topic{list->elems[i].topic}, Partition{list->elems[i].partition}});
+    return out;
+}
+
+TopicPartitionList to_list(const std::vector<TopicPartition>& partitions) {
+    TopicPartitionList list(rd_kafka_topic_partition_list_new(static_cast<int>(partitions.size())));
+    for (const auto& tp : partitions)
+        rd_kafka_topic_partition_list_add(list.get(), tp.topic.value.c_str(), tp.partition.value);
+    return list;
+}
+
+// The first partition a librdkafka call marked as failed, if any.
+const rd_kafka_topic_partition_t* first_failed(const rd_kafka_topic_partition_list_t* list) {
+    if (list == nullptr) return nullptr;
+    for (int i = 0; i < list->cnt; ++i)
+        if (list->elems[i].err != RD_KAFKA_RESP_ERR_NO_ERROR) return &list->elems[i];
+    return nullptr;
+}
+
+std::string describe(const rd_kafka_topic_partition_t& p) {
+    return std::string(p.topic) + "[" + std::to_string(p.partition) + "]";
+}
+
+void throw_first_partition_error(const rd_kafka_topic_partition_list_t* list,
+                                 const std::string& doing) {
+    if (const auto* failed = first_failed(list))
+        throw_if_kafka_error(failed->err, doing + " (partition " + describe(*failed) + ")");
+}
+
+Record copy_record(const rd_kafka_message_t& m) {
+    Record r;
+    r.topic = Topic{rd_kafka_topic_name(m.rkt)};
+    r.partition = Partition{m.partition};
+    r.offset = Offset{m.offset};
+    if (m.key != nullptr) r.key.emplace(static_cast<const char*>(m.key), m.key_len);
+    if (m.payload != nullptr) r.value.assign(static_cast<const char*>(m.payload), m.len);
+    rd_kafka_headers_t* headers = nullptr;  // owned by the message
+    if (rd_kafka_message_headers(&m, &headers) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        r.headers.reserve(rd_kafka_header_cnt(headers));
+        const char* name = nullptr;
+        const void* value = nullptr;
+        std::size_t size = 0;
+        for (std::size_t i = 0; rd_kafka_header_get_all(headers, i, &name, &value, &size) ==
+                                RD_KAFKA_RESP_ERR_NO_ERROR;
+             ++i) {
+            RecordHeader h{name, std::nullopt};
+            if (value != nullptr) h.value.emplace(static_cast<const char*>(value), size);
+            r.headers.push_back(std::move(h));
+        }
+    }
+    rd_kafka_timestamp_type_t type = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE;
+    r.timestamp_ms = rd_kafka_message_timestamp(&m, &type);  // -1 when not available
+    return r;
+}
+
+}  // namespace
+
+KafkaConsumer::KafkaConsumer(const ConsumerOptions& options, RebalanceListener& listener)
+    : listener_(listener), group_id_(options.group_id) {
+    for (const auto& [name, value] : options.properties)
+        for (auto reserved : kReservedProperties)
+            if (name == reserved)
+                throw KafkaConfigError(
+                    "Kafka property '" + name +
+                    "' cannot be set in the kafka properties: exo sets it itself (group.id comes "
+                    "from the consumer group setting; offsets are committed only after a "
+                    "record's outcome is durable); remove it");
+    if (options.group_id.empty())
+        throw KafkaConfigError("Kafka consumer: the consumer group id is empty; set it");
+    if (options.topics.empty())
+        throw KafkaConfigError("Kafka consumer of group '" + options.group_id +
+                               "': no topics to subscribe to; bind at least one topic");
+
+    KafkaConf conf(rd_kafka_conf_new());
+    set_kafka_property(conf.get(), "bootstrap.servers", options.bootstrap_servers);
+    set_kafka_property(conf.get(), "group.id", options.group_id);
+    set_kafka_property(conf.get(), "enable.auto.commit", "false");
+    set_kafka_property(conf.get(), "enable.auto.offset.store", "false");
+    set_kafka_property(conf.get(), "enable.partition.eof", "false");
+    set_kafka_property(conf.get(), "auto.offset.reset", "earliest");  // default; may be overridden
+    for (const auto& [name, value] : options.properties)
+        set_kafka_property(conf.get(), name, value);
+    rd_kafka_conf_set_rebalance_cb(conf.get(), &KafkaConsumer::rebalance_trampoline);
+    rd_kafka_conf_set_opaque(conf.get(), this);
+
+    char reason[512] = {0};
+    handle_.reset(rd_kafka_new(RD_KAFKA_CONSUMER, conf.get(), reason, sizeof reason));
+    if (!handle_)
+        throw KafkaConfigError("Kafka consumer of group '" + options.group_id +
+                               "' could not be created: " + reason + "; fix the kafka properties");
+    conf.release();  // rd_kafka_new took it
+
+    // One queue for messages, rebalances and errors, all served by rd_kafka_consumer_poll.
+    throw_if_kafka_error(
+        rd_kafka_poll_set_consumer(handle_.get()),
+        "redirecting the main queue of group '" + group_id_ + "' to the consumer queue");
+    queue_.reset(rd_kafka_queue_get_consumer(handle_.get()));
+
+    TopicPartitionList topics(
+        rd_kafka_topic_partition_list_new(static_cast<int>(options.topics.size())));
+    for (const auto& topic : options.topics)
+        rd_kafka_topic_partition_list_add(topics.get(), topic.c_str(), RD_KAFKA_PARTITION_UA);
+    throw_if_kafka_error(rd_kafka_subscribe(handle_.get(), topics.get()),
+                         "subscribing group '" + group_id_ + "' to its topics");
+}
+
+KafkaConsumer::~KafkaConsumer() {
+    try {
+        close();
+    } catch (const std::exception& e) {
+        spdlog::error("Kafka consumer of group '{}': error while closing: {}", group_id_, e.what());
+    } catch (...) {
+        spdlog::error("Kafka consumer of group '{}': unknown error while closing", group_id_);
+    }
+}
+
+std::vector<Record> KafkaConsumer::poll(std::size_t max_records,
+                                        std::chrono::milliseconds timeout) {
+    if (closed_)
+        throw KafkaError(
+            RD_KAFKA_RESP_ERR__STATE,
+            "polling the closed consumer of group '" + group_id_ + "' (a bug in the caller)",
+            false);
+    if (failed_)
+        throw KafkaError(RD_KAFKA_RESP_ERR__STATE,
+                         "polling the consumer of group '" + group_id_ +
+                             "' after a rebalance failure; close it and create a new one",
+                         false);
+    std::vector<Record> records;
+    if (max_records == 0) return records;
+
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    rd_kafka_t* rk = handle_.get();
+    while (records.size() < max_records) {
+        // Wait for the first record only; then take what is already there.
+        int wait_ms = 0;
+        if (records.empty())
+            wait_ms = to_timeout_ms(std::chrono::ceil<std::chrono::milliseconds>(
+                deadline - std::chrono::steady_clock::now()));
+        MessageHandle message(rd_kafka_consumer_poll(rk, wait_ms));
+        rethrow_failure();  // a rebalance callback inside that call failed
+        if (!message) {
+            if (wait_ms == 0) break;
+            continue;  // woken without a message (e.g. after a rebalance): wait the rest
+        }
+        if (message->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            records.push_back(copy_record(*message));
+            continue;
+        }
+        if (message->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) continue;
+        char fatal_reason[512] = {0};
+        const rd_kafka_resp_err_t fatal =
+            rd_kafka_fatal_error(rk, fatal_reason, sizeof fatal_reason);
+        if (message->err == RD_KAFKA_RESP_ERR__FATAL || fatal != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            failed_ = true;
+            throw KafkaError(fatal != RD_KAFKA_RESP_ERR_NO_ERROR ? fatal : message->err,
+                             "consuming for group '" + group_id_ + "' (fatal error: " +
+                                 fatal_reason + "); close this consumer and create a new one",
+                             false);
+        }
+        // Transient (broker down, leader moving) or per-partition trouble librdkafka
+        // keeps retrying itself: nothing was consumed, so nothing is skipped.
+        if (message->rkt != nullptr)
+            spdlog::warn("Kafka consumer of group '{}': {}[{}]: {}", group_id_,
+                         rd_kafka_topic_name(message->rkt), message->partition,
+                         rd_kafka_message_errstr(message.get()));
+        else
+            spdlog::warn("Kafka consumer of group '{}': {}", group_id_,
+                         rd_kafka_message_errstr(message.get()));
+    }
+    return records;
+}
+
+void KafkaConsumer::pause(const std::vector<TopicPartition>& partitions) {
+    if (partitions.empty()) return;
+    auto list = to_list(partitions);
+    const std::string doing = "pausing " + describe(partitions) + " for group '" + group_id_ + "'";
+    throw_if_kafka_error(rd_kafka_pause_partitions(handle_.get(), list.get()), doing);
+    throw_first_partition_error(list.get(), doing);
+}
+
+void KafkaConsumer::resume(const std::vector<TopicPartition>& partitions) {
+    if (partitions.empty()) return;
+    auto list = to_list(partitions);
+    const std::string doing = "resuming " + describe(partitions) + " for group '" + group_id_ + "'";
+    throw_if_kafka_error(rd_kafka_resume_partitions(handle_.get(), list.get()), doing);
+    throw_first_partition_error(list.get(), doing);
+}
+
+namespace {
+
+// Filled by rd_kafka_commit_queue's callback on the committing thread; the
+// callback is the only way to see per-partition results of a commit.
+struct SyncCommitResult {
+    rd_kafka_resp_err_t partition_error = RD_KAFKA_RESP_ERR_NO_ERROR;
+    std::string failed_partition;
+};
+
+void sync_commit_done(rd_kafka_t*, rd_kafka_resp_err_t, rd_kafka_topic_partition_list_t* offsets,
+                      void* opaque) {
+    auto* result = static_cast<SyncCommitResult*>(opaque);
+    if (const auto* failed = first_failed(offsets)) {
+        result->partition_error = failed->err;
+        result->failed_partition = describe(*failed);
+    }
+}
+
+}  // namespace
+
+void KafkaConsumer::commit(const std::vector<OffsetToCommit>& offsets, bool synchronous) {
+    if (offsets.empty()) return;
+    TopicPartitionList list(rd_kafka_topic_partition_list_new(static_cast<int>(offsets.size())));
+    std::string what;
+    for (const auto& o : offsets) {
+        rd_kafka_topic_partition_list_add(list.get(), o.partition.topic.value.c_str(),
+                                          o.partition.partition.value)
+            ->offset = o.next.value;
+        if (!what.empty()) what += ", ";
+        what += describe(o.partition) + "@" + std::to_string(o.next.value);
+    }
+    const std::string doing = "committing offsets " + what + " for group '" + group_id_ + "'";
+    if (!synchronous) {
+        // The outcome is posted to queue_ and logged by async_commit_done from poll().
+        throw_if_kafka_error(rd_kafka_commit_queue(handle_.get(), list.get(), queue_.get(),
+                                                   &KafkaConsumer::async_commit_done, this),
+                             "queueing " + doing);
+        return;
+    }
+    SyncCommitResult result;
+    // No queue: librdkafka waits for the broker and calls back before returning.
+    throw_if_kafka_error(
+        rd_kafka_commit_queue(handle_.get(), list.get(), nullptr, &sync_commit_done, &result),
+        doing);
+    if (result.partition_error != RD_KAFKA_RESP_ERR_NO_ERROR)
+        throw_if_kafka_error(result.partition_error,
+                             doing + " (partition " + result.failed_partition + ")");
+}
+
+void KafkaConsumer::async_commit_done(rd_kafka_t*, rd_kafka_resp_err_t err,
+                                      rd_kafka_topic_partition_list_t* offsets, void* opaque) {
+    const auto* self = static_cast<const KafkaConsumer*>(opaque);
+    const auto* failed = first_failed(offsets);
+    if (err == RD_KAFKA_RESP_ERR_NO_ERROR && failed == nullptr) return;
+    // Not fatal: a later commit covers the same offsets (they only grow), and the
+    // synchronous commit on revoke or shutdown reports its own failure.
+    spdlog::warn("Kafka consumer of group '{}': asynchronous offset commit failed{}: {}",
+                 self->group_id_, failed ? " for " + describe(*failed) : std::string(),
+                 rd_kafka_err2str(failed ? failed->err : err));
+}
+
+std::vector<OffsetToCommit> KafkaConsumer::committed(const std::vector<TopicPartition>& partitions,
+                                                     std::chrono::milliseconds timeout) {
+    std::vector<OffsetToCommit> out;
+    if (partitions.empty()) return out;
+    auto list = to_list(partitions);
+    const std::string doing = "reading the committed offsets of " + describe(partitions) +
+                              " for group '" + group_id_ + "'";
+    throw_if_kafka_error(rd_kafka_committed(handle_.get(), list.get(), to_timeout_ms(timeout)),
+                         doing);
+    throw_first_partition_error(list.get(), doing);
+    out.reserve(partitions.size());
+    for (int i = 0; i < list->cnt; ++i)
+        out.push_back({{Topic{list->elems[i].topic}, Partition{list->elems[i].partition}},
+                       Offset{list->elems[i].offset}});
+    return out;
+}
+
+void KafkaConsumer::close() {
+    if (closed_) return;
+    closed_ = true;
+    // Serves the final revoke (the listener commits inside) and leaves the group;
+    // bounded by roughly session.timeout.ms.
+    const rd_kafka_resp_err_t err = rd_kafka_consumer_close(handle_.get());
+    rethrow_failure();
+    throw_if_kafka_error(err, "closing the consumer of group '" + group_id_ + "'");
+}
+
+void KafkaConsumer::rebalance_trampoline(rd_kafka_t* rk, rd_kafka_resp_err_t err,
+                                         rd_kafka_topic_partition_list_t* partitions,
+                                         void* opaque) {
+    auto* self = static_cast<KafkaConsumer*>(opaque);
+    try {
+        self->on_rebalance(rk, err, partitions);
+    } catch (...) {
+        // A C++ exception must not unwind through librdkafka's C frames.
+        self->remember_failure(std::current_exception());
+    }
+}
+
+void KafkaConsumer::on_rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err,
+                                 rd_kafka_topic_partition_list_t* partitions) {
+    const char* protocol = rd_kafka_rebalance_protocol(rk);
+    const bool cooperative = protocol != nullptr && std::string_view(protocol) == "COOPERATIVE";
+    auto changed = to_vector(partitions);
+
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        const std::string doing =
+            "assigning " + describe(changed) + " to group '" + group_id_ + "' member";
+        // Assign first: once on_assigned runs, the listener may pause these partitions.
+        if (cooperative)
+            throw_if_kafka_error(rd_kafka_incremental_assign(rk, partitions), doing);
+        else
+            throw_if_kafka_error(rd_kafka_assign(rk, partitions), doing);
+        // Cooperative rebalances often assign nothing new: not worth an info line.
+        spdlog::log(changed.empty() ? spdlog::level::debug : spdlog::level::info,
+                    "Kafka consumer {} of group '{}': assigned {} ({})", rd_kafka_name(rk),
+                    group_id_, describe(changed), cooperative ? "cooperative" : "eager");
+        if (!changed.empty()) listener_.on_assigned(changed);
+        return;
+    }
+
+    if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
+        const bool lost = rd_kafka_assignment_lost(rk) != 0;
+        spdlog::info("Kafka consumer {} of group '{}': {} {}", rd_kafka_name(rk), group_id_,
+                     lost ? "lost" : "revoking", describe(changed));
+        // The listener commits synchronously before the partitions go; whatever it
+        // throws, they must still be unassigned to keep librdkafka's state right.
+        try {
+            if (!changed.empty()) listener_.on_revoked(changed, lost);
+        } catch (...) {
+            remember_failure(std::current_exception());
+        }
+        const std::string doing =
+            "unassigning " + describe(changed) + " from group '" + group_id_ + "' member";
+        if (cooperative)
+            throw_if_kafka_error(rd_kafka_incremental_unassign(rk, partitions), doing);
+        else
+            throw_if_kafka_error(rd_kafka_assign(rk, nullptr), doing);
+        return;
+    }
+
+    // Any other error: librdkafka asks for the assignment to be cleared
+    // (rd_kafka_assign(rk, NULL), whatever the protocol) to resynchronise.
+    spdlog::error("Kafka consumer of group '{}': rebalance failed: {}; dropping the assignment",
+                  group_id_, rd_kafka_err2str(err));
+    rd_kafka_topic_partition_list_t* current = nullptr;
+    std::vector<TopicPartition> assigned;
+    if (rd_kafka_assignment(rk, &current) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        TopicPartitionList owned(current);
+        assigned = to_vector(owned.get());
+    }
+    try {
+        if (!assigned.empty()) listener_.on_revoked(assigned, true);
+    } catch (...) {
+        remember_failure(std::current_exception());
+    }
+    throw_if_kafka_error(rd_kafka_assign(rk, nullptr),
+                         "clearing the assignment of group '" + group_id_ + "' member");
+}
+
+void KafkaConsumer::remember_failure(std::exception_ptr failure) noexcept {
+    if (!failure_) failure_ = std::move(failure);
+}
+
+void KafkaConsumer::rethrow_failure() {
+    if (!failure_) return;
+    failed_ = true;
+    std::rethrow_exception(std::exchange(failure_, nullptr));
+}
+
+}  // namespace exo

@@ -1,0 +1,113 @@
+#pragma once
+// The Kafka consumer exo drives: explicit offset commits only
+// (enable.auto.commit=false, enable.auto.offset.store=false), rebalances
+// reported to a listener from inside poll(), eager and cooperative assignors.
+//
+// Lifecycle: construct (subscribes) -> poll()... -> close() (leaves the group;
+// the listener's on_revoked runs for everything still assigned) -> destroy.
+// Thread-safety: every method must be called from one thread (the poll thread);
+// the listener runs on that thread, inside poll() or close().
+#include <chrono>
+#include <exception>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/record.hpp"
+#include "kafka/kafka_error.hpp"
+#include "kafka/rdkafka_handles.hpp"
+
+namespace exo {
+
+class RebalanceListener {
+public:
+    virtual ~RebalanceListener() = default;
+    // Partitions newly assigned (incrementally for cooperative assignors).
+    virtual void on_assigned(const std::vector<TopicPartition>& partitions) = 0;
+    // Partitions about to be taken away: the listener must stop using them and
+    // commit their offsets (synchronously, via commit()) before returning. `lost`
+    // is true when the group already gave them to someone else: committing then fails.
+    virtual void on_revoked(const std::vector<TopicPartition>& partitions, bool lost) = 0;
+};
+
+struct ConsumerOptions {
+    std::string bootstrap_servers;
+    std::string group_id;
+    std::vector<std::string> topics;
+    std::map<std::string, std::string> properties;  // extra librdkafka properties
+};
+
+struct OffsetToCommit {
+    TopicPartition partition;
+    Offset next;  // the next offset to read: last finished + 1
+};
+
+class KafkaConsumer {
+public:
+    // Throws KafkaConfigError for a bad property, KafkaError if subscribing fails.
+    KafkaConsumer(const ConsumerOptions& options, RebalanceListener& listener);
+    KafkaConsumer(const KafkaConsumer&) = delete;
+    KafkaConsumer& operator=(const KafkaConsumer&) = delete;
+    ~KafkaConsumer();  // closes if close() was not called
+
+    // Up to `max_records` records, waiting at most `timeout` for the first one
+    // (max_records 0 returns at once and serves nothing).
+    // Also serves rebalance callbacks. Per-record consume errors that are not fatal
+    // (partition EOF, transient broker errors) are logged and skipped; fatal ones throw
+    // KafkaError. If the listener throws (or librdkafka refuses an assignment change),
+    // the rebalance is still completed and poll() rethrows that exception; the consumer
+    // is then failed: records fetched in that call are dropped and every later poll()
+    // throws KafkaError, so the caller must close it and start over (no offset was
+    // committed past the dropped records, so they are redelivered).
+    std::vector<Record> poll(std::size_t max_records, std::chrono::milliseconds timeout);
+
+    // Throws KafkaError if librdkafka refuses (e.g. a partition it does not know).
+    void pause(const std::vector<TopicPartition>& partitions);
+    void resume(const std::vector<TopicPartition>& partitions);
+
+    // Commits exactly these offsets; an empty list is a no-op. synchronous=true blocks
+    // until the broker answered and throws KafkaError on failure (of the request or of
+    // any one partition); false queues it and the outcome is logged (from a later poll()),
+    // only a refusal to queue throws.
+    void commit(const std::vector<OffsetToCommit>& offsets, bool synchronous);
+    // The group's committed offsets for these partitions (for tests and tools);
+    // Offset{RD_KAFKA_OFFSET_INVALID} (-1001) where nothing was committed. Throws KafkaError.
+    std::vector<OffsetToCommit> committed(const std::vector<TopicPartition>& partitions,
+                                          std::chrono::milliseconds timeout);
+
+    // Leaves the group (the listener's on_revoked runs inside). Idempotent. Throws
+    // what the listener threw during the close, or KafkaError if leaving failed; the
+    // consumer is closed either way.
+    void close();
+
+    const std::string& member_id_hint() const { return group_id_; }
+
+private:
+    static void rebalance_trampoline(rd_kafka_t* rk, rd_kafka_resp_err_t err,
+                                     rd_kafka_topic_partition_list_t* partitions, void* opaque);
+    static void async_commit_done(rd_kafka_t* rk, rd_kafka_resp_err_t err,
+                                  rd_kafka_topic_partition_list_t* offsets, void* opaque);
+    // `rk` is the callback's handle: the rebalance callback can run inside
+    // rd_kafka_destroy, while handle_ is being reset.
+    void on_rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err,
+                      rd_kafka_topic_partition_list_t* partitions);
+    void remember_failure(std::exception_ptr failure) noexcept;
+    void rethrow_failure();
+
+    RebalanceListener& listener_;
+    std::string group_id_;
+    // Destruction order: the queue and messages must be gone before the handle is
+    // closed and destroyed, so handle_ is declared first (destroyed last).
+    KafkaHandle handle_;
+    // The consumer queue (the main queue is forwarded to it): async commit results
+    // are posted here with a callback that rd_kafka_consumer_poll serves.
+    QueueHandle queue_;
+    // The first exception thrown inside a librdkafka callback (which must not unwind
+    // through C frames); rethrown by poll() or close().
+    std::exception_ptr failure_;
+    bool failed_ = false;  // a failure_ was rethrown: the consumer is unusable
+    bool closed_ = false;
+};
+
+}  // namespace exo

@@ -1,0 +1,144 @@
+#include "kafka/producer.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <climits>
+#include <utility>
+
+namespace exo {
+namespace {
+
+int to_timeout_ms(std::chrono::milliseconds timeout) {
+    return static_cast<int>(
+        std::clamp<std::chrono::milliseconds::rep>(timeout.count(), 0, INT_MAX));
+}
+
+std::string describe_target(const std::string& topic, int partition) {
+    return "topic '" + topic + "'" +
+           (partition == RD_KAFKA_PARTITION_UA ? std::string()
+                                               : " partition " + std::to_string(partition));
+}
+
+}  // namespace
+
+KafkaProducer::KafkaProducer(const ProducerOptions& options) {
+    if (options.properties.count("enable.idempotence") != 0)
+        throw KafkaConfigError(
+            "Kafka property 'enable.idempotence' cannot be set in the producer properties: exo "
+            "always enables it (retries must not duplicate or reorder dead letters); remove it");
+
+    KafkaConf conf(rd_kafka_conf_new());
+    set_kafka_property(conf.get(), "bootstrap.servers", options.bootstrap_servers);
+    for (const auto& [name, value] : options.properties)
+        set_kafka_property(conf.get(), name, value);
+    set_kafka_property(conf.get(), "enable.idempotence", "true");
+    rd_kafka_conf_set_dr_msg_cb(conf.get(), &KafkaProducer::delivery_trampoline);
+    rd_kafka_conf_set_opaque(conf.get(), this);
+
+    char reason[512] = {0};
+    handle_.reset(rd_kafka_new(RD_KAFKA_PRODUCER, conf.get(), reason, sizeof reason));
+    if (!handle_)
+        throw KafkaConfigError(std::string("Kafka producer could not be created: ") + reason +
+                               "; fix the kafka properties");
+    conf.release();  // rd_kafka_new took it
+}
+
+KafkaProducer::~KafkaProducer() {
+    rd_kafka_t* rk = handle_.get();
+    rd_kafka_flush(rk, 5000);
+    if (const int left = rd_kafka_outq_len(rk); left > 0) {
+        spdlog::warn(
+            "Kafka producer: {} records or requests still undelivered after 5 s at shutdown; "
+            "dropping them",
+            left);
+        rd_kafka_purge(rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    }
+    std::lock_guard lock(failure_mutex_);
+    if (first_failure_)
+        spdlog::warn("Kafka producer: a delivery failure was never reported by flush(): {}",
+                     KafkaError(first_failure_->code, first_failure_->doing, false).what());
+}
+
+void KafkaProducer::produce(const OutgoingRecord& record, std::chrono::milliseconds timeout) {
+    rd_kafka_t* rk = handle_.get();
+    const int partition = record.partition.value_or(RD_KAFKA_PARTITION_UA);
+    // The V_* macros do not parenthesize their arguments, so no expressions in them.
+    const void* key_data = record.key ? record.key->data() : nullptr;
+    const std::size_t key_size = record.key ? record.key->size() : 0;
+    char* value_data = const_cast<char*>(record.value.data());
+    const std::size_t value_size = record.value.size();
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        // Rebuilt per attempt: producev owns the headers only when it succeeds.
+        HeadersHandle headers(rd_kafka_headers_new(record.headers.size()));
+        for (const auto& h : record.headers)
+            rd_kafka_header_add(headers.get(), h.name.data(), static_cast<ssize_t>(h.name.size()),
+                                h.value ? h.value->data() : nullptr,
+                                h.value ? static_cast<ssize_t>(h.value->size()) : 0);
+        const rd_kafka_resp_err_t err = rd_kafka_producev(
+            rk, RD_KAFKA_V_TOPIC(record.topic.c_str()), RD_KAFKA_V_PARTITION(partition),
+            RD_KAFKA_V_KEY(key_data, key_size),
+            // F_COPY: librdkafka copies the payload; value_data is never written through.
+            RD_KAFKA_V_VALUE(value_data, value_size), RD_KAFKA_V_HEADERS(headers.get()),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+        if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            headers.release();     // now owned by the message
+            rd_kafka_poll(rk, 0);  // serve delivery reports so they do not pile up
+            return;
+        }
+        const auto now = std::chrono::steady_clock::now();
+        if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL && now < deadline) {
+            // Delivery reports free queue space; serving them is what waiting means here.
+            rd_kafka_poll(rk,
+                          std::min(100, to_timeout_ms(std::chrono::ceil<std::chrono::milliseconds>(
+                                            deadline - now))));
+            continue;
+        }
+        throw_if_kafka_error(
+            err,
+            "queueing a record for " + describe_target(record.topic, partition) +
+                (err == RD_KAFKA_RESP_ERR__QUEUE_FULL ? " (the local queue stayed full for " +
+                                                            std::to_string(timeout.count()) + " ms)"
+                                                      : std::string()));
+    }
+}
+
+void KafkaProducer::flush(std::chrono::milliseconds timeout) {
+    rd_kafka_t* rk = handle_.get();
+    const rd_kafka_resp_err_t err = rd_kafka_flush(rk, to_timeout_ms(timeout));
+    std::optional<DeliveryFailure> failure;
+    {
+        std::lock_guard lock(failure_mutex_);
+        failure = std::exchange(first_failure_, std::nullopt);
+    }
+    if (failure)
+        throw KafkaError(failure->code, failure->doing, kafka_error_is_retriable(failure->code));
+    if (const int left = rd_kafka_outq_len(rk); err != RD_KAFKA_RESP_ERR_NO_ERROR || left > 0)
+        throw KafkaError(RD_KAFKA_RESP_ERR__TIMED_OUT,
+                         "flushing the producer (" + std::to_string(left) +
+                             " records or requests still undelivered after " +
+                             std::to_string(timeout.count()) +
+                             " ms; they stay queued and a later flush reports them)",
+                         true);
+}
+
+void KafkaProducer::delivery_trampoline(rd_kafka_t*, const rd_kafka_message_t* message,
+                                        void* opaque) {
+    if (message->err == RD_KAFKA_RESP_ERR_NO_ERROR) return;
+    auto* self = static_cast<KafkaProducer*>(opaque);
+    // Runs inside rd_kafka_poll/flush on a caller's thread; must not throw into librdkafka.
+    std::string doing;
+    try {
+        doing = "delivering a record to " +
+                describe_target(rd_kafka_topic_name(message->rkt), message->partition) + " (" +
+                rd_kafka_message_errstr(message) + ")";
+    } catch (...) {
+        // Out of memory while describing it: the code alone still fails the flush.
+    }
+    std::lock_guard lock(self->failure_mutex_);
+    if (!self->first_failure_)
+        self->first_failure_ = DeliveryFailure{message->err, std::move(doing)};
+}
+
+}  // namespace exo

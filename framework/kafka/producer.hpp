@@ -1,0 +1,64 @@
+#pragma once
+// A synchronous-feeling producer: produce() queues, flush() waits for every
+// delivery report and throws if any failed. Used for dead letters (where the
+// offset may only move after the broker acknowledged) and the demo producer.
+// Thread-safety: produce() may be called from any thread (librdkafka is
+// thread-safe); flush() reports failures of the records produced before it.
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/record.hpp"
+#include "kafka/kafka_error.hpp"
+#include "kafka/rdkafka_handles.hpp"
+
+namespace exo {
+
+struct ProducerOptions {
+    std::string bootstrap_servers;
+    std::map<std::string, std::string> properties;  // extra librdkafka properties
+};
+
+struct OutgoingRecord {
+    std::string topic;
+    std::optional<int> partition;    // unset: partitioned by key
+    std::optional<std::string> key;  // Kafka message key
+    std::string value;
+    std::vector<RecordHeader> headers;
+};
+
+class KafkaProducer {
+public:
+    // Throws KafkaConfigError for a bad property. Idempotence is enabled.
+    explicit KafkaProducer(const ProducerOptions& options);
+    KafkaProducer(const KafkaProducer&) = delete;
+    KafkaProducer& operator=(const KafkaProducer&) = delete;
+    ~KafkaProducer();  // flushes for up to 5 s, then drops what is left
+
+    // Queues one record; throws KafkaError if librdkafka refuses it (queue full is
+    // retried internally by polling until `timeout` passes).
+    void produce(const OutgoingRecord& record,
+                 std::chrono::milliseconds timeout = std::chrono::milliseconds(10000));
+    // Waits until every queued record was acknowledged. Throws KafkaError naming the
+    // first failure if any record since the last flush failed, or on timeout.
+    void flush(std::chrono::milliseconds timeout);
+
+private:
+    static void delivery_trampoline(rd_kafka_t*, const rd_kafka_message_t*, void* opaque);
+
+    struct DeliveryFailure {
+        rd_kafka_resp_err_t code;
+        std::string doing;  // which record failed, for the KafkaError message
+    };
+
+    // Destruction order: handle_ is declared last so it is destroyed first, while
+    // the mutex and slot its delivery callback writes to still exist.
+    std::mutex failure_mutex_;
+    std::optional<DeliveryFailure> first_failure_;  // guarded by failure_mutex_
+    KafkaHandle handle_;
+};
+
+}  // namespace exo

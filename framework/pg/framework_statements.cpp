@@ -1,0 +1,104 @@
+#include "pg/framework_statements.hpp"
+
+#include <pqxx/pqxx>
+
+namespace exo {
+namespace {
+
+constexpr const char* kInsertProcessed = "exo_insert_processed";
+constexpr const char* kSelectProcessed = "exo_select_processed";
+constexpr const char* kUpdateProcessed = "exo_update_processed";
+constexpr const char* kAdvanceLatest = "exo_advance_sequence_latest";
+constexpr const char* kAdvanceStrict = "exo_advance_sequence_strict";
+
+// One statement reads the previous value (locking the row) and advances it only
+// if the mode's rule holds, so the check and the write cannot be separated by a
+// concurrent transaction. The rule mirrors decide_sequence().
+// `first_rule` says which first sequence a new entity accepts.
+std::string advance_sql(const char* first_rule, const char* rule) {
+    return std::string(
+               "WITH prev AS (SELECT last_sequence FROM exo_sequences"
+               " WHERE handler = $1::text AND entity = $2::text FOR UPDATE),"
+               " up AS (INSERT INTO exo_sequences AS s (handler, entity, last_sequence)"
+               " SELECT $1::text, $2::text, $3::bigint WHERE EXISTS (SELECT 1 FROM prev) OR ") +
+           first_rule +
+           " ON CONFLICT (handler, entity) DO UPDATE"
+           " SET last_sequence = EXCLUDED.last_sequence, updated_at = now() WHERE " +
+           rule +
+           " RETURNING 1)"
+           " SELECT (SELECT last_sequence FROM prev), EXISTS (SELECT 1 FROM up)";
+}
+
+}  // namespace
+
+void prepare_framework_statements(pqxx::connection_base& c) {
+    c.prepare(kInsertProcessed,
+              "INSERT INTO exo_processed (consumer_group, idempotency_key, fencing_token, topic,"
+              " kafka_partition, kafka_offset, outcome, result)"
+              " VALUES ($1, $2, $3, $4, $5, $6, $7, NULLIF($8, ''))"
+              " ON CONFLICT (consumer_group, idempotency_key) DO NOTHING RETURNING 1");
+    c.prepare(kSelectProcessed,
+              "SELECT outcome, coalesce(result, '') FROM exo_processed"
+              " WHERE consumer_group = $1 AND idempotency_key = $2");
+    c.prepare(kUpdateProcessed,
+              "UPDATE exo_processed SET outcome = $3, result = NULLIF($4, '')"
+              " WHERE consumer_group = $1 AND idempotency_key = $2");
+    c.prepare(kAdvanceLatest, advance_sql("true", "s.last_sequence < EXCLUDED.last_sequence"));
+    c.prepare(kAdvanceStrict,
+              advance_sql("$3::bigint = 1", "s.last_sequence + 1 = EXCLUDED.last_sequence"));
+}
+
+const char* to_sql(ProcessedOutcome o) {
+    switch (o) {
+        case ProcessedOutcome::applied:
+            return "APPLIED";
+        case ProcessedOutcome::stale:
+            return "STALE";
+        case ProcessedOutcome::dead_lettered:
+            return "DEAD_LETTERED";
+    }
+    return "APPLIED";
+}
+
+std::optional<ExistingRow> insert_processed(pqxx::transaction_base& tx, const ProcessedRow& row) {
+    auto inserted = tx.exec_prepared(kInsertProcessed, row.consumer_group, row.idempotency_key,
+                                     row.token.value, row.partition.topic.value,
+                                     row.partition.partition.value, row.offset.value,
+                                     to_sql(row.outcome), row.result);
+    if (!inserted.empty()) return std::nullopt;
+    auto existing = tx.exec_prepared(kSelectProcessed, row.consumer_group, row.idempotency_key);
+    if (existing.empty())  // deleted by retention between the two statements
+        return ExistingRow{"APPLIED", ""};
+    return ExistingRow{existing[0][0].as<std::string>(), existing[0][1].as<std::string>()};
+}
+
+void update_processed(pqxx::transaction_base& tx, const std::string& group,
+                      const std::string& key, ProcessedOutcome outcome,
+                      const std::string& result) {
+    tx.exec_prepared(kUpdateProcessed, group, key, to_sql(outcome), result);
+}
+
+std::optional<SequenceVerdict> advance_sequence(pqxx::transaction_base& tx, SequenceMode mode,
+                                                const std::string& handler,
+                                                const std::string& entity,
+                                                std::int64_t sequence) {
+    auto r = tx.exec_prepared(mode == SequenceMode::strict ? kAdvanceStrict : kAdvanceLatest,
+                              handler, entity, sequence);
+    if (r[0][1].as<bool>()) return SequenceVerdict::apply;
+    std::optional<std::int64_t> previous;
+    if (!r[0][0].is_null()) previous = r[0][0].as<std::int64_t>();
+    auto verdict = decide_sequence(mode, previous, sequence);
+    if (verdict == SequenceVerdict::apply) return std::nullopt;  // moved meanwhile: retry
+    return verdict;
+}
+
+std::size_t prune_processed(pqxx::transaction_base& tx, std::chrono::hours retention,
+                            int limit) {
+    auto r = tx.exec_params(
+        "DELETE FROM exo_processed WHERE ctid IN (SELECT ctid FROM exo_processed"
+        " WHERE processed_at < now() - make_interval(hours => $1) LIMIT $2)",
+        static_cast<int>(retention.count()), limit);
+    return r.affected_rows();
+}
+
+}  // namespace exo

@@ -1,0 +1,37 @@
+#include "pg/pg_errors.hpp"
+
+#include <pqxx/pqxx>
+
+namespace exo {
+
+PgFailure classify_pg_error(const std::exception& e) {
+    if (dynamic_cast<const pqxx::in_doubt_error*>(&e)) return PgFailure::outcome_unknown;
+    if (dynamic_cast<const pqxx::broken_connection*>(&e)) return PgFailure::connection_lost;
+    if (dynamic_cast<const pqxx::transaction_rollback*>(&e)) return PgFailure::retryable;
+    if (const auto* sql = dynamic_cast<const pqxx::sql_error*>(&e)) {
+        const std::string& state = sql->sqlstate();
+        // Class 08: connection exception; 57P01-03: admin shutdown, crash, cannot connect now.
+        if (state.rfind("08", 0) == 0 || state.rfind("57P", 0) == 0)
+            return PgFailure::connection_lost;
+        // Class 22: data exception: the record's data cannot be stored, ever.
+        if (state.rfind("22", 0) == 0) return PgFailure::permanent;
+        return PgFailure::retryable;
+    }
+    return PgFailure::retryable;
+}
+
+const char* to_string(PgFailure f) {
+    switch (f) {
+        case PgFailure::connection_lost:
+            return "connection lost";
+        case PgFailure::outcome_unknown:
+            return "outcome unknown";
+        case PgFailure::retryable:
+            return "retryable";
+        case PgFailure::permanent:
+            return "permanent";
+    }
+    return "?";
+}
+
+}  // namespace exo

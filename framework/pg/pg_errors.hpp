@@ -1,0 +1,26 @@
+#pragma once
+// Every libpqxx failure is classified here, in one place (libpqxx's
+// transactor.hxx rule): what the pipeline does next depends only on the class.
+#include <exception>
+#include <string>
+
+namespace exo {
+
+enum class PgFailure {
+    // The connection is gone: the whole transaction is lost. Reconnect with
+    // backoff and retry the batch; the dedup rows make the retry safe.
+    connection_lost,
+    // COMMIT was sent but its answer never came (pqxx::in_doubt_error): the
+    // batch may or may not be applied. Retry it: the dedup rows tell which.
+    outcome_unknown,
+    // Serialization failure, deadlock, or another error that may pass: roll the
+    // record back and retry it with backoff, up to max_attempts.
+    retryable,
+    // The data can never be applied (invalid input syntax, out of range): dead-letter.
+    permanent,
+};
+
+PgFailure classify_pg_error(const std::exception& e);
+const char* to_string(PgFailure f);
+
+}  // namespace exo

@@ -1,0 +1,207 @@
+#include "pipeline/daemon.hpp"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <random>
+
+namespace exo {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string owner_prefix(const std::string& group) {
+    char host[256] = {0};
+    ::gethostname(host, sizeof host - 1);
+    std::random_device rd;
+    // Random part: a restarted process must never reuse a dead one's owner id.
+    return group + "@" + host + ":" + std::to_string(::getpid()) + ":" + std::to_string(rd());
+}
+
+std::vector<std::string> binding_topics(const Config& c) {
+    std::vector<std::string> topics;
+    for (const auto& b : c.bindings) topics.push_back(b.topic);
+    return topics;
+}
+
+std::string describe(const std::vector<TopicPartition>& parts) {
+    std::string s;
+    for (const auto& tp : parts) {
+        if (!s.empty()) s += ", ";
+        s += tp.topic.value + "[" + std::to_string(tp.partition.value) + "]";
+    }
+    return s.empty() ? "none" : s;
+}
+
+}  // namespace
+
+Daemon::Daemon(const Config& config, const HandlerRegistry& handlers, Failpoints& failpoints,
+               std::string bootstrap_servers)
+    : config_(config),
+      bootstrap_(std::move(bootstrap_servers)),
+      dead_letters_(ProducerOptions{bootstrap_, {}}) {
+    auto prefix = owner_prefix(config.kafka.group_id);
+    for (int i = 0; i < config.pipeline.workers; ++i) {
+        WorkerContext ctx{config_,
+                          handlers,
+                          dead_letters_,
+                          stats_,
+                          failpoints,
+                          [this](const std::vector<FinishedOffset>& done) {
+                              std::lock_guard lock(offsets_mutex_);
+                              for (const auto& f : done) offsets_.finish(f.partition, f.offset);
+                          },
+                          prefix};
+        workers_.push_back(std::make_unique<Worker>(i, std::move(ctx)));
+    }
+}
+
+Daemon::~Daemon() {
+    consumer_.reset();
+    for (auto& w : workers_) w->request_stop();
+    workers_.clear();
+}
+
+Worker& Daemon::worker_for(const TopicPartition& tp) {
+    return *workers_[TopicPartitionHash{}(tp) % workers_.size()];
+}
+
+void Daemon::run(std::stop_token stop) {
+    ConsumerOptions options{bootstrap_, config_.kafka.group_id, binding_topics(config_),
+                            config_.kafka.properties};
+    consumer_.emplace(options, static_cast<RebalanceListener&>(*this));
+    for (auto& w : workers_) w->start();
+    spdlog::info("consuming {} as group '{}' with {} worker(s)", describe({}).empty() ? "" : "",
+                 config_.kafka.group_id, workers_.size());
+
+    auto next_commit = Clock::now() + config_.kafka.commit_interval;
+    const std::size_t poll_max = static_cast<std::size_t>(
+        std::max(config_.pipeline.batch_size * config_.pipeline.workers, 100));
+    while (!stop.stop_requested()) {
+        dispatch(consumer_->poll(poll_max, std::chrono::milliseconds(50)));
+        update_pauses();
+        update_readiness();
+        if (Clock::now() >= next_commit) {
+            commit_finished(true, nullptr);
+            next_commit = Clock::now() + config_.kafka.commit_interval;
+        }
+    }
+
+    spdlog::info("stopping: draining {} partition(s)", assigned_.size());
+    drain(std::vector<TopicPartition>(assigned_.begin(), assigned_.end()), "shutdown");
+    consumer_->close();  // leaves the group; on_revoked runs for what is still assigned
+    for (auto& w : workers_) w->request_stop();
+    for (auto& w : workers_) w->join();
+    ready_ = false;
+    spdlog::info("stopped: {}", stats_.summary());
+}
+
+void Daemon::dispatch(std::vector<Record> records) {
+    if (records.empty()) return;
+    std::map<Worker*, std::vector<PendingRecord>> per_worker;
+    {
+        std::lock_guard lock(offsets_mutex_);
+        for (auto& r : records) {
+            auto tp = r.topic_partition();
+            // Records fetched before a revoke that happened within the same poll.
+            if (!assigned_.count(tp)) continue;
+            offsets_.track(tp, r.offset);
+            per_worker[&worker_for(tp)].push_back(PendingRecord{std::move(r)});
+        }
+    }
+    for (auto& [worker, batch] : per_worker) {
+        stats_.polled += batch.size();
+        worker->inbox().push(std::move(batch));
+    }
+}
+
+void Daemon::update_pauses() {
+    const auto limit = static_cast<std::size_t>(config_.pipeline.max_queued_per_partition);
+    std::vector<TopicPartition> to_pause, to_resume;
+    for (const auto& tp : assigned_) {
+        auto queued = worker_for(tp).inbox().queued(tp);
+        bool paused = paused_.count(tp) != 0;
+        if (!paused && queued >= limit) to_pause.push_back(tp);
+        if (paused && queued <= limit / 2) to_resume.push_back(tp);
+    }
+    if (!to_pause.empty()) {
+        consumer_->pause(to_pause);
+        paused_.insert(to_pause.begin(), to_pause.end());
+    }
+    if (!to_resume.empty()) {
+        consumer_->resume(to_resume);
+        for (const auto& tp : to_resume) paused_.erase(tp);
+    }
+}
+
+void Daemon::commit_finished(bool synchronous, const std::vector<TopicPartition>* only) {
+    std::vector<CommitPoint> points;
+    {
+        std::lock_guard lock(offsets_mutex_);
+        points = offsets_.committable(only);
+    }
+    if (points.empty()) return;
+    std::vector<OffsetToCommit> offsets;
+    for (const auto& p : points) offsets.push_back({p.partition, p.next});
+    try {
+        consumer_->commit(offsets, synchronous);
+    } catch (const KafkaError& e) {
+        // Not marked committed: the same offsets are tried again next time. A
+        // redelivery meanwhile is harmless (duplicates are caught).
+        spdlog::warn("offset commit failed, will retry: {}", e.what());
+        return;
+    }
+    std::lock_guard lock(offsets_mutex_);
+    offsets_.mark_committed(points);
+}
+
+void Daemon::drain(const std::vector<TopicPartition>& partitions, const char* why) {
+    if (partitions.empty()) return;
+    auto deadline = Clock::now() + config_.pipeline.shutdown_timeout;
+    for (auto& w : workers_) {
+        std::vector<TopicPartition> mine;
+        for (const auto& tp : partitions)
+            if (&worker_for(tp) == w.get()) mine.push_back(tp);
+        if (!mine.empty() && !w->inbox().drop_partitions(mine, deadline))
+            spdlog::warn("{}: a batch of {} did not finish within {} ms; its records will be "
+                         "redelivered and deduplicated",
+                         why, describe(mine), config_.pipeline.shutdown_timeout.count());
+    }
+}
+
+void Daemon::on_assigned(const std::vector<TopicPartition>& partitions) {
+    spdlog::info("assigned: {}", describe(partitions));
+    assigned_.insert(partitions.begin(), partitions.end());
+    // A partition that was paused before a revoke must not stay paused.
+    consumer_->resume(partitions);
+    for (const auto& tp : partitions) paused_.erase(tp);
+}
+
+void Daemon::on_revoked(const std::vector<TopicPartition>& partitions, bool lost) {
+    spdlog::info("{}: {}", lost ? "lost" : "revoked", describe(partitions));
+    drain(partitions, lost ? "partitions lost" : "rebalance");
+    if (!lost) commit_finished(true, &partitions);
+    std::lock_guard lock(offsets_mutex_);
+    for (const auto& tp : partitions) {
+        offsets_.forget(tp);
+        assigned_.erase(tp);
+        paused_.erase(tp);
+    }
+}
+
+void Daemon::update_readiness() {
+    bool healthy = std::all_of(workers_.begin(), workers_.end(),
+                               [](const auto& w) { return w->healthy(); });
+    bool now_ready = healthy && !assigned_.empty();
+    if (now_ready != ready_.load() || !ready_logged_) {
+        ready_ = now_ready;
+        ready_logged_ = true;
+        if (now_ready)
+            spdlog::info("ready: {} partition(s) assigned, dependencies answering", assigned_.size());
+        else
+            spdlog::warn("not ready: {}", assigned_.empty() ? "no partitions assigned"
+                                                            : "a dependency is not answering");
+    }
+}
+
+}  // namespace exo

@@ -1,0 +1,77 @@
+#pragma once
+// The long-lived consumer: one poll thread (this object's run()) and N workers.
+// The poll thread owns the KafkaConsumer, hands records to the worker that owns
+// their partition, pauses partitions whose queue is full (so it can keep polling
+// and never exceeds max.poll.interval.ms), and commits, per partition, the
+// lowest unfinished offset. Rebalances and shutdown drain the same way: drop
+// queued records, wait for in-flight batches (pipeline.shutdown_timeout), commit
+// synchronously.
+//
+// Lifecycle: construct -> run(stop) (returns after a clean drain; throws on a
+// fatal Kafka error) -> destroy. Thread-safety: run() on one thread; stats() and
+// ready() from any thread.
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "core/offset_tracker.hpp"
+#include "kafka/consumer.hpp"
+#include "kafka/producer.hpp"
+#include "pipeline/failpoints.hpp"
+#include "pipeline/handler_registry.hpp"
+#include "pipeline/pipeline_stats.hpp"
+#include "pipeline/worker.hpp"
+
+namespace exo {
+
+class Daemon final : private RebalanceListener {
+public:
+    // `bootstrap_servers` is the resolved address (the config's, or an embedded
+    // mock cluster's). Throws KafkaConfigError for bad librdkafka properties.
+    Daemon(const Config& config, const HandlerRegistry& handlers, Failpoints& failpoints,
+           std::string bootstrap_servers);
+    ~Daemon() override;
+
+    void run(std::stop_token stop);
+
+    const PipelineStats& stats() const { return stats_; }
+    // Partitions assigned and every worker's dependencies answering.
+    bool ready() const { return ready_.load(); }
+
+private:
+    void on_assigned(const std::vector<TopicPartition>& partitions) override;
+    void on_revoked(const std::vector<TopicPartition>& partitions, bool lost) override;
+
+    void dispatch(std::vector<Record> records);
+    void update_pauses();
+    void commit_finished(bool synchronous, const std::vector<TopicPartition>* only);
+    void drain(const std::vector<TopicPartition>& partitions, const char* why);
+    void update_readiness();
+    Worker& worker_for(const TopicPartition& tp);
+
+    const Config& config_;
+    std::string bootstrap_;
+    PipelineStats stats_;
+    std::atomic<bool> ready_{false};
+    bool ready_logged_ = false;
+
+    std::mutex offsets_mutex_;
+    OffsetTracker offsets_;  // guarded by offsets_mutex_
+
+    std::set<TopicPartition> assigned_;  // poll thread only
+    std::set<TopicPartition> paused_;    // poll thread only
+
+    // Destruction order: the consumer goes first (its close() calls on_revoked,
+    // which uses the workers), then the workers, then the producer they use.
+    KafkaProducer dead_letters_;
+    std::vector<std::unique_ptr<Worker>> workers_;
+    std::optional<KafkaConsumer> consumer_;
+};
+
+}  // namespace exo

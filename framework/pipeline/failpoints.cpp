@@ -1,0 +1,46 @@
+#include "pipeline/failpoints.hpp"
+
+#include <csignal>
+#include <cstdlib>
+#include <sstream>
+
+#include "core/errors.hpp"
+
+namespace exo {
+
+Failpoints Failpoints::parse(const std::string& spec) {
+    Failpoints fp;
+    std::stringstream ss(spec);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        if (item.empty()) continue;
+        auto eq = item.find('=');
+        if (eq == std::string::npos)
+            throw UsageError("EXO_FAILPOINTS: '" + item + "' must look like name=kill[@N]");
+        std::string name = item.substr(0, eq);
+        std::string action = item.substr(eq + 1);
+        int pass = 1;
+        if (auto at = action.find('@'); at != std::string::npos) {
+            pass = std::atoi(action.c_str() + at + 1);
+            action = action.substr(0, at);
+        }
+        if (action != "kill" || pass < 1)
+            throw UsageError("EXO_FAILPOINTS: '" + item + "': the only action is kill[@N], N >= 1");
+        fp.armed_[name].kill_on_pass = pass;
+    }
+    return fp;
+}
+
+Failpoints Failpoints::from_environment() {
+    const char* spec = std::getenv("EXO_FAILPOINTS");
+    return spec ? parse(spec) : Failpoints{};
+}
+
+void Failpoints::hit(const char* name) {
+    if (armed_.empty()) return;
+    auto it = armed_.find(name);
+    if (it == armed_.end()) return;
+    if (it->second.passes.fetch_add(1) + 1 == it->second.kill_on_pass) std::raise(SIGKILL);
+}
+
+}  // namespace exo

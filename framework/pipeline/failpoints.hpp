@@ -1,0 +1,31 @@
+#pragma once
+// Named places where a test can make the process die as if by `kill -9`
+// (FoundationDB/TiKV-style failpoints). Read once from EXO_FAILPOINTS at start-up
+// by the composition root, e.g. EXO_FAILPOINTS="after_pg_commit=kill@3" kills the
+// process the 3rd time it passes that point. Unset in production: every check is
+// then one relaxed atomic load.
+#include <atomic>
+#include <map>
+#include <string>
+
+namespace exo {
+
+class Failpoints {
+public:
+    // Parses "name=kill[@N],name2=kill". Throws UsageError on a malformed spec.
+    static Failpoints parse(const std::string& spec);
+    static Failpoints from_environment();
+
+    // Raises SIGKILL if `name` is armed and this is its N-th pass.
+    void hit(const char* name);
+    bool empty() const { return armed_.empty(); }
+
+private:
+    struct Armed {
+        int kill_on_pass = 1;
+        std::atomic<int> passes{0};
+    };
+    std::map<std::string, Armed> armed_;
+};
+
+}  // namespace exo

@@ -1,0 +1,132 @@
+#include "pipeline/worker_inbox.hpp"
+
+#include <algorithm>
+
+namespace exo {
+
+void WorkerInbox::push(std::vector<PendingRecord> records) {
+    if (records.empty()) return;
+    {
+        std::lock_guard lock(mutex_);
+        for (auto& r : records) {
+            auto tp = r.record.topic_partition();
+            queues_[tp].push_back(std::move(r));
+        }
+        ++generation_;
+    }
+    changed_.notify_all();
+}
+
+std::size_t WorkerInbox::ready_count(Clock::time_point now,
+                                     Clock::time_point* next_release) const {
+    std::size_t ready = 0;
+    for (const auto& [tp, q] : queues_) {
+        if (q.empty()) continue;
+        auto held = held_until_.find(tp);
+        if (held != held_until_.end() && held->second > now) {
+            if (next_release && held->second < *next_release) *next_release = held->second;
+            continue;
+        }
+        ready += q.size();
+    }
+    return ready;
+}
+
+std::vector<PendingRecord> WorkerInbox::take_batch(std::size_t max,
+                                                   std::chrono::milliseconds linger,
+                                                   std::stop_token stop) {
+    std::unique_lock lock(mutex_);
+    std::optional<Clock::time_point> linger_end;
+    while (!stop.stop_requested()) {
+        auto now = Clock::now();
+        auto next_release = Clock::time_point::max();
+        std::size_t ready = ready_count(now, &next_release);
+        if (ready > 0 && !linger_end) linger_end = now + linger;
+        if (ready >= max || (ready > 0 && now >= *linger_end)) break;
+        auto wake = linger_end ? std::min(*linger_end, next_release) : next_release;
+        auto seen = generation_;
+        auto changed = [&] { return generation_ != seen; };
+        if (wake == Clock::time_point::max())
+            changed_.wait(lock, stop, changed);
+        else
+            changed_.wait_until(lock, stop, wake, changed);
+    }
+    std::vector<PendingRecord> batch;
+    if (stop.stop_requested()) return batch;
+
+    auto now = Clock::now();
+    std::vector<TopicPartition> order;
+    for (const auto& [tp, q] : queues_)
+        if (!q.empty()) order.push_back(tp);
+    if (order.empty()) return batch;
+    std::rotate(order.begin(), order.begin() + static_cast<long>(rotation_++ % order.size()),
+                order.end());
+    for (const auto& tp : order) {
+        auto held = held_until_.find(tp);
+        if (held != held_until_.end()) {
+            if (held->second > now) continue;
+            held_until_.erase(held);
+        }
+        auto& q = queues_[tp];
+        while (!q.empty() && batch.size() < max) {
+            batch.push_back(std::move(q.front()));
+            q.pop_front();
+            in_batch_.insert(tp);
+        }
+        if (batch.size() >= max) break;
+    }
+    return batch;
+}
+
+void WorkerInbox::finish_batch(std::vector<PendingRecord> requeue,
+                               const std::map<TopicPartition, Clock::time_point>& hold_until) {
+    {
+        std::lock_guard lock(mutex_);
+        // Push to the front in reverse so the requeued records keep their order.
+        for (auto it = requeue.rbegin(); it != requeue.rend(); ++it) {
+            auto tp = it->record.topic_partition();
+            if (dropped_during_batch_.count(tp)) continue;
+            queues_[tp].push_front(std::move(*it));
+        }
+        for (const auto& [tp, until] : hold_until)
+            if (!dropped_during_batch_.count(tp)) held_until_[tp] = until;
+        in_batch_.clear();
+        dropped_during_batch_.clear();
+        ++generation_;
+    }
+    changed_.notify_all();
+}
+
+bool WorkerInbox::drop_partitions(const std::vector<TopicPartition>& partitions,
+                                  Clock::time_point deadline) {
+    std::unique_lock lock(mutex_);
+    for (const auto& tp : partitions) {
+        queues_.erase(tp);
+        held_until_.erase(tp);
+        if (in_batch_.count(tp)) dropped_during_batch_.insert(tp);
+    }
+    return changed_.wait_until(lock, deadline, [&] {
+        return std::none_of(partitions.begin(), partitions.end(),
+                            [&](const TopicPartition& tp) { return in_batch_.count(tp) != 0; });
+    });
+}
+
+std::size_t WorkerInbox::queued(const TopicPartition& tp) const {
+    std::lock_guard lock(mutex_);
+    auto it = queues_.find(tp);
+    return it == queues_.end() ? 0 : it->second.size();
+}
+
+std::size_t WorkerInbox::queued_total() const {
+    std::lock_guard lock(mutex_);
+    std::size_t n = 0;
+    for (const auto& [_, q] : queues_) n += q.size();
+    return n;
+}
+
+bool WorkerInbox::batch_in_progress() const {
+    std::lock_guard lock(mutex_);
+    return !in_batch_.empty();
+}
+
+}  // namespace exo

@@ -1,0 +1,65 @@
+#pragma once
+// The queue between the poll thread and one worker: a FIFO per partition.
+// Partition order is kept because a worker runs one batch at a time and records
+// that could not finish (NACK, retry, gap) go back to the *front* of their
+// partition's queue, which is then held until their retry time: nothing behind
+// them overtakes them.
+//
+// Thread-safety: every method is safe from any thread. take_batch/finish_batch
+// are called by the owning worker only, in alternation.
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <stop_token>
+#include <vector>
+
+#include "pipeline/pending_record.hpp"
+
+namespace exo {
+
+class WorkerInbox {
+public:
+    using Clock = std::chrono::steady_clock;
+
+    void push(std::vector<PendingRecord> records);
+
+    // Blocks until a record is ready (its partition not held) or stop is
+    // requested, then waits up to `linger` for `max` ready records. Returns
+    // ready records in partition order (empty only when stopping).
+    std::vector<PendingRecord> take_batch(std::size_t max, std::chrono::milliseconds linger,
+                                          std::stop_token stop);
+
+    // Ends the batch taken last. `requeue` goes back to the front of its
+    // partitions in the given order; `hold_until` holds partitions until then.
+    // Records of partitions dropped meanwhile are discarded.
+    void finish_batch(std::vector<PendingRecord> requeue,
+                      const std::map<TopicPartition, Clock::time_point>& hold_until);
+
+    // Discards the queued records of these partitions and waits until the batch
+    // in progress (if it holds any of them) finished, or `deadline` passes.
+    // Returns false if the deadline passed first.
+    bool drop_partitions(const std::vector<TopicPartition>& partitions,
+                         Clock::time_point deadline);
+
+    std::size_t queued(const TopicPartition& tp) const;
+    std::size_t queued_total() const;
+    bool batch_in_progress() const;
+
+private:
+    std::size_t ready_count(Clock::time_point now, Clock::time_point* next_release) const;
+
+    mutable std::mutex mutex_;
+    std::condition_variable_any changed_;
+    std::map<TopicPartition, std::deque<PendingRecord>> queues_;
+    std::map<TopicPartition, Clock::time_point> held_until_;
+    std::set<TopicPartition> in_batch_;
+    std::set<TopicPartition> dropped_during_batch_;
+    std::size_t rotation_ = 0;      // first partition of the next batch, for fairness
+    std::uint64_t generation_ = 0;  // bumped on every change a waiting worker must see
+};
+
+}  // namespace exo

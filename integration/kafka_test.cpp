@@ -1,0 +1,476 @@
+// The librdkafka layer against an in-process mock cluster, reached over TCP by
+// real librdkafka clients. A group's first join takes ~3 s on the mock, so each
+// test uses as few groups as it can.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <future>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <typeinfo>
+#include <vector>
+
+#include "app/mock_kafka_command.hpp"
+#include "integration/support.hpp"
+#include "kafka/consumer.hpp"
+#include "kafka/mock_cluster.hpp"
+#include "kafka/producer.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using exo::KafkaConsumer;
+using exo::KafkaProducer;
+using exo::Offset;
+using exo::Partition;
+using exo::Record;
+using exo::Topic;
+using exo::TopicPartition;
+using exo::testing::unique_name;
+
+// Kafka API keys (RD_KAFKAP_* live in librdkafka's private rdkafka_protocol.h).
+constexpr int kApiOffsetCommit = 8;
+
+class RecordingListener : public exo::RebalanceListener {
+public:
+    void on_assigned(const std::vector<TopicPartition>& partitions) override {
+        assignments.push_back(partitions);
+        assigned.insert(partitions.begin(), partitions.end());
+        if (after_assign) after_assign(partitions);
+    }
+    void on_revoked(const std::vector<TopicPartition>& partitions, bool lost) override {
+        revocations.push_back({partitions, lost});
+        for (const auto& tp : partitions) assigned.erase(tp);
+        if (before_revoke) before_revoke(partitions, lost);
+    }
+
+    std::set<TopicPartition> assigned;  // what the consumer holds now
+    std::vector<std::vector<TopicPartition>> assignments;
+    std::vector<std::pair<std::vector<TopicPartition>, bool>> revocations;
+    // Run inside the callbacks, e.g. to pause or to commit synchronously as the pipeline does.
+    std::function<void(const std::vector<TopicPartition>&)> after_assign;
+    std::function<void(const std::vector<TopicPartition>&, bool)> before_revoke;
+};
+
+exo::ConsumerOptions consumer_options(const std::string& bootstrap, const std::string& group,
+                                      const std::string& topic,
+                                      std::map<std::string, std::string> extra = {}) {
+    exo::ConsumerOptions o;
+    o.bootstrap_servers = bootstrap;
+    o.group_id = group;
+    o.topics = {topic};
+    // Mock-cluster timings (DESIGN.md section 8): a rejoin waits session.timeout.ms - 1 s
+    // and an empty fetch waits the full fetch.wait.max.ms.
+    o.properties = {{"session.timeout.ms", "6000"},
+                    {"heartbeat.interval.ms", "500"},
+                    {"fetch.wait.max.ms", "20"}};
+    for (auto& [k, v] : extra) o.properties[k] = v;
+    return o;
+}
+
+KafkaProducer make_producer(const std::string& bootstrap,
+                            std::map<std::string, std::string> extra = {}) {
+    exo::ProducerOptions o;
+    o.bootstrap_servers = bootstrap;
+    o.properties = {{"linger.ms", "5"}};
+    for (auto& [k, v] : extra) o.properties[k] = v;
+    return KafkaProducer(o);
+}
+
+exo::OutgoingRecord outgoing(const std::string& topic, int partition, std::string value) {
+    exo::OutgoingRecord r;
+    r.topic = topic;
+    r.partition = partition;
+    r.value = std::move(value);
+    return r;
+}
+
+// Polls until `done` holds for everything received so far, or fails the test at `limit`.
+std::vector<Record> poll_until(KafkaConsumer& consumer,
+                               const std::function<bool(const std::vector<Record>&)>& done,
+                               std::chrono::milliseconds limit = 20s) {
+    std::vector<Record> all;
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!done(all)) {
+        REQUIRE_MESSAGE(
+            std::chrono::steady_clock::now() < deadline,
+            "gave up waiting after " << limit.count() << " ms with " << all.size() << " records");
+        for (auto& r : consumer.poll(100, 100ms)) all.push_back(std::move(r));
+    }
+    return all;
+}
+
+std::vector<Record> poll_for(KafkaConsumer& consumer, std::chrono::milliseconds how_long) {
+    std::vector<Record> all;
+    const auto deadline = std::chrono::steady_clock::now() + how_long;
+    while (std::chrono::steady_clock::now() < deadline)
+        for (auto& r : consumer.poll(100, 50ms)) all.push_back(std::move(r));
+    return all;
+}
+
+std::size_t count_in(const std::vector<Record>& records, int partition) {
+    return static_cast<std::size_t>(std::count_if(
+        records.begin(), records.end(), [&](auto& r) { return r.partition.value == partition; }));
+}
+
+template <class Exception, class F>
+Exception caught(F&& f) {
+    try {
+        f();
+    } catch (const Exception& e) {
+        return e;
+    }
+    FAIL("no " << typeid(Exception).name() << " was thrown");
+    throw std::logic_error("unreachable");
+}
+
+TopicPartition tp(const std::string& topic, int partition) {
+    return {Topic{topic}, Partition{partition}};
+}
+
+}  // namespace
+
+TEST_CASE("every produced record is consumed with its key, value, headers and timestamp") {
+    exo::MockCluster cluster(3);
+    const auto topic = unique_name("fields");
+    cluster.create_topic(topic, 2);
+    const auto before_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+
+    std::vector<exo::OutgoingRecord> sent;
+    for (int i = 0; i < 6; ++i) {
+        auto r = outgoing(topic, i % 2, "value-" + std::to_string(i));
+        r.key = "key-" + std::to_string(i);
+        r.headers = {{"idempotency-key", "k-" + std::to_string(i)},
+                     {"null-header", std::nullopt},
+                     {"repeated", "first"},
+                     {"repeated", "second"},
+                     {"binary", std::string("a\0b", 3)}};
+        sent.push_back(r);
+    }
+    auto bare = outgoing(topic, 1, "");  // no key, no headers, empty value
+    sent.push_back(bare);
+    {
+        auto producer = make_producer(cluster.bootstrap_servers());
+        for (const auto& r : sent) producer.produce(r);
+        producer.flush(10s);
+    }
+
+    RecordingListener listener;
+    KafkaConsumer consumer(
+        consumer_options(cluster.bootstrap_servers(), unique_name("fields-group"), topic),
+        listener);
+    auto received = poll_until(consumer, [&](auto& all) { return all.size() >= sent.size(); });
+    CHECK(received.size() == sent.size());
+    CHECK(poll_for(consumer, 200ms).empty());
+
+    // Within a partition, records arrive in production order from offset 0.
+    std::map<int, std::vector<const exo::OutgoingRecord*>> by_partition;
+    for (const auto& r : sent) by_partition[*r.partition].push_back(&r);
+    std::map<int, std::int64_t> next_offset;
+    for (const auto& got : received) {
+        INFO("record " << got.topic_partition() << " @" << got.offset.value);
+        CHECK(got.topic.value == topic);
+        const auto& expected_list = by_partition.at(got.partition.value);
+        const auto index = next_offset[got.partition.value]++;
+        CHECK(got.offset.value == index);
+        REQUIRE(index < static_cast<std::int64_t>(expected_list.size()));
+        const auto& expected = *expected_list[static_cast<std::size_t>(index)];
+        CHECK(got.key == expected.key);
+        CHECK(got.value == expected.value);
+        REQUIRE(got.headers.size() == expected.headers.size());
+        for (std::size_t h = 0; h < expected.headers.size(); ++h) {
+            CHECK(got.headers[h].name == expected.headers[h].name);
+            CHECK(got.headers[h].value == expected.headers[h].value);
+        }
+        CHECK(got.timestamp_ms >= before_ms - 1000);
+        CHECK(got.timestamp_ms <= before_ms + 60000);
+    }
+    const auto& with_headers =
+        *std::find_if(received.begin(), received.end(), [](auto& r) { return !r.headers.empty(); });
+    REQUIRE(with_headers.header("null-header") != nullptr);
+    CHECK_FALSE(with_headers.header("null-header")->value.has_value());
+    CHECK(with_headers.header("repeated")->value == "first");
+
+    CHECK(listener.assigned == std::set<TopicPartition>{tp(topic, 0), tp(topic, 1)});
+    consumer.close();
+    CHECK(listener.assigned.empty());
+    REQUIRE(listener.revocations.size() == 1);
+    CHECK_FALSE(listener.revocations[0].second);
+    consumer.close();  // idempotent
+}
+
+TEST_CASE(
+    "committed offsets are reported by committed() and a later member of the group resumes "
+    "from them") {
+    exo::MockCluster cluster(1);
+    const auto topic = unique_name("commit");
+    const auto group = unique_name("commit-group");
+    cluster.create_topic(topic, 1);
+    {
+        auto producer = make_producer(cluster.bootstrap_servers());
+        for (int i = 0; i < 5; ++i) producer.produce(outgoing(topic, 0, std::to_string(i)));
+        producer.flush(10s);
+    }
+    const auto partition = tp(topic, 0);
+
+    {
+        RecordingListener listener;
+        KafkaConsumer first(consumer_options(cluster.bootstrap_servers(), group, topic), listener);
+        CHECK(first.committed({partition}, 5s).at(0).next.value == RD_KAFKA_OFFSET_INVALID);
+        auto received = poll_until(first, [](auto& all) { return all.size() >= 5; });
+
+        // An asynchronous commit lands too; its outcome is served by later polls.
+        first.commit({{partition, Offset{1}}}, false);
+        const auto async_deadline = std::chrono::steady_clock::now() + 5s;
+        while (first.committed({partition}, 5s).at(0).next.value != 1) {
+            REQUIRE(std::chrono::steady_clock::now() < async_deadline);
+            CHECK(first.poll(10, 50ms).empty());
+        }
+
+        first.commit({{partition, Offset{2}}}, true);
+        auto committed = first.committed({partition}, 5s);
+        REQUIRE(committed.size() == 1);
+        CHECK(committed[0].partition == partition);
+        CHECK(committed[0].next.value == 2);
+        first.commit({}, true);  // nothing to commit: a no-op, not an error
+
+        // A per-partition commit error throws KafkaError and changes nothing.
+        cluster.push_request_errors(kApiOffsetCommit, 1,
+                                    RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED);
+        auto error = caught<exo::KafkaError>([&] { first.commit({{partition, Offset{4}}}, true); });
+        CHECK(error.code() == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED);
+        CHECK_FALSE(error.retriable());
+        CHECK(std::string(error.what()).find(topic) != std::string::npos);
+        CHECK(first.committed({partition}, 5s).at(0).next.value == 2);
+
+        // The pipeline's revoke path: a synchronous commit inside on_revoked.
+        listener.before_revoke = [&](const std::vector<TopicPartition>& revoked, bool lost) {
+            CHECK_FALSE(lost);
+            CHECK(revoked == std::vector<TopicPartition>{partition});
+            first.commit({{partition, Offset{3}}}, true);
+        };
+        first.close();
+        REQUIRE(listener.revocations.size() == 1);
+    }
+
+    RecordingListener listener;
+    KafkaConsumer second(consumer_options(cluster.bootstrap_servers(), group, topic), listener);
+    auto received = poll_until(second, [](auto& all) { return all.size() >= 2; });
+    REQUIRE(received.size() == 2);
+    CHECK(received[0].offset.value == 3);
+    CHECK(received[0].value == "3");
+    CHECK(received[1].offset.value == 4);
+    CHECK(poll_for(second, 200ms).empty());
+}
+
+TEST_CASE("a paused partition delivers nothing until it is resumed") {
+    exo::MockCluster cluster(1);
+    const auto topic = unique_name("pause");
+    cluster.create_topic(topic, 2);
+    RecordingListener listener;
+    KafkaConsumer consumer(
+        consumer_options(cluster.bootstrap_servers(), unique_name("pause-group"), topic), listener);
+    // Paused from inside on_assigned, as the pipeline does while a dependency is down.
+    listener.after_assign = [&](const std::vector<TopicPartition>&) {
+        consumer.pause({tp(topic, 0)});
+    };
+    poll_until(consumer, [&](auto&) { return listener.assigned.size() == 2; });
+    {
+        auto producer = make_producer(cluster.bootstrap_servers());
+        for (int i = 0; i < 3; ++i) {
+            producer.produce(outgoing(topic, 0, "p0-" + std::to_string(i)));
+            producer.produce(outgoing(topic, 1, "p1-" + std::to_string(i)));
+        }
+        producer.flush(10s);
+    }
+    auto while_paused = poll_until(consumer, [](auto& all) { return count_in(all, 1) >= 3; });
+    for (auto& r : poll_for(consumer, 1s)) while_paused.push_back(std::move(r));
+    CHECK(count_in(while_paused, 0) == 0);
+    CHECK(count_in(while_paused, 1) == 3);
+
+    consumer.resume({tp(topic, 0)});
+    auto after_resume = poll_until(consumer, [](auto& all) { return count_in(all, 0) >= 3; });
+    CHECK(count_in(after_resume, 0) == 3);
+    CHECK(count_in(after_resume, 1) == 0);
+    CHECK(after_resume.front().value == "p0-0");
+}
+
+TEST_CASE("a property librdkafka rejects is reported as a KafkaConfigError naming it") {
+    RecordingListener listener;
+    auto unknown = caught<exo::KafkaConfigError>([&] {
+        KafkaConsumer c(consumer_options("127.0.0.1:1", "g", "t", {{"no.such.property", "1"}}),
+                        listener);
+    });
+    CHECK(std::string(unknown.what()).find("no.such.property") != std::string::npos);
+
+    auto bad_value = caught<exo::KafkaConfigError>([&] {
+        KafkaConsumer c(consumer_options("127.0.0.1:1", "g", "t", {{"session.timeout.ms", "soon"}}),
+                        listener);
+    });
+    CHECK(std::string(bad_value.what()).find("session.timeout.ms") != std::string::npos);
+
+    auto producer_error = caught<exo::KafkaConfigError>([&] {
+        make_producer("127.0.0.1:1", {{"compression.codec", "zip"}});
+    });
+    CHECK(std::string(producer_error.what()).find("compression.codec") != std::string::npos);
+}
+
+TEST_CASE("properties exo manages itself cannot be overridden") {
+    RecordingListener listener;
+    for (const char* name : {"enable.auto.commit", "enable.auto.offset.store", "group.id"}) {
+        INFO(name);
+        auto error = caught<exo::KafkaConfigError>([&] {
+            KafkaConsumer c(consumer_options("127.0.0.1:1", "g", "t", {{name, "true"}}), listener);
+        });
+        CHECK(std::string(error.what()).find(name) != std::string::npos);
+    }
+    CHECK_THROWS_AS(make_producer("127.0.0.1:1", {{"enable.idempotence", "false"}}),
+                    exo::KafkaConfigError);
+}
+
+TEST_CASE("flushing records that cannot be delivered throws KafkaError") {
+    SUBCASE("when no broker is listening") {
+        std::string dead_bootstrap;
+        {
+            exo::MockCluster gone(1);
+            dead_bootstrap = gone.bootstrap_servers();
+        }
+        auto producer = make_producer(dead_bootstrap, {{"message.timeout.ms", "1500"}});
+        producer.produce(outgoing("nowhere", 0, "lost"));
+        auto timeout = caught<exo::KafkaError>([&] { producer.flush(200ms); });
+        CHECK(timeout.code() == RD_KAFKA_RESP_ERR__TIMED_OUT);
+        CHECK(timeout.retriable());
+        auto failed = caught<exo::KafkaError>([&] { producer.flush(10s); });
+        CHECK(failed.code() == RD_KAFKA_RESP_ERR__MSG_TIMED_OUT);
+        CHECK(std::string(failed.what()).find("nowhere") != std::string::npos);
+        producer.flush(1s);  // the failure was reported once; nothing is left
+    }
+    SUBCASE("when the broker goes down") {
+        exo::MockCluster cluster(1);
+        const auto topic = unique_name("down");
+        cluster.create_topic(topic, 1);
+        auto producer =
+            make_producer(cluster.bootstrap_servers(), {{"message.timeout.ms", "1500"}});
+        producer.produce(outgoing(topic, 0, "delivered"));
+        producer.flush(10s);
+        cluster.set_broker_down(1);
+        producer.produce(outgoing(topic, 0, "lost"));
+        CHECK_THROWS_AS(producer.flush(10s), exo::KafkaError);
+        cluster.set_broker_up(1);
+    }
+}
+
+TEST_CASE("a cooperative-sticky member gets partitions incrementally and gives up only some") {
+    exo::MockCluster cluster(1);
+    const auto topic = unique_name("coop");
+    const auto group = unique_name("coop-group");
+    cluster.create_topic(topic, 4);
+    const std::map<std::string, std::string> cooperative = {
+        {"partition.assignment.strategy", "cooperative-sticky"}};
+
+    RecordingListener first_listener;
+    KafkaConsumer first(consumer_options(cluster.bootstrap_servers(), group, topic, cooperative),
+                        first_listener);
+    poll_until(first, [&](auto&) { return first_listener.assigned.size() == 4; });
+    CHECK(first_listener.revocations.empty());
+
+    // A second member: the first keeps consuming while it hands over two partitions.
+    RecordingListener second_listener;
+    KafkaConsumer second(consumer_options(cluster.bootstrap_servers(), group, topic, cooperative),
+                         second_listener);
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (second_listener.assigned.size() != 2 || first_listener.assigned.size() != 2) {
+        REQUIRE(std::chrono::steady_clock::now() < deadline);
+        first.poll(10, 50ms);
+        second.poll(10, 50ms);
+    }
+    REQUIRE(first_listener.revocations.size() == 1);
+    CHECK(first_listener.revocations[0].first.size() == 2);
+    CHECK_FALSE(first_listener.revocations[0].second);
+    for (const auto& p : second_listener.assigned) CHECK(first_listener.assigned.count(p) == 0);
+
+    // Both consume their own partitions.
+    {
+        auto producer = make_producer(cluster.bootstrap_servers());
+        for (int p = 0; p < 4; ++p) producer.produce(outgoing(topic, p, std::to_string(p)));
+        producer.flush(10s);
+    }
+    std::vector<Record> got_first, got_second;
+    const auto consume_deadline = std::chrono::steady_clock::now() + 20s;
+    while (got_first.size() + got_second.size() < 4) {
+        REQUIRE(std::chrono::steady_clock::now() < consume_deadline);
+        for (auto& r : first.poll(10, 50ms)) got_first.push_back(std::move(r));
+        for (auto& r : second.poll(10, 50ms)) got_second.push_back(std::move(r));
+    }
+    for (const auto& r : got_first) CHECK(first_listener.assigned.count(r.topic_partition()) == 1);
+    for (const auto& r : got_second)
+        CHECK(second_listener.assigned.count(r.topic_partition()) == 1);
+
+    second.close();
+    first.close();
+    CHECK(first_listener.assigned.empty());
+    CHECK(second_listener.assigned.empty());
+}
+
+TEST_CASE("an exception from the listener surfaces from poll and the consumer must be replaced") {
+    exo::MockCluster cluster(1);
+    const auto topic = unique_name("throwing");
+    cluster.create_topic(topic, 1);
+    RecordingListener listener;
+    listener.after_assign = [](const std::vector<TopicPartition>&) {
+        throw std::runtime_error("listener failed");
+    };
+    KafkaConsumer consumer(
+        consumer_options(cluster.bootstrap_servers(), unique_name("throwing-group"), topic),
+        listener);
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    auto error = caught<std::runtime_error>([&] {
+        while (std::chrono::steady_clock::now() < deadline) consumer.poll(10, 100ms);
+    });
+    CHECK(std::string(error.what()) == "listener failed");
+    // The assignment itself went through, so the close revokes it.
+    CHECK(listener.assigned.size() == 1);
+    CHECK_THROWS_AS(consumer.poll(10, 10ms), exo::KafkaError);
+    consumer.close();
+    CHECK(listener.assigned.empty());
+}
+
+TEST_CASE("exo mock-kafka publishes its bootstrap servers in a file until it is stopped") {
+    const auto file = (std::filesystem::temp_directory_path() / unique_name("bootstrap")).string();
+    const auto topic = unique_name("cli");
+    std::stop_source stop;
+    std::future<int> exit_code = std::async(std::launch::async, [&] {
+        return exo::run_mock_kafka(2, {{topic, 3}}, file, stop.get_token());
+    });
+    std::string bootstrap;
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (bootstrap.empty()) {
+        REQUIRE(std::chrono::steady_clock::now() < deadline);
+        std::this_thread::sleep_for(20ms);
+        std::ifstream in(file);
+        std::getline(in, bootstrap);
+    }
+    CHECK(bootstrap.find("127.0.0.1:") == 0);
+    CHECK(std::count(bootstrap.begin(), bootstrap.end(), ',') == 1);  // two brokers
+
+    {
+        auto producer = make_producer(bootstrap);
+        producer.produce(outgoing(topic, 2, "reaches the third partition"));
+        producer.flush(10s);
+    }
+    CHECK(exit_code.wait_for(0s) == std::future_status::timeout);
+    stop.request_stop();
+    REQUIRE(exit_code.wait_for(10s) == std::future_status::ready);
+    CHECK(exit_code.get() == 0);
+    CHECK_FALSE(std::filesystem::exists(file));
+}

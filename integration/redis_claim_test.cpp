@@ -1,0 +1,410 @@
+// The claim scripts of DESIGN.md section 3, every branch, against a real Redis.
+// Each test uses its own group and keys, so tests can share one server.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "redis/claim_store.hpp"
+#include "redis/redis_connection.hpp"
+#include "support.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+using exo::ClaimStatus;
+using exo::FinalState;
+using exo::FinishStatus;
+
+constexpr auto kLease = 10'000ms;
+constexpr auto kShortLease = 150ms;
+constexpr auto kTtl = 60'000ms;
+const std::string kPrefix = "exo-test";
+
+struct Claims {
+    exo::RedisConnection redis{exo::testing::redis_options()};
+    std::string group = exo::testing::unique_name("claims");
+    exo::ClaimStore a{redis, kPrefix, group, "owner-a"};
+    exo::ClaimStore b{redis, kPrefix, group, "owner-b"};
+    std::string key = exo::testing::unique_name("key");
+
+    ~Claims() {
+        try {
+            redis.command({"DEL", a.redis_key(key)});
+        } catch (...) {  // a test that killed the connection cleans up nothing
+        }
+    }
+
+    exo::ClaimResult claim(exo::ClaimStore& s, std::chrono::milliseconds lease = kLease) {
+        return s.claim({key}, lease).at(0);
+    }
+    exo::ClaimResult acquire(exo::ClaimStore& s, std::chrono::milliseconds lease = kLease) {
+        auto r = claim(s, lease);
+        REQUIRE(r.status == ClaimStatus::acquired);
+        return r;
+    }
+    FinishStatus complete(exo::ClaimStore& s, exo::FencingToken token, std::string result,
+                          FinalState state = FinalState::completed) {
+        return s.complete({{key, token, std::move(result), state}}, kTtl).at(0);
+    }
+    FinishStatus extend(exo::ClaimStore& s, exo::FencingToken token,
+                        std::chrono::milliseconds lease = kLease) {
+        return s.extend({{key, token}}, lease).at(0);
+    }
+    FinishStatus release(exo::ClaimStore& s, exo::FencingToken token) {
+        return s.release({{key, token}}).at(0);
+    }
+    // The raw hash, to prove a LOST call changed nothing.
+    std::map<std::string, std::string> record() {
+        auto r = redis.command({"HGETALL", a.redis_key(key)});
+        REQUIRE(r.type == exo::RedisReply::Type::array);
+        std::map<std::string, std::string> out;
+        for (std::size_t i = 0; i + 1 < r.elements.size(); i += 2)
+            out[r.elements[i].str] = r.elements[i + 1].str;
+        return out;
+    }
+    long long pttl() { return redis.command({"PTTL", a.redis_key(key)}).integer; }
+};
+
+}  // namespace
+
+TEST_SUITE("redis claim") {
+    TEST_CASE_FIXTURE(Claims, "a claim on a new key is acquired with a positive token") {
+        auto r = claim(a);
+        CHECK(r.status == ClaimStatus::acquired);
+        CHECK(r.token.value > 0);
+        auto rec = record();
+        CHECK(rec["state"] == "PROCESSING");
+        CHECK(rec["owner"] == "owner-a");
+        CHECK(rec["token"] == std::to_string(r.token.value));
+        CHECK(a.redis_key(key) == kPrefix + ":" + group + ":" + key);
+    }
+
+    TEST_CASE_FIXTURE(Claims, "the redis key of a processing claim expires after several leases") {
+        acquire(a, 30'000ms);
+        CHECK(pttl() > 60'000);
+        CHECK(pttl() <= 120'000);
+    }
+
+    TEST_CASE_FIXTURE(Claims, "the same owner claiming again gets the same token back") {
+        auto first = acquire(a);
+        auto again = claim(a);
+        CHECK(again.status == ClaimStatus::acquired);
+        CHECK(again.token == first.token);
+    }
+
+    TEST_CASE_FIXTURE(Claims, "a re-claim by the same owner renews its lease") {
+        auto first = acquire(a, kShortLease);
+        const auto lease_until = std::stoll(record()["lease_until"]);
+        std::this_thread::sleep_for(20ms);
+        CHECK(claim(a, kLease).token == first.token);
+        CHECK(std::stoll(record()["lease_until"]) >= lease_until + kLease.count() - 1000);
+        CHECK(pttl() > kShortLease.count() * 4);
+    }
+
+    TEST_CASE_FIXTURE(Claims, "another owner within the lease gets a conflict with the time left") {
+        acquire(a);
+        auto r = claim(b);
+        CHECK(r.status == ClaimStatus::conflict);
+        CHECK(r.retry_after > 0ms);
+        CHECK(r.retry_after <= kLease);
+        CHECK(record()["owner"] == "owner-a");
+    }
+
+    TEST_CASE_FIXTURE(Claims, "another owner after the lease takes over with a higher token") {
+        auto first = acquire(a, kShortLease);
+        std::this_thread::sleep_for(kShortLease + 100ms);
+        auto r = claim(b);
+        CHECK(r.status == ClaimStatus::taken_over);
+        CHECK(r.token > first.token);
+        CHECK(record()["owner"] == "owner-b");
+        CHECK(claim(a).status == ClaimStatus::conflict);
+    }
+
+    TEST_CASE_FIXTURE(Claims,
+                      "the owner that was taken over from loses extend, complete and release") {
+        auto old = acquire(a, kShortLease);
+        std::this_thread::sleep_for(kShortLease + 100ms);
+        auto now = claim(b);
+        REQUIRE(now.status == ClaimStatus::taken_over);
+        auto before = record();
+        CHECK(extend(a, old.token) == FinishStatus::lost);
+        CHECK(complete(a, old.token, "late") == FinishStatus::lost);
+        CHECK(release(a, old.token) == FinishStatus::lost);
+        CHECK(record() == before);
+        CHECK(complete(b, now.token, "done") == FinishStatus::ok);
+    }
+
+    TEST_CASE_FIXTURE(Claims, "completing with the current token makes later claims duplicates") {
+        auto mine = acquire(a);
+        CHECK(complete(a, mine.token, R"({"balance":42})") == FinishStatus::ok);
+        auto rec = record();
+        CHECK(rec["state"] == "COMPLETED");
+        CHECK(rec["token"] == std::to_string(mine.token.value));
+        CHECK(rec.count("lease_until") == 0);
+        CHECK(pttl() > 0);
+        CHECK(pttl() <= kTtl.count());
+        for (auto* store : {&a, &b}) {
+            auto r = claim(*store);
+            CHECK(r.status == ClaimStatus::duplicate);
+            CHECK(r.stored_result == R"({"balance":42})");
+        }
+    }
+
+    TEST_CASE_FIXTURE(Claims, "an empty result is stored and returned as empty") {
+        auto mine = acquire(a);
+        REQUIRE(complete(a, mine.token, "") == FinishStatus::ok);
+        auto r = claim(b);
+        CHECK(r.status == ClaimStatus::duplicate);
+        CHECK(r.stored_result.empty());
+    }
+
+    TEST_CASE_FIXTURE(Claims, "a complete repeated by its owner after success is still ok") {
+        auto mine = acquire(a);
+        REQUIRE(complete(a, mine.token, "first") == FinishStatus::ok);
+        CHECK(complete(a, mine.token, "second") == FinishStatus::ok);
+        CHECK(claim(a).stored_result == "first");
+        CHECK(complete(a, mine.token, "other", FinalState::dead_lettered) == FinishStatus::lost);
+    }
+
+    TEST_CASE_FIXTURE(Claims, "a wrong token or owner is lost and changes nothing") {
+        auto mine = acquire(a);
+        auto wrong = exo::FencingToken{mine.token.value + 1};
+        auto before = record();
+        auto ttl_before = pttl();
+
+        CHECK(complete(a, wrong, "x") == FinishStatus::lost);
+        CHECK(extend(a, wrong, 100'000ms) == FinishStatus::lost);
+        CHECK(release(a, wrong) == FinishStatus::lost);
+        CHECK(complete(b, mine.token, "x") == FinishStatus::lost);
+        CHECK(extend(b, mine.token, 100'000ms) == FinishStatus::lost);
+        CHECK(release(b, mine.token) == FinishStatus::lost);
+
+        CHECK(record() == before);
+        CHECK(pttl() <= ttl_before);
+    }
+
+    TEST_CASE_FIXTURE(Claims, "complete, extend and release of a missing key are lost") {
+        exo::FencingToken token{12345};
+        CHECK(complete(a, token, "x") == FinishStatus::lost);
+        CHECK(extend(a, token) == FinishStatus::lost);
+        CHECK(release(a, token) == FinishStatus::lost);
+        CHECK(redis.command({"EXISTS", a.redis_key(key)}).integer == 0);
+    }
+
+    TEST_CASE_FIXTURE(Claims, "extend and release of a completed claim are lost") {
+        auto mine = acquire(a);
+        REQUIRE(complete(a, mine.token, "done") == FinishStatus::ok);
+        auto before = record();
+        CHECK(extend(a, mine.token) == FinishStatus::lost);
+        CHECK(release(a, mine.token) == FinishStatus::lost);
+        CHECK(record() == before);
+    }
+
+    TEST_CASE_FIXTURE(Claims, "extend keeps another owner out after the original lease") {
+        auto mine = acquire(a, kShortLease);
+        CHECK(extend(a, mine.token, kLease) == FinishStatus::ok);
+        CHECK(pttl() > 60'000 - 1'000);
+        std::this_thread::sleep_for(kShortLease + 100ms);
+        auto r = claim(b);
+        CHECK(r.status == ClaimStatus::conflict);
+        CHECK(r.retry_after > kShortLease);
+    }
+
+    TEST_CASE_FIXTURE(Claims, "a dead-lettered claim answers dead-lettered with the reason") {
+        auto mine = acquire(a);
+        CHECK(complete(a, mine.token, "payload is not JSON", FinalState::dead_lettered) ==
+              FinishStatus::ok);
+        CHECK(record()["state"] == "DEAD_LETTERED");
+        for (auto* store : {&a, &b}) {
+            auto r = claim(*store);
+            CHECK(r.status == ClaimStatus::dead_lettered);
+            CHECK(r.stored_result == "payload is not JSON");
+        }
+    }
+
+    TEST_CASE_FIXTURE(Claims, "release deletes the claim so the next claim is acquired at once") {
+        auto mine = acquire(a);
+        CHECK(release(a, mine.token) == FinishStatus::ok);
+        CHECK(redis.command({"EXISTS", a.redis_key(key)}).integer == 0);
+        auto r = claim(b);
+        CHECK(r.status == ClaimStatus::acquired);
+        CHECK(r.token > mine.token);
+    }
+
+    TEST_CASE_FIXTURE(Claims, "tokens keep increasing after redis forgets the key") {
+        auto first = acquire(a);
+        redis.command({"DEL", a.redis_key(key)});  // what FLUSHALL does to this key
+        auto second = acquire(b);
+        CHECK(second.token > first.token);
+        REQUIRE(release(b, second.token) == FinishStatus::ok);
+        auto third = acquire(a);
+        CHECK(third.token > second.token);
+    }
+
+    TEST_CASE_FIXTURE(Claims, "a token above the clock still grows by one on takeover") {
+        // A token handed out by a server whose clock ran ahead (before a failover).
+        const long long ahead = 4'000'000'000'000'000;  // year 2096 in microseconds
+        redis.command({"HSET", a.redis_key(key), "state", "PROCESSING", "owner", "owner-a", "token",
+                       std::to_string(ahead), "lease_until", "0"});
+        auto r = claim(b);
+        CHECK(r.status == ClaimStatus::taken_over);
+        CHECK(r.token.value == ahead + 1);
+    }
+
+    TEST_CASE_FIXTURE(Claims, "claims still work after redis forgets its scripts") {
+        auto mine = acquire(a);  // loads claim.lua
+        REQUIRE(redis.command({"SCRIPT", "FLUSH"}).type == exo::RedisReply::Type::status);
+        auto before = redis.round_trips();
+        auto r = claim(a);
+        CHECK(r.status == ClaimStatus::acquired);
+        CHECK(r.token == mine.token);
+        // The NOSCRIPT answer, then SCRIPT LOAD with the retried call in one round trip.
+        CHECK(redis.round_trips() == before + 2);
+
+        REQUIRE(redis.command({"SCRIPT", "FLUSH"}).type == exo::RedisReply::Type::status);
+        CHECK(complete(a, mine.token, "done") == FinishStatus::ok);
+        CHECK(claim(b).status == ClaimStatus::duplicate);
+    }
+
+    TEST_CASE_FIXTURE(Claims, "a batch of 100 claims costs one round trip") {
+        std::vector<std::string> keys;
+        for (int i = 0; i < 100; ++i) keys.push_back(key + "-" + std::to_string(i));
+        acquire(a);  // load the script first: the batch alone is then measured
+        auto before = redis.round_trips();
+        auto results = a.claim(keys, kLease);
+        CHECK(redis.round_trips() == before + 1);
+        REQUIRE(results.size() == 100);
+        for (const auto& r : results) CHECK(r.status == ClaimStatus::acquired);
+
+        std::vector<exo::CompleteRequest> done;
+        for (std::size_t i = 0; i < keys.size(); ++i)
+            done.push_back({keys[i], results[i].token, "r" + std::to_string(i)});
+        before = redis.round_trips();
+        auto finished = a.complete(done, kTtl);
+        CHECK(redis.round_trips() <= before + 2);  // + SCRIPT LOAD of complete.lua
+        for (auto f : finished) CHECK(f == FinishStatus::ok);
+
+        auto again = b.claim(keys, kLease);
+        for (std::size_t i = 0; i < keys.size(); ++i) {
+            CHECK(again[i].status == ClaimStatus::duplicate);
+            CHECK(again[i].stored_result == "r" + std::to_string(i));
+        }
+        for (const auto& k : keys) redis.command({"DEL", a.redis_key(k)});
+    }
+
+    TEST_CASE_FIXTURE(Claims, "an empty batch costs no round trip") {
+        auto before = redis.round_trips();
+        CHECK(a.claim({}, kLease).empty());
+        CHECK(a.complete({}, kTtl).empty());
+        CHECK(redis.round_trips() == before);
+    }
+
+    TEST_CASE_FIXTURE(Claims, "an error reply from a script throws naming the script and key") {
+        redis.command({"SET", a.redis_key(key), "not a hash"});
+        try {
+            claim(a);
+            FAIL("claim on a string key did not throw");
+        } catch (const exo::RedisReplyError& e) {
+            const std::string what = e.what();
+            CHECK(what.find("claim.lua") != std::string::npos);
+            CHECK(what.find(a.redis_key(key)) != std::string::npos);
+            CHECK(what.find("WRONGTYPE") != std::string::npos);
+        }
+        CHECK_THROWS_AS(extend(a, exo::FencingToken{1}), exo::RedisReplyError);
+    }
+
+    TEST_CASE_FIXTURE(Claims, "a claim record in an unknown state is a reply error") {
+        redis.command({"HSET", a.redis_key(key), "state", "SOMETHING_ELSE"});
+        CHECK_THROWS_AS(claim(a), exo::RedisReplyError);
+    }
+
+    TEST_CASE_FIXTURE(Claims, "a lease or ttl of zero is rejected before anything is sent") {
+        auto before = redis.round_trips();
+        CHECK_THROWS_AS(a.claim({key}, 0ms), std::invalid_argument);
+        CHECK_THROWS_AS(a.extend({{key, exo::FencingToken{1}}}, 0ms), std::invalid_argument);
+        CHECK_THROWS_AS(a.complete({{key, exo::FencingToken{1}, "r"}}, 0ms), std::invalid_argument);
+        CHECK(redis.round_trips() == before);
+    }
+}
+
+TEST_SUITE("redis connection") {
+    TEST_CASE("connecting to a closed port throws a redis io error") {
+        auto options = exo::testing::redis_options();
+        options.port = 1;  // privileged and unused on test machines
+        options.connect_timeout = 500ms;
+        CHECK_THROWS_AS(exo::RedisConnection{options}, exo::RedisIoError);
+    }
+
+    TEST_CASE("a killed connection throws redis io errors until reconnect") {
+        exo::RedisConnection victim{exo::testing::redis_options()};
+        exo::RedisConnection killer{exo::testing::redis_options()};
+        auto id = victim.command({"CLIENT", "ID"});
+        REQUIRE(id.type == exo::RedisReply::Type::integer);
+        REQUIRE(killer.command({"CLIENT", "KILL", "ID", std::to_string(id.integer)}).integer == 1);
+
+        CHECK_THROWS_AS(victim.command({"PING"}), exo::RedisIoError);
+        CHECK_THROWS_AS(victim.command({"PING"}), exo::RedisIoError);  // still dead
+        victim.reconnect();
+        auto pong = victim.command({"PING"});
+        CHECK(pong.type == exo::RedisReply::Type::status);
+        CHECK(pong.str == "PONG");
+    }
+
+    TEST_CASE("a command slower than the command timeout throws a redis io error") {
+        auto options = exo::testing::redis_options();
+        options.command_timeout = 100ms;
+        exo::RedisConnection redis{options};
+        auto list = exo::testing::unique_name("never-pushed");
+        auto started = std::chrono::steady_clock::now();
+        CHECK_THROWS_AS(redis.command({"BLPOP", list, "5"}), exo::RedisIoError);
+        CHECK(std::chrono::steady_clock::now() - started < 2s);
+        redis.reconnect();
+        CHECK(redis.command({"PING"}).str == "PONG");
+    }
+
+    TEST_CASE("a pipeline returns error replies in place instead of throwing") {
+        exo::RedisConnection redis{exo::testing::redis_options()};
+        auto key = exo::testing::unique_name("pipeline");
+        auto before = redis.round_trips();
+        auto replies =
+            redis.pipeline({{"SET", key, "v"}, {"INCR", key}, {"GET", key}, {"DEL", key}});
+        CHECK(redis.round_trips() == before + 1);
+        REQUIRE(replies.size() == 4);
+        CHECK(replies[0].type == exo::RedisReply::Type::status);
+        CHECK(replies[1].type == exo::RedisReply::Type::error);
+        CHECK(replies[2].type == exo::RedisReply::Type::string);
+        CHECK(replies[2].str == "v");
+        CHECK(replies[3].integer == 1);
+    }
+
+    TEST_CASE("binary-safe arguments and replies survive the round trip") {
+        exo::RedisConnection redis{exo::testing::redis_options()};
+        auto key = exo::testing::unique_name("binary");
+        const std::string value("a\0b\r\nc", 6);
+        redis.command({"SET", key, value});
+        CHECK(redis.command({"GET", key}).str == value);
+        redis.command({"DEL", key});
+    }
+
+    TEST_CASE("a wrong password is a reply error at connect") {
+        auto options = exo::testing::redis_options();
+        options.password = "definitely-not-the-password";
+        CHECK_THROWS_AS(exo::RedisConnection{options}, exo::RedisReplyError);
+    }
+
+    TEST_CASE("a database number is selected at connect") {
+        auto options = exo::testing::redis_options();
+        options.db = 3;
+        exo::RedisConnection redis{options};
+        auto key = exo::testing::unique_name("db");
+        redis.command({"SET", key, "in-db-3"});
+        exo::RedisConnection db0{exo::testing::redis_options()};
+        CHECK(db0.command({"EXISTS", key}).integer == 0);
+        redis.command({"DEL", key});
+    }
+}

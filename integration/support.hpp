@@ -1,0 +1,50 @@
+#pragma once
+// What every integration test needs: the addresses of the real Redis,
+// PostgreSQL and standalone mock Kafka started by scripts/services.sh (exported
+// from its env file by scripts/test.sh), and unique names so tests never share
+// topics, groups or keys. A missing address fails the test: nothing is skipped.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+#include "redis/redis_connection.hpp"
+
+namespace exo::testing {
+
+inline std::string required_env(const char* name) {
+    const char* v = std::getenv(name);
+    if (v == nullptr || *v == '\0')
+        throw std::runtime_error(std::string(name) +
+                                 " is not set: run the integration tests through scripts/test.sh, "
+                                 "which starts Redis, PostgreSQL and the mock Kafka cluster");
+    return v;
+}
+
+inline RedisOptions redis_options() {
+    RedisOptions o;
+    o.host = required_env("EXO_REDIS_HOST");
+    o.port = std::stoi(required_env("EXO_REDIS_PORT"));
+    return o;
+}
+
+inline std::string postgres_uri() { return required_env("EXO_POSTGRES_URI"); }
+
+// Standalone `exo mock-kafka` broker started by scripts/services.sh.
+inline std::string kafka_bootstrap() { return required_env("EXO_KAFKA_BOOTSTRAP"); }
+
+// "prefix-<pid>-<n>-<ms>": unique across tests and test runs.
+inline std::string unique_name(const std::string& prefix) {
+    static std::atomic<int> counter{0};
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::system_clock::now().time_since_epoch())
+                  .count();
+    return prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" +
+           std::to_string(ms % 100000000);
+}
+
+}  // namespace exo::testing

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Installs every Debian package exo needs to build, test and run its demo (Debian 12).
+# This is the ONE place apt packages are named. Re-runs are fast: when everything is already
+# installed (checked with dpkg-query) it neither updates nor installs anything.
+#
+# Installing does not leave the system's redis/postgresql services running on their default
+# ports: service starts are blocked during the install (policy-rc.d), and on a systemd host the
+# units this run newly installed are disabled. exo's scripts never use those services; they
+# start their own on free ports (scripts/services.sh).
+#
+# Uses sudo when not run as root. Environment: EXO_APT_EXTRA="pkg ..." adds packages.
+set -euo pipefail
+
+PACKAGES=(
+    # toolchain
+    build-essential cmake ninja-build pkg-config clang-format
+    # libraries
+    librdkafka-dev libpqxx-dev libyaml-cpp-dev libspdlog-dev libfmt-dev doctest-dev
+    libhiredis-dev nlohmann-json3-dev
+    # servers run by scripts/services.sh (redis-cli is in redis-tools; pg_isready, psql and
+    # createdb in postgresql-client)
+    redis-server redis-tools postgresql postgresql-client
+    # used by the scripts: ss (iproute2), runuser (util-linux), shuf/timeout/mktemp
+    # (coreutils), ps (procps)
+    iproute2 util-linux coreutils procps
+)
+# shellcheck disable=SC2206  # word splitting is the point: a list of package names
+PACKAGES+=(${EXO_APT_EXTRA:-})
+
+# The services that Debian's packages would otherwise start (or enable) on install.
+SYSTEM_SERVICES=(redis-server postgresql)
+
+log() { printf '[install-deps] %s\n' "$*" >&2; }
+
+installed() {
+    [[ "$(dpkg-query -W -f='${db:Status-Abbrev}' "$1" 2>/dev/null)" == "ii"* ]]
+}
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+    installed "$pkg" || missing+=("$pkg")
+done
+
+if ((${#missing[@]} == 0)); then
+    log "all ${#PACKAGES[@]} packages are installed"
+    exit 0
+fi
+
+SUDO=()
+if ((EUID != 0)); then
+    command -v sudo >/dev/null 2>&1 || {
+        log "ERROR: not root and no sudo: install as root: apt-get install ${missing[*]}"
+        exit 1
+    }
+    SUDO=(sudo)
+fi
+
+# Which of the system services are new with this run (those we may disable afterwards).
+new_services=()
+for svc in "${SYSTEM_SERVICES[@]}"; do
+    installed "$svc" || new_services+=("$svc")
+done
+
+# Block service starts from maintainer scripts during the install (exit 101 = "action
+# forbidden", see /usr/share/doc/init-system-helpers/README.policy-rc.d). An existing
+# policy-rc.d (Docker images ship one) is left alone.
+POLICY=/usr/sbin/policy-rc.d
+created_policy=0
+cleanup() {
+    if ((created_policy)); then
+        "${SUDO[@]}" rm -f "$POLICY"
+    fi
+}
+trap cleanup EXIT
+if [[ ! -e "$POLICY" ]]; then
+    printf '#!/bin/sh\n# temporary, from exo scripts/install-deps.sh\nexit 101\n' \
+        | "${SUDO[@]}" tee "$POLICY" >/dev/null
+    "${SUDO[@]}" chmod 0755 "$POLICY"
+    created_policy=1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+log "installing: ${missing[*]}"
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 update
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y \
+    --no-install-recommends "${missing[@]}"
+
+# On a systemd host the packages enable their units: disable (and stop) the ones this run
+# installed, so they do not come up at the next boot.
+if ((${#new_services[@]} > 0)) && [[ -d /run/systemd/system ]] && command -v systemctl >/dev/null 2>&1; then
+    for svc in "${new_services[@]}"; do
+        log "disabling the system $svc service (exo starts its own instances)"
+        "${SUDO[@]}" systemctl disable --now "$svc" >/dev/null 2>&1 || true
+    done
+fi
+
+still=()
+for pkg in "${PACKAGES[@]}"; do
+    installed "$pkg" || still+=("$pkg")
+done
+if ((${#still[@]} > 0)); then
+    log "ERROR: still not installed: ${still[*]}"
+    exit 1
+fi
+log "done: all ${#PACKAGES[@]} packages are installed"

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# THE test command (README, and CI through .ci/run): installs the Debian packages, builds,
+# runs the unit tests, starts throw-away Redis/PostgreSQL/mock Kafka (scripts/services.sh) in a
+# fresh temporary directory, runs the integration tests against them, and stops and removes
+# the services whatever happens (success, failure, Ctrl-C, SIGTERM).
+#
+#   scripts/test.sh [doctest options for the integration tests, e.g. --test-case='*claim*']
+#
+# The last line printed is always `N passed, N failed`: the doctest test-case counts of both
+# suites added up (CI reads it). A stage that could not run or finish (install, build, service
+# start, a suite that crashed or timed out without failing a test case) counts as 1 failed.
+# Exit status: 0 only if every stage ran and no test case failed.
+#
+# Environment: EXO_BUILD_DIR (default <repo>/build), EXO_UNIT_TIMEOUT (s, default 600),
+# EXO_INTEGRATION_TIMEOUT (s, default 2700).
+set -euo pipefail
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+SCRIPTS="$REPO_ROOT/scripts"
+export EXO_BUILD_DIR="${EXO_BUILD_DIR:-$REPO_ROOT/build}"
+UNIT_TIMEOUT="${EXO_UNIT_TIMEOUT:-600}"
+INTEGRATION_TIMEOUT="${EXO_INTEGRATION_TIMEOUT:-2700}"
+
+PASSED=0
+FAILED=0
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/exo-test.XXXXXX")"  # suite logs
+SVC_DIR=""                                             # set once services.sh start runs
+SUITE_PIDFILE=""                                       # set while a suite runs
+STAGE_START=$SECONDS
+
+banner() {
+    printf '\n==================== %s ====================\n' "$*"
+    STAGE_START=$SECONDS
+}
+note() { printf '[test] %s\n' "$*"; }
+
+stop_services() {
+    if [[ -n "$SVC_DIR" ]]; then
+        local dir="$SVC_DIR"
+        SVC_DIR=""
+        "$SCRIPTS/services.sh" stop "$dir" || note "WARNING: stopping the services in $dir failed"
+    fi
+}
+
+# Runs on every exit: stop a running suite and the services, remove temporaries, print the
+# summary line last.
+# shellcheck disable=SC2317  # reached through the EXIT trap
+on_exit() {
+    local rc=$?
+    trap - EXIT INT TERM
+    if [[ -n "$SUITE_PIDFILE" && -s "$SUITE_PIDFILE" ]]; then
+        local pid
+        pid="$(cat "$SUITE_PIDFILE")"
+        note "interrupted: stopping the running test suite (pid $pid)"
+        kill -TERM "$pid" 2>/dev/null || true  # timeout(1) passes it on to the suite's process group
+        sleep 1
+    fi
+    stop_services
+    rm -rf -- "$WORK"
+    if ((rc != 0 && FAILED == 0)); then FAILED=1; fi
+    if ((FAILED > 0 && rc == 0)); then rc=1; fi
+    printf '%d passed, %d failed\n' "$PASSED" "$FAILED"
+    exit "$rc"
+}
+trap on_exit EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# run_suite NAME TIMEOUT BINARY [ARGS...]: run a doctest binary with its output shown and
+# logged, add its test-case counts to PASSED/FAILED. Returns the suite's exit status.
+run_suite() {
+    local name="$1" limit="$2" bin="$3"
+    shift 3
+    local log="$WORK/$name.log" rcfile="$WORK/$name.rc" rc=1 line p=0 f=0
+    if [[ ! -x "$bin" ]]; then
+        note "ERROR: $bin was not built"
+        FAILED=$((FAILED + 1))
+        return 1
+    fi
+    SUITE_PIDFILE="$WORK/$name.pid"
+    # Run in the background and `wait`, so Ctrl-C/SIGTERM reach our trap at once; timeout(1)
+    # gives the suite its own process group and kills all of it when the limit is reached.
+    {
+        timeout -k 30 "$limit" "$bin" "$@" 2>&1 &
+        echo "$!" >"$SUITE_PIDFILE"
+        suite_rc=0
+        wait "$!" || suite_rc=$?
+        echo "$suite_rc" >"$rcfile"
+    } | tee "$log" &
+    wait "$!" || true
+    SUITE_PIDFILE=""
+    [[ -s "$rcfile" ]] && rc="$(cat "$rcfile")"
+
+    line="$(sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -a '\[doctest\] test cases:' | tail -n 1 || true)"
+    if [[ "$line" =~ test\ cases:\ *([0-9]+)\ *\|\ *([0-9]+)\ passed\ *\|\ *([0-9]+)\ failed ]]; then
+        p="${BASH_REMATCH[2]}"
+        f="${BASH_REMATCH[3]}"
+    fi
+    if ((rc == 124 || rc == 137)); then
+        note "ERROR: $name tests timed out after ${limit}s (raise EXO_${name^^}_TIMEOUT if that is expected)"
+    elif ((rc != 0)) && [[ -z "$line" ]]; then
+        note "ERROR: $name tests exited with status $rc without a doctest summary (crashed?)"
+    fi
+    if ((rc != 0 && f == 0)); then f=1; fi
+    PASSED=$((PASSED + p))
+    FAILED=$((FAILED + f))
+    note "$name tests: $p passed, $f failed, exit status $rc ($((SECONDS - STAGE_START)) s)"
+    return "$rc"
+}
+
+cd "$REPO_ROOT"
+
+banner "1/5 install dependencies (scripts/install-deps.sh)"
+"$SCRIPTS/install-deps.sh"
+
+banner "2/5 build (scripts/build.sh)"
+"$SCRIPTS/build.sh"
+note "build took $((SECONDS - STAGE_START)) s"
+
+overall=0
+
+banner "3/5 unit tests ($EXO_BUILD_DIR/exo_unit_tests)"
+run_suite unit "$UNIT_TIMEOUT" "$EXO_BUILD_DIR/exo_unit_tests" || overall=1
+
+banner "4/5 start Redis, PostgreSQL, mock Kafka (scripts/services.sh)"
+SVC_DIR="$(mktemp -d "${TMPDIR:-/tmp}/exo-services.XXXXXX")"
+if ! "$SCRIPTS/services.sh" start "$SVC_DIR"; then
+    note "ERROR: the services did not start (see above); the integration tests cannot run"
+    exit 1
+fi
+# shellcheck source=/dev/null
+source "$SVC_DIR/services.env"
+note "Redis 127.0.0.1:$EXO_REDIS_PORT, PostgreSQL $EXO_POSTGRES_URI, Kafka ${EXO_KAFKA_BOOTSTRAP:-?}"
+
+banner "5/5 integration tests ($EXO_BUILD_DIR/exo_integration_tests${*:+ $*})"
+if ! run_suite integration "$INTEGRATION_TIMEOUT" "$EXO_BUILD_DIR/exo_integration_tests" "$@"; then
+    overall=1
+    note "service logs, for the failures above:"
+    "$SCRIPTS/services.sh" logs "$SVC_DIR" 30 || true
+fi
+
+banner "done"
+stop_services
+exit "$overall"

@@ -1,0 +1,785 @@
+// exo.yaml parsing: config/config_parser.hpp. No servers.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "config/config_parser.hpp"
+#include "core/embedded_file.hpp"
+#include "handlers/register_handlers.hpp"
+#include "pipeline/handler_registry.hpp"
+
+using namespace exo;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::vector<std::string> kHandlers = {"ledger", "audit"};
+
+EnvLookup env_of(std::map<std::string, std::string> vars) {
+    return [vars = std::move(vars)](const std::string& name) -> std::optional<std::string> {
+        const auto it = vars.find(name);
+        if (it == vars.end()) return std::nullopt;
+        return it->second;
+    };
+}
+
+const EnvLookup kNoEnv = env_of({});
+
+// The YAML literals below start with a newline so they can be indented like the
+// file they stand for; it is dropped, so line 1 is the first line written.
+std::string_view body(std::string_view yaml) {
+    if (!yaml.empty() && yaml.front() == '\n') yaml.remove_prefix(1);
+    return yaml;
+}
+
+Config parse(std::string_view yaml, const EnvLookup& env = kNoEnv) {
+    return parse_config_text(body(yaml), "exo.yaml", kHandlers, env);
+}
+
+// The ConfigError parsing `yaml` throws; fails the test if it parses.
+ConfigError error_of(std::string_view yaml, const EnvLookup& env = kNoEnv) {
+    try {
+        parse(yaml, env);
+    } catch (const ConfigError& e) {
+        return e;
+    }
+    FAIL("expected a ConfigError for:\n" << yaml);
+    throw;  // not reached: FAIL throws
+}
+
+std::string errors_of(std::string_view yaml, const EnvLookup& env = kNoEnv) {
+    return error_of(yaml, env).what();
+}
+
+// The smallest valid file; tests append to or edit it.
+constexpr std::string_view kMinimal = R"(
+kafka:
+  bootstrap_servers: localhost:9092
+  group_id: exo-ledger
+postgres:
+  uri: postgresql://exo@localhost/exo
+bindings:
+  - topic: payments
+    handler: ledger
+    key: coordinates
+)";
+
+}  // namespace
+
+TEST_SUITE("config") {
+    TEST_CASE("a full config file sets every field") {
+        const Config c = parse(R"(
+kafka:
+  mock:
+    brokers: 3
+    topics: ["payments:4", "accounts"]
+    bootstrap_file: /tmp/exo-bootstrap
+  group_id: exo-ledger
+  commit_interval_ms: 250
+  properties:
+    session.timeout.ms: 6000
+    fetch.wait.max.ms: 10
+    enable.partition.eof: false
+    client.id: exo-test
+redis:
+  host: redis.internal
+  port: 6380
+  password: s3cret
+  db: 2
+  connect_timeout_ms: 1500
+  command_timeout_ms: 750
+  key_prefix: ledger
+postgres:
+  uri: postgresql://exo@db/exo
+  dedup_retention_days: 7
+claim:
+  lease_ms: 20000
+  completed_ttl_ms: 3600000
+pipeline:
+  workers: 4
+  batch_size: 50
+  linger_ms: 0
+  max_queued_per_partition: 500
+  shutdown_timeout_ms: 5000
+  retry_backoff_initial_ms: 50
+  retry_backoff_max_ms: 2000
+  on_redis_down: postgres_only
+logging:
+  level: debug
+bindings:
+  - topic: payments
+    handler: ledger
+    key: { json: /payment_id }
+    sequence: { entity: /account_id, value: /seq, mode: strict, gap_timeout_ms: 30000 }
+    max_attempts: 3
+    dead_letter_topic: payments.dead
+  - topic: accounts
+    handler: audit
+    key: { header: idempotency-key }
+  - topic: audit-log
+    handler: audit
+    key: coordinates
+)");
+        CHECK(c.kafka.bootstrap_servers.empty());
+        REQUIRE(c.kafka.mock.has_value());
+        CHECK(c.kafka.mock->brokers == 3);
+        REQUIRE(c.kafka.mock->topics.size() == 2);
+        CHECK(c.kafka.mock->topics[0].name == "payments");
+        CHECK(c.kafka.mock->topics[0].partitions == 4);
+        CHECK(c.kafka.mock->topics[1].name == "accounts");
+        CHECK(c.kafka.mock->topics[1].partitions == 1);
+        CHECK(c.kafka.mock->bootstrap_file == "/tmp/exo-bootstrap");
+        CHECK(c.kafka.group_id == "exo-ledger");
+        CHECK(c.kafka.commit_interval == 250ms);
+        CHECK(c.kafka.properties ==
+              std::map<std::string, std::string>{{"session.timeout.ms", "6000"},
+                                                 {"fetch.wait.max.ms", "10"},
+                                                 {"enable.partition.eof", "false"},
+                                                 {"client.id", "exo-test"}});
+
+        CHECK(c.redis.host == "redis.internal");
+        CHECK(c.redis.port == 6380);
+        CHECK(c.redis.password == "s3cret");
+        CHECK(c.redis.db == 2);
+        CHECK(c.redis.connect_timeout == 1500ms);
+        CHECK(c.redis.command_timeout == 750ms);
+        CHECK(c.redis.key_prefix == "ledger");
+
+        CHECK(c.postgres.uri == "postgresql://exo@db/exo");
+        CHECK(c.postgres.dedup_retention == std::chrono::hours(7 * 24));
+        CHECK(c.claim.lease == 20000ms);
+        CHECK(c.claim.completed_ttl == 3600000ms);
+
+        CHECK(c.pipeline.workers == 4);
+        CHECK(c.pipeline.batch_size == 50);
+        CHECK(c.pipeline.linger == 0ms);
+        CHECK(c.pipeline.max_queued_per_partition == 500);
+        CHECK(c.pipeline.shutdown_timeout == 5000ms);
+        CHECK(c.pipeline.retry_backoff_initial == 50ms);
+        CHECK(c.pipeline.retry_backoff_max == 2000ms);
+        CHECK(c.pipeline.on_redis_down == RedisDownPolicy::postgres_only);
+        CHECK(c.logging.level == "debug");
+
+        REQUIRE(c.bindings.size() == 3);
+        const BindingConfig& payments = c.bindings[0];
+        CHECK(payments.topic == "payments");
+        CHECK(payments.handler == "ledger");
+        CHECK(payments.key.kind == KeySourceKind::json);
+        CHECK(payments.key.name == "/payment_id");
+        REQUIRE(payments.sequence.has_value());
+        CHECK(payments.sequence->entity_pointer == "/account_id");
+        CHECK(payments.sequence->value_pointer == "/seq");
+        CHECK(payments.sequence->mode == SequenceMode::strict);
+        CHECK(payments.sequence->gap_timeout == 30000ms);
+        CHECK(payments.max_attempts == 3);
+        CHECK(payments.dead_letter_topic == "payments.dead");
+        CHECK(payments.yaml_line == 39);
+
+        CHECK(c.bindings[1].key.kind == KeySourceKind::header);
+        CHECK(c.bindings[1].key.name == "idempotency-key");
+        CHECK(c.bindings[1].yaml_line == 45);
+        CHECK(c.bindings[2].key.kind == KeySourceKind::coordinates);
+        CHECK(c.bindings[2].key.name.empty());
+    }
+
+    TEST_CASE("keys left out keep the defaults of config.hpp") {
+        const Config c = parse(kMinimal);
+        const Config defaults;
+        CHECK(c.kafka.bootstrap_servers == "localhost:9092");
+        CHECK_FALSE(c.kafka.mock.has_value());
+        CHECK(c.kafka.properties.empty());
+        CHECK(c.kafka.commit_interval == defaults.kafka.commit_interval);
+
+        CHECK(c.redis.host == defaults.redis.host);
+        CHECK(c.redis.port == defaults.redis.port);
+        CHECK(c.redis.password == defaults.redis.password);
+        CHECK(c.redis.db == defaults.redis.db);
+        CHECK(c.redis.connect_timeout == defaults.redis.connect_timeout);
+        CHECK(c.redis.command_timeout == defaults.redis.command_timeout);
+        CHECK(c.redis.key_prefix == defaults.redis.key_prefix);
+
+        CHECK(c.postgres.dedup_retention == defaults.postgres.dedup_retention);
+        CHECK(c.claim.lease == defaults.claim.lease);
+        CHECK(c.claim.completed_ttl == defaults.claim.completed_ttl);
+
+        CHECK(c.pipeline.workers == defaults.pipeline.workers);
+        CHECK(c.pipeline.batch_size == defaults.pipeline.batch_size);
+        CHECK(c.pipeline.linger == defaults.pipeline.linger);
+        CHECK(c.pipeline.max_queued_per_partition == defaults.pipeline.max_queued_per_partition);
+        CHECK(c.pipeline.shutdown_timeout == defaults.pipeline.shutdown_timeout);
+        CHECK(c.pipeline.retry_backoff_initial == defaults.pipeline.retry_backoff_initial);
+        CHECK(c.pipeline.retry_backoff_max == defaults.pipeline.retry_backoff_max);
+        CHECK(c.pipeline.on_redis_down == RedisDownPolicy::pause);
+        CHECK(c.logging.level == "info");
+
+        REQUIRE(c.bindings.size() == 1);
+        CHECK(c.bindings[0].key.kind == KeySourceKind::coordinates);
+        CHECK_FALSE(c.bindings[0].sequence.has_value());
+        CHECK(c.bindings[0].max_attempts == BindingConfig{}.max_attempts);
+        CHECK(c.bindings[0].dead_letter_topic == "payments.dlq");
+        CHECK(c.bindings[0].yaml_line == 7);
+    }
+
+    TEST_CASE("a sequence gets the default mode and gap timeout when only its pointers are given") {
+        const Config c = parse(R"(
+kafka: { bootstrap_servers: "k:9092", group_id: g }
+postgres: { uri: "postgresql:///exo" }
+bindings:
+  - { topic: t, handler: ledger, key: coordinates, sequence: { entity: /id, value: /n } }
+)");
+        REQUIRE(c.bindings[0].sequence.has_value());
+        CHECK(c.bindings[0].sequence->mode == SequenceMode::latest);
+        CHECK(c.bindings[0].sequence->gap_timeout == SequenceConfig{}.gap_timeout);
+    }
+
+    TEST_CASE("an empty section or an empty mock reads as all defaults") {
+        const Config c = parse(R"(
+kafka:
+  mock:
+  group_id: g
+redis:
+postgres: { uri: "postgresql:///exo" }
+bindings: [{ topic: t, handler: ledger, key: coordinates }]
+)");
+        REQUIRE(c.kafka.mock.has_value());
+        CHECK(c.kafka.mock->brokers == 1);
+        CHECK(c.kafka.mock->topics.empty());
+        CHECK(c.redis.port == 6379);
+    }
+
+    // The files of config/ (embedded in the binary) with this build's handlers.
+    // Their ${VAR}s without a default come from scripts/services.sh, so here every
+    // variable is unset: defaults are checked, and "is not set" is the only
+    // problem allowed.
+    TEST_CASE("every config file shipped in config/ parses with the registered handlers") {
+        HandlerRegistry registry;
+        handlers::register_all(registry);
+        for (const EmbeddedFile& file : embedded::config::files()) {
+            CAPTURE(file.name);
+            try {
+                parse_config_text(file.contents, std::string(file.name), registry.names(), kNoEnv);
+            } catch (const ConfigError& e) {
+                for (const ConfigProblem& p : e.problems()) {
+                    if (p.message.starts_with("environment variable ")) continue;
+                    FAIL_CHECK(std::string(file.name)
+                               << ":" << p.line << ": " << p.path << ": " << p.message);
+                }
+            }
+        }
+    }
+
+    TEST_CASE("a YAML syntax error is one problem with its line") {
+        const ConfigError e = error_of(R"(
+kafka:
+  group_id: g
+  properties: { a: 1
+redis:
+  port: 1
+)");
+        REQUIRE(e.problems().size() == 1);
+        CHECK(e.problems()[0].line > 1);
+        const std::string text = e.what();
+        CHECK(text.find("exo.yaml:" + std::to_string(e.problems()[0].line) +
+                        ": YAML syntax error") == 0);
+
+        const std::string bad_indent = errors_of(R"(
+kafka:
+  group_id: g
+    bootstrap_servers: x
+)");
+        CHECK(bad_indent.find("exo.yaml:3: YAML syntax error") != std::string::npos);
+    }
+
+    TEST_CASE("an unquoted ${VAR} inside a flow mapping gets a hint to quote it") {
+        const std::string text = errors_of(R"(
+kafka: { group_id: g, bootstrap_servers: ${KAFKA} }
+)",
+                                           env_of({{"KAFKA", "k:9092"}}));
+        CHECK(text.find("exo.yaml:1: YAML syntax error") == 0);
+        CHECK(text.find("quote a value that uses ${VAR}") != std::string::npos);
+    }
+
+    TEST_CASE("an unknown key is named with its path and line and a did-you-mean") {
+        const std::string text = errors_of(R"(
+kafka:
+  bootstrap_servers: localhost:9092
+  group_id: g
+  comit_interval_ms: 10
+postgres:
+  uri: x
+pipline:
+  workers: 2
+bindings:
+  - topic: t
+    handler: ledger
+    key: { hedaer: id }
+    max_attempt: 3
+    colour: red
+)");
+        CHECK(text.find("exo.yaml:4: kafka.comit_interval_ms: unknown key 'comit_interval_ms'; did "
+                        "you mean "
+                        "'commit_interval_ms'?") != std::string::npos);
+        CHECK(text.find("exo.yaml:7: pipline: unknown key 'pipline'; did you mean 'pipeline'?") !=
+              std::string::npos);
+        CHECK(text.find("exo.yaml:12: bindings[0].key.hedaer: unknown key 'hedaer'; did you mean "
+                        "'header'?") != std::string::npos);
+        CHECK(text.find(
+                  "exo.yaml:13: bindings[0].max_attempt: unknown key 'max_attempt'; did you mean "
+                  "'max_attempts'?") != std::string::npos);
+        // Nothing close: the known keys are listed instead.
+        CHECK(text.find(
+                  "exo.yaml:14: bindings[0].colour: unknown key 'colour'; known keys here: topic, "
+                  "handler, key, sequence, max_attempts, dead_letter_topic") != std::string::npos);
+        // The misspelt key form is reported once, not also as "no key form".
+        CHECK(text.find("names no key form") == std::string::npos);
+    }
+
+    TEST_CASE("a key given twice in one mapping is a problem naming both lines") {
+        const std::string text = errors_of(R"(
+kafka:
+  bootstrap_servers: a:1
+  group_id: g
+  group_id: h
+postgres: { uri: x }
+bindings: [{ topic: t, handler: ledger, key: coordinates }]
+)");
+        CHECK(text.find("exo.yaml:4: kafka.group_id: duplicate key (first given at line 3)") !=
+              std::string::npos);
+    }
+
+    TEST_CASE("values of the wrong type are each reported with path and line") {
+        const ConfigError e = error_of(R"(
+kafka:
+  bootstrap_servers: localhost:9092
+  group_id: [a, b]
+  commit_interval_ms: 5s
+redis:
+  host: { name: x }
+  port: 70000
+  db: -1
+postgres:
+  uri: x
+  dedup_retention_days: thirty
+claim:
+  lease_ms: -5
+pipeline:
+  workers: many
+  batch_size: 0
+  linger_ms: 1.5
+  on_redis_down: crash
+logging:
+  level: verbose
+bindings:
+  - topic: t
+    handler: ledger
+    key: coordinates
+    max_attempts: 0
+)");
+        const std::string text = e.what();
+        CHECK(text.find("exo.yaml:3: kafka.group_id: expected a string, got a list") !=
+              std::string::npos);
+        CHECK(text.find(
+                  "exo.yaml:4: kafka.commit_interval_ms: expected a duration in whole milliseconds "
+                  "(e.g. 1500), got '5s'; write 5000") != std::string::npos);
+        CHECK(text.find("exo.yaml:6: redis.host: expected a string, got a mapping") !=
+              std::string::npos);
+        CHECK(text.find("exo.yaml:7: redis.port: must be between 1 and 65535, got 70000") !=
+              std::string::npos);
+        CHECK(text.find("exo.yaml:8: redis.db: must be at least 0, got -1") != std::string::npos);
+        CHECK(text.find(
+                  "exo.yaml:11: postgres.dedup_retention_days: expected a whole number of days") !=
+              std::string::npos);
+        CHECK(text.find("exo.yaml:13: claim.lease_ms: must be at least 1, got -5") !=
+              std::string::npos);
+        CHECK(text.find("exo.yaml:15: pipeline.workers: expected a whole number, got 'many'") !=
+              std::string::npos);
+        CHECK(text.find("exo.yaml:16: pipeline.batch_size: must be at least 1, got 0") !=
+              std::string::npos);
+        CHECK(text.find(
+                  "exo.yaml:17: pipeline.linger_ms: expected a duration in whole milliseconds") !=
+              std::string::npos);
+        CHECK(text.find("exo.yaml:18: pipeline.on_redis_down: unknown value 'crash'; expected one "
+                        "of: pause, "
+                        "postgres_only") != std::string::npos);
+        CHECK(text.find("exo.yaml:20: logging.level: unknown value 'verbose'") !=
+              std::string::npos);
+        CHECK(text.find("exo.yaml:25: bindings[0].max_attempts: must be at least 1, got 0") !=
+              std::string::npos);
+        CHECK(e.problems().size() == 13);
+    }
+
+    TEST_CASE("a mock cluster needs at least one broker and one partition per topic") {
+        const std::string text = errors_of(R"(
+kafka:
+  mock:
+    brokers: 0
+    topics: ["payments:0", "ok:2", "bad topic:1", "ok:3", "x:two"]
+  group_id: g
+postgres: { uri: x }
+bindings: [{ topic: t, handler: ledger, key: coordinates }]
+)");
+        CHECK(text.find("exo.yaml:3: kafka.mock.brokers: must be at least 1, got 0") !=
+              std::string::npos);
+        CHECK(text.find(
+                  "exo.yaml:4: kafka.mock.topics[0]: the partition count after ':' must be a whole "
+                  "number of at least 1") != std::string::npos);
+        CHECK(text.find("kafka.mock.topics[2]: topic 'bad topic' has characters Kafka refuses") !=
+              std::string::npos);
+        CHECK(text.find("kafka.mock.topics[3]: topic 'ok' is already listed") != std::string::npos);
+        CHECK(text.find("kafka.mock.topics[4]: the partition count") != std::string::npos);
+    }
+
+    TEST_CASE("missing required keys are each named") {
+        const std::string text = errors_of(R"(
+kafka:
+  commit_interval_ms: 100
+postgres:
+  dedup_retention_days: 3
+bindings:
+  - handler: ledger
+  - topic: t2
+)");
+        CHECK(text.find("exo.yaml:1: kafka.bootstrap_servers: required key is missing") !=
+              std::string::npos);
+        CHECK(text.find(
+                  "exo.yaml:1: kafka.group_id: required key is missing: name the consumer group") !=
+              std::string::npos);
+        CHECK(text.find("exo.yaml:3: postgres.uri: required key is missing") != std::string::npos);
+        CHECK(text.find("exo.yaml:6: bindings[0].topic: required key is missing") !=
+              std::string::npos);
+        CHECK(text.find("exo.yaml:6: bindings[0].key: required key is missing") !=
+              std::string::npos);
+        CHECK(text.find("exo.yaml:7: bindings[1].handler: required key is missing") !=
+              std::string::npos);
+    }
+
+    TEST_CASE("an empty file lists every required section, without a line") {
+        const ConfigError e = error_of("");
+        const std::string text = e.what();
+        CHECK(text.find("exo.yaml: kafka.bootstrap_servers: required key is missing") !=
+              std::string::npos);
+        CHECK(text.find("exo.yaml: kafka.group_id: required key is missing") != std::string::npos);
+        CHECK(text.find("exo.yaml: postgres.uri: required key is missing") != std::string::npos);
+        CHECK(text.find("exo.yaml: bindings: required key is missing") != std::string::npos);
+        for (const ConfigProblem& p : e.problems()) CHECK(p.line == 0);
+    }
+
+    TEST_CASE("a document that is not a mapping is one problem") {
+        const ConfigError e = error_of("- just\n- a list\n");
+        REQUIRE(e.problems().size() == 1);
+        CHECK(std::string(e.what()) ==
+              "exo.yaml: expected a mapping of 'key: value' lines, got a list");
+    }
+
+    TEST_CASE("bindings must be a non-empty list") {
+        CHECK(errors_of(R"(
+kafka: { bootstrap_servers: "k:1", group_id: g }
+postgres: { uri: x }
+bindings: []
+)")
+                  .find("exo.yaml:3: bindings: lists no binding") != std::string::npos);
+        CHECK(errors_of(R"(
+kafka: { bootstrap_servers: "k:1", group_id: g }
+postgres: { uri: x }
+bindings: { topic: t }
+)")
+                  .find("exo.yaml:3: bindings: expected a list") != std::string::npos);
+    }
+
+    TEST_CASE("bootstrap_servers and mock together are refused") {
+        const ConfigError e = error_of(R"(
+kafka:
+  bootstrap_servers: localhost:9092
+  mock: { topics: ["t:1"] }
+  group_id: g
+postgres: { uri: x }
+bindings: [{ topic: t, handler: ledger, key: coordinates }]
+)");
+        REQUIRE(e.problems().size() == 1);
+        CHECK(std::string(e.what()).find(
+                  "exo.yaml:3: kafka.mock: both bootstrap_servers and mock are given") == 0);
+    }
+
+    TEST_CASE("an unknown handler lists the registered ones and the closest") {
+        std::string yaml(kMinimal);
+        yaml.replace(yaml.find("handler: ledger"), 15, "handler: ledgr");
+        const ConfigError e = error_of(yaml);
+        REQUIRE(e.problems().size() == 1);
+        CHECK(std::string(e.what()) ==
+              "exo.yaml:8: bindings[0].handler: unknown handler 'ledgr'; registered handlers: "
+              "ledger, audit "
+              "(did you mean 'ledger'?)");
+    }
+
+    TEST_CASE("a topic bound twice is refused at its second binding") {
+        const std::string text = errors_of(R"(
+kafka: { bootstrap_servers: "k:1", group_id: g }
+postgres: { uri: x }
+bindings:
+  - { topic: payments, handler: ledger, key: coordinates }
+  - { topic: refunds, handler: ledger, key: coordinates }
+  - { topic: payments, handler: audit, key: coordinates }
+)");
+        CHECK(text ==
+              "exo.yaml:6: bindings[2].topic: topic 'payments' is already bound at line 4: give "
+              "each topic "
+              "one binding");
+    }
+
+    TEST_CASE("a dead letter topic equal to the consumed topic is refused") {
+        std::string yaml(kMinimal);
+        yaml += "    dead_letter_topic: payments\n";
+        CHECK(errors_of(yaml).find(
+                  "exo.yaml:10: bindings[0].dead_letter_topic: is the consumed topic itself") !=
+              std::string::npos);
+    }
+
+    TEST_CASE("a key must give exactly one form") {
+        const std::string text = errors_of(R"(
+kafka: { bootstrap_servers: "k:1", group_id: g }
+postgres: { uri: x }
+bindings:
+  - { topic: a, handler: ledger, key: { header: id, json: /id } }
+  - { topic: b, handler: ledger, key: {} }
+  - { topic: c, handler: ledger, key: coordinate }
+  - { topic: d, handler: ledger, key: [header] }
+  - { topic: e, handler: ledger, key: { header: "" } }
+)");
+        CHECK(text.find(
+                  "exo.yaml:4: bindings[0].key: gives two key forms (header and json): keep one") !=
+              std::string::npos);
+        CHECK(text.find(
+                  "exo.yaml:5: bindings[1].key: names no key form: write { header: NAME }, { json: "
+                  "/pointer } or coordinates") != std::string::npos);
+        CHECK(text.find("exo.yaml:6: bindings[2].key: unknown key form 'coordinate'; write { "
+                        "header: NAME }, "
+                        "{ json: /pointer } or coordinates (did you mean 'coordinates'?)") !=
+              std::string::npos);
+        CHECK(text.find(
+                  "exo.yaml:7: bindings[3].key: expected { header: NAME }, { json: /pointer } or "
+                  "coordinates, got a list") != std::string::npos);
+        CHECK(text.find("exo.yaml:8: bindings[4].key.header: must not be empty") !=
+              std::string::npos);
+    }
+
+    TEST_CASE("JSON pointers must follow RFC 6901") {
+        const std::string text = errors_of(R"(
+kafka: { bootstrap_servers: "k:1", group_id: g }
+postgres: { uri: x }
+bindings:
+  - topic: a
+    handler: ledger
+    key: { json: payment_id }
+    sequence:
+      entity: /a~2b
+      mode: strcit
+)");
+        CHECK(text.find("exo.yaml:6: bindings[0].key.json: a JSON pointer (RFC 6901) starts with "
+                        "'/': write "
+                        "'/payment_id'") != std::string::npos);
+        CHECK(text.find("exo.yaml:8: bindings[0].sequence.entity: JSON pointer '/a~2b' has a '~' "
+                        "not followed "
+                        "by 0 or 1") != std::string::npos);
+        CHECK(text.find("exo.yaml:7: bindings[0].sequence.value: required key is missing") !=
+              std::string::npos);
+        CHECK(text.find("exo.yaml:9: bindings[0].sequence.mode: unknown value 'strcit'; "
+                        "expected one of: "
+                        "latest, strict (did you mean 'strict'?)") != std::string::npos);
+    }
+
+    TEST_CASE("properties exo owns are refused with the reason") {
+        const std::string text = errors_of(R"(
+kafka:
+  bootstrap_servers: localhost:9092
+  group_id: g
+  properties:
+    group.id: other
+    enable.auto.commit: true
+    enable.auto.offset.store: true
+    session.timeout.ms: { ms: 6000 }
+postgres: { uri: x }
+bindings: [{ topic: t, handler: ledger, key: coordinates }]
+)");
+        CHECK(
+            text.find("exo.yaml:5: kafka.properties.group.id: property 'group.id' is refused: set "
+                      "kafka.group_id instead") != std::string::npos);
+        CHECK(
+            text.find(
+                "exo.yaml:6: kafka.properties.enable.auto.commit: property 'enable.auto.commit' is "
+                "refused: exo owns it") != std::string::npos);
+        CHECK(text.find("exo.yaml:7: kafka.properties.enable.auto.offset.store: property "
+                        "'enable.auto.offset.store' is refused: exo owns it") != std::string::npos);
+        CHECK(text.find("exo.yaml:8: kafka.properties.session.timeout.ms: expected a string, "
+                        "number or boolean, "
+                        "got a mapping") != std::string::npos);
+    }
+
+    TEST_CASE("${VAR} is replaced before the value is converted") {
+        const Config c = parse(R"(
+kafka:
+  bootstrap_servers: ${KAFKA}
+  group_id: ${GROUP:-exo-default}
+  properties: { client.id: "${HOST}-${PID}" }
+redis:
+  port: ${REDIS_PORT}
+  password: "${REDIS_PASSWORD:-}"
+  host: ${EMPTY:-fallback}
+postgres:
+  uri: "postgresql://${PGUSER:-exo}@localhost/exo?x=$${literal}&y=pa$$word"
+bindings: [{ topic: t, handler: ledger, key: coordinates }]
+)",
+                               env_of({{"KAFKA", "k1:9092,k2:9092"},
+                                       {"REDIS_PORT", "6390"},
+                                       {"HOST", "box"},
+                                       {"PID", "7"},
+                                       {"EMPTY", ""}}));
+        CHECK(c.kafka.bootstrap_servers == "k1:9092,k2:9092");
+        CHECK(c.kafka.group_id == "exo-default");
+        CHECK(c.kafka.properties.at("client.id") == "box-7");
+        CHECK(c.redis.port == 6390);
+        CHECK(c.redis.password.empty());
+        CHECK(c.redis.host == "fallback");
+        CHECK(c.postgres.uri == "postgresql://exo@localhost/exo?x=${literal}&y=pa$$word");
+    }
+
+    TEST_CASE("an unset ${VAR} without a default is a problem naming the path and the variable") {
+        const std::string text = errors_of(R"(
+kafka:
+  bootstrap_servers: ${KAFKA_BOOTSTRAP}
+  group_id: g
+redis:
+  port: ${REDIS_PORT}
+  host: ${1BAD}
+  password: "${OPEN"
+postgres: { uri: x }
+bindings: [{ topic: t, handler: ledger, key: coordinates }]
+)");
+        CHECK(text.find("exo.yaml:2: kafka.bootstrap_servers: environment variable KAFKA_BOOTSTRAP "
+                        "is not set: "
+                        "export it, or give a default as ${KAFKA_BOOTSTRAP:-value}") !=
+              std::string::npos);
+        CHECK(text.find("exo.yaml:5: redis.port: environment variable REDIS_PORT is not set") !=
+              std::string::npos);
+        CHECK(text.find("exo.yaml:6: redis.host: ${1BAD} does not name a variable") !=
+              std::string::npos);
+        CHECK(text.find("exo.yaml:7: redis.password: '${' is never closed") != std::string::npos);
+    }
+
+    TEST_CASE("keys are not expanded") {
+        const std::string text = errors_of(R"(
+kafka: { bootstrap_servers: "k:1", group_id: g }
+postgres: { uri: x }
+bindings: [{ topic: t, handler: ledger, key: coordinates }]
+${SECTION}: {}
+)",
+                                           env_of({{"SECTION", "redis"}}));
+        CHECK(text.find("exo.yaml:4: ${SECTION}: unknown key '${SECTION}'") != std::string::npos);
+    }
+
+    TEST_CASE("a completed TTL not shorter than dedup retention is refused") {
+        std::string yaml(kMinimal);
+        yaml += "claim:\n  completed_ttl_ms: 86400000\n";
+        yaml.replace(yaml.find("  uri:"), 0, "  dedup_retention_days: 1\n");
+        const std::string text = errors_of(yaml);
+        CHECK(text.find("exo.yaml:12: claim.completed_ttl_ms: claim.completed_ttl_ms (86400000 ms) "
+                        "must be less "
+                        "than postgres.dedup_retention_days (1 days = 86400000 ms)") !=
+              std::string::npos);
+
+        std::string short_retention(kMinimal);
+        short_retention.replace(short_retention.find("  uri:"), 0, "  dedup_retention_days: 1\n");
+        CHECK(errors_of(short_retention)
+                  .find("exo.yaml:5: postgres.dedup_retention_days: claim.completed_ttl_ms") !=
+              std::string::npos);
+    }
+
+    TEST_CASE("a backoff maximum below the initial backoff is refused") {
+        std::string yaml(kMinimal);
+        yaml += "pipeline: { retry_backoff_initial_ms: 500, retry_backoff_max_ms: 100 }\n";
+        CHECK(errors_of(yaml).find(
+                  "exo.yaml:10: pipeline.retry_backoff_max_ms: retry_backoff_max_ms (100) must "
+                  "be at least retry_backoff_initial_ms (500)") != std::string::npos);
+    }
+
+    TEST_CASE("one error lists every problem, one per line, in document order") {
+        const ConfigError e = error_of(R"(
+kafka:
+  bootstrap_servers: localhost:9092
+  group_id: g
+  propertes: {}
+redis:
+  port: zero
+postgres: { uri: x }
+pipeline: { workers: 0 }
+bindings:
+  - { topic: t, handler: nobody, key: { json: id } }
+)");
+        REQUIRE(e.problems().size() == 5);
+        CHECK(e.source() == "exo.yaml");
+        const std::string text = e.what();
+        CHECK(std::count(text.begin(), text.end(), '\n') == 4);
+        CHECK(e.problems()[0].path == "kafka.propertes");
+        CHECK(e.problems()[0].line == 4);
+        CHECK(e.problems()[1].path == "redis.port");
+        CHECK(e.problems()[1].line == 6);
+        CHECK(e.problems()[2].path == "pipeline.workers");
+        CHECK(e.problems()[2].line == 8);
+        CHECK(e.problems()[3].path == "bindings[0].handler");
+        CHECK(e.problems()[4].path == "bindings[0].key.json");
+        CHECK(text.find("exo.yaml:4: kafka.propertes: unknown key 'propertes'; did you mean "
+                        "'properties'?\n") == 0);
+        CHECK(text.find("\nexo.yaml:10: bindings[0].key.json:") != std::string::npos);
+    }
+
+    TEST_CASE("a config error is a usage error") {
+        CHECK_THROWS_AS(parse("kafka: 1"), UsageError);
+    }
+
+    TEST_CASE("a config file is read from disk with the process environment") {
+        const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                          ("exo-config-test-" + std::to_string(::getpid()));
+        std::filesystem::create_directories(dir);
+        const std::filesystem::path file = dir / "exo.yaml";
+        {
+            std::ofstream out(file);
+            out << body(kMinimal) << "redis:\n  port: ${EXO_CONFIG_TEST_PORT}\n";
+        }
+        ::setenv("EXO_CONFIG_TEST_PORT", "6391", 1);
+        const Config c = parse_config_file(file.string(), kHandlers);
+        CHECK(c.redis.port == 6391);
+
+        ::unsetenv("EXO_CONFIG_TEST_PORT");
+        try {
+            parse_config_file(file.string(), kHandlers);
+            FAIL("expected a ConfigError");
+        } catch (const ConfigError& e) {
+            CHECK(std::string(e.what()) == file.string() +
+                                               ":11: redis.port: environment variable "
+                                               "EXO_CONFIG_TEST_PORT is not set: export it, or "
+                                               "give a default as ${EXO_CONFIG_TEST_PORT:-value}");
+        }
+        std::filesystem::remove_all(dir);
+    }
+
+    TEST_CASE("an unreadable config file is an error naming the path") {
+        const std::string missing = "/nonexistent/exo-config-test/exo.yaml";
+        try {
+            parse_config_file(missing, kHandlers);
+            FAIL("expected a ConfigError");
+        } catch (const ConfigError& e) {
+            CHECK(e.source() == missing);
+            CHECK(std::string(e.what()).find(missing + ": cannot open the config file") == 0);
+        }
+        try {
+            parse_config_file(std::filesystem::temp_directory_path().string(), kHandlers);
+            FAIL("expected a ConfigError");
+        } catch (const ConfigError& e) {
+            CHECK(std::string(e.what()).find("is a directory") != std::string::npos);
+        }
+    }
+}
