@@ -32,10 +32,14 @@ inline RedisOptions redis_options() {
     return o;
 }
 
-inline std::string postgres_uri() { return required_env("EXO_POSTGRES_URI"); }
+inline std::string postgres_uri() {
+    return required_env("EXO_POSTGRES_URI");
+}
 
 // Standalone `exo mock-kafka` broker started by scripts/services.sh.
-inline std::string kafka_bootstrap() { return required_env("EXO_KAFKA_BOOTSTRAP"); }
+inline std::string kafka_bootstrap() {
+    return required_env("EXO_KAFKA_BOOTSTRAP");
+}
 
 // "prefix-<pid>-<n>-<ms>": unique across tests and test runs.
 inline std::string unique_name(const std::string& prefix) {

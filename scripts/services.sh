@@ -12,7 +12,7 @@
 # All state (data, logs, pid files, sockets, chosen ports) lives under DIR; nothing uses the
 # system's redis/postgresql services or their default ports. After `start`, `source
 # DIR/services.env` exports EXO_REDIS_HOST, EXO_REDIS_PORT, EXO_POSTGRES_URI, EXO_POSTGRES_PORT,
-# EXO_KAFKA_BOOTSTRAP and EXO_SERVICES_DIR.
+# EXO_KAFKA_BOOTSTRAP, EXO_SERVICES_DIR and EXO_SERVICES_SCRIPT (this script's absolute path).
 #
 # Environment:
 #   EXO_BIN                  the exo binary that runs `mock-kafka` (default: $EXO_BUILD_DIR/exo)
@@ -91,8 +91,9 @@ pid_is() {
     local name="$1" pid="$2"
     [[ "$pid" =~ ^[0-9]+$ ]] || return 1
     alive "$pid" || return 1
-    [[ -r "/proc/$pid/cmdline" ]] || return 0
-    tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "$name"
+    local cmdline
+    cmdline="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" || return 0
+    [[ "$cmdline" == *"$name"* ]]
 }
 
 # wait_gone PID SECONDS: wait until PID has exited; false if it is still alive afterwards.
@@ -172,7 +173,7 @@ redis_launch() {
         --dir "$(redis_dir)" --pidfile "$pidfile" --logfile "$logfile" >/dev/null 2>&1 || return 1
     deadline=$((SECONDS + 15))
     while ((SECONDS < deadline)); do
-        if since_line "$logfile" "$from" | grep -qiE 'address already in use|could not create server tcp listening socket'; then
+        if since_line "$logfile" "$from" | grep -iE 'address already in use|could not create server tcp listening socket' >/dev/null; then
             pid="$(read_file "$pidfile" || true)"
             [[ -n "$pid" ]] && pid_is redis-server "$pid" && kill -KILL "$pid" 2>/dev/null
             return 2
@@ -270,13 +271,17 @@ find_pg_bin() {
 
 pg_bin_missing="PostgreSQL server binaries not found under /usr/lib/postgresql/*/bin: run scripts/install-deps.sh (or set EXO_PG_BINDIR)"
 
-# as_pg CMD...: run CMD as the postgres OS user when we are root, else as ourselves. The
-# working directory is the pg root, which that user can always enter.
+# as_pg LOG CMD...: run CMD as the postgres OS user when we are root, else as ourselves, with
+# its output appended to LOG. The working directory is the pg root, which that user can enter.
+# (The redirection is inside the subshell on purpose: a function call's redirection would
+# still be in force if a signal trap ran right after CMD, and swallow the trap's messages.)
 as_pg() {
+    local out="$1"
+    shift
     if ((EUID == 0)); then
-        (cd "$(pg_root)" && runuser -u postgres -- "$@")
+        (cd "$(pg_root)" && exec runuser -u postgres -- "$@" >>"$out" 2>&1)
     else
-        (cd "$(pg_root)" && "$@")
+        (cd "$(pg_root)" && exec "$@" >>"$out" 2>&1)
     fi
 }
 
@@ -314,8 +319,8 @@ pg_initdb() {
             service_failed PostgreSQL "$(pg_log)" "the postgres OS user cannot reach $root: every parent directory of $DIR must be traversable by it (use a DIR under /tmp, e.g. from mktemp -d)"
         fi
     fi
-    if ! as_pg "$PG_BIN/initdb" -D "$(pg_data)" -U exo --auth=trust --encoding=UTF8 --locale=C \
-        --no-sync >"$root/initdb.log" 2>&1; then
+    if ! as_pg "$root/initdb.log" "$PG_BIN/initdb" -D "$(pg_data)" -U exo --auth=trust \
+        --encoding=UTF8 --locale=C --no-sync; then
         service_failed PostgreSQL "$root/initdb.log" "initdb failed; read the log above."
     fi
     printf "\ninclude 'exo-test.conf'\n" >>"$(pg_data)/postgresql.conf"
@@ -328,8 +333,8 @@ pg_launch() {
     touch "$logfile"
     if ((EUID == 0)); then chown postgres:postgres "$logfile"; fi
     from="$(log_lines "$logfile")"
-    if ! as_pg "$PG_BIN/pg_ctl" -D "$(pg_data)" -l "$logfile" -w -t 60 start >>"$(pg_root)/pg_ctl.log" 2>&1; then
-        if since_line "$logfile" "$from" | grep -qi 'address already in use'; then
+    if ! as_pg "$(pg_root)/pg_ctl.log" "$PG_BIN/pg_ctl" -D "$(pg_data)" -l "$logfile" -w -t 60 start; then
+        if since_line "$logfile" "$from" | grep -i 'address already in use' >/dev/null; then
             return 2
         fi
         cat "$(pg_root)/pg_ctl.log" >>"$logfile" 2>/dev/null || true
@@ -373,7 +378,7 @@ pg_restart() {
     local port rc=0
     port="$(read_file "$DIR/postgres.port")" || die "no PostgreSQL port recorded in $DIR: run '$SELF start $DIR' first"
     find_pg_bin || service_failed PostgreSQL "$(pg_log)" "$pg_bin_missing"
-    if as_pg "$PG_BIN/pg_ctl" -D "$(pg_data)" status >/dev/null 2>&1; then
+    if as_pg /dev/null "$PG_BIN/pg_ctl" -D "$(pg_data)" status; then
         log "PostgreSQL already running on 127.0.0.1:$port"
         return 0
     fi
@@ -394,7 +399,7 @@ pg_stop() {
         return 0
     fi
     if find_pg_bin; then
-        as_pg "$PG_BIN/pg_ctl" -D "$(pg_data)" -m immediate -w -t 30 stop >/dev/null 2>&1 || true
+        as_pg "$(pg_root)/pg_ctl.log" "$PG_BIN/pg_ctl" -D "$(pg_data)" -m immediate -w -t 30 stop || true
     else
         kill -QUIT "$pid" 2>/dev/null || true  # the postmaster's "immediate shutdown" signal
     fi
@@ -477,6 +482,22 @@ export_line() {
     printf "export %s='%s'\n" "$1" "${2//\'/$q}"
 }
 
+env_file_content() {
+    local pg_port
+    pg_port="$(read_file "$DIR/postgres.port")"
+    printf '# Written by %s start: source this file.\n' "$SELF"
+    export_line EXO_REDIS_HOST 127.0.0.1
+    export_line EXO_REDIS_PORT "$(read_file "$DIR/redis.port")"
+    export_line EXO_POSTGRES_URI "postgresql://exo@127.0.0.1:$pg_port/exo"
+    export_line EXO_POSTGRES_PORT "$pg_port"
+    if [[ -s "$DIR/kafka.bootstrap" ]]; then
+        export_line EXO_KAFKA_BOOTSTRAP "$(read_file "$DIR/kafka.bootstrap")"
+    fi
+    export_line EXO_SERVICES_DIR "$DIR"
+    # this script, for tests that stop and restart Redis or PostgreSQL (redis-stop DIR, ...)
+    export_line EXO_SERVICES_SCRIPT "$REPO_ROOT/scripts/services.sh"
+}
+
 cmd_start() {
     mkdir -p "$DIR"
     resolve_dir
@@ -496,21 +517,10 @@ cmd_start() {
         kafka_start
     fi
 
-    local env="$DIR/services.env" tmp redis_port pg_port
-    redis_port="$(read_file "$DIR/redis.port")"
-    pg_port="$(read_file "$DIR/postgres.port")"
+    local env="$DIR/services.env" tmp content
+    content="$(env_file_content)"
     tmp="$(mktemp "$DIR/.services.env.XXXXXX")"
-    {
-        printf '# Written by %s start: source this file.\n' "$SELF"
-        export_line EXO_REDIS_HOST 127.0.0.1
-        export_line EXO_REDIS_PORT "$redis_port"
-        export_line EXO_POSTGRES_URI "postgresql://exo@127.0.0.1:$pg_port/exo"
-        export_line EXO_POSTGRES_PORT "$pg_port"
-        if [[ -s "$DIR/kafka.bootstrap" ]]; then
-            export_line EXO_KAFKA_BOOTSTRAP "$(read_file "$DIR/kafka.bootstrap")"
-        fi
-        export_line EXO_SERVICES_DIR "$DIR"
-    } >"$tmp"
+    cat >"$tmp" <<<"$content"
     chmod 0644 "$tmp"
     mv -f "$tmp" "$env"
     START_OK=1

@@ -262,7 +262,9 @@ bindings: [{ topic: t, handler: ledger, key: coordinates }]
         for (const EmbeddedFile& file : embedded::config::files()) {
             CAPTURE(file.name);
             try {
-                parse_config_text(file.contents, std::string(file.name), registry.names(), kNoEnv);
+                const Config config = parse_config_text(file.contents, std::string(file.name),
+                                                        registry.names(), kNoEnv);
+                CHECK_FALSE(config.bindings.empty());
             } catch (const ConfigError& e) {
                 for (const ConfigProblem& p : e.problems()) {
                     if (p.message.starts_with("environment variable ")) continue;

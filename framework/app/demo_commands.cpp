@@ -14,6 +14,7 @@
 #include "app/arguments.hpp"
 #include "app/commands.hpp"
 #include "app/config_loading.hpp"
+#include "kafka/group_progress.hpp"
 #include "kafka/producer.hpp"
 #include "kafka/rdkafka_handles.hpp"
 #include "workload/payments_workload.hpp"
@@ -25,45 +26,6 @@ std::string bootstrap_from(const Arguments& args) {
     if (auto b = args.get("bootstrap")) return *b;
     if (auto f = args.get("bootstrap-file")) return read_bootstrap_file(*f);
     throw UsageError("--bootstrap or --bootstrap-file is required");
-}
-
-// Sum over partitions of (high watermark - committed offset) for `group`.
-// Returns -1 while it cannot be determined (e.g. nothing committed yet).
-std::int64_t group_lag(const std::string& bootstrap, const std::string& group,
-                       const std::string& topic) {
-    char err[512];
-    KafkaConf conf(rd_kafka_conf_new());
-    rd_kafka_conf_set(conf.get(), "bootstrap.servers", bootstrap.c_str(), err, sizeof err);
-    rd_kafka_conf_set(conf.get(), "group.id", group.c_str(), err, sizeof err);
-    rd_kafka_conf_set(conf.get(), "log_level", "3", err, sizeof err);
-    KafkaHandle rk(rd_kafka_new(RD_KAFKA_CONSUMER, conf.get(), err, sizeof err));
-    if (!rk) throw std::runtime_error(std::string("cannot create a Kafka client: ") + err);
-    conf.release();  // owned by rk now
-
-    const rd_kafka_metadata_t* md = nullptr;
-    if (rd_kafka_metadata(rk.get(), 1, nullptr, &md, 5000) != RD_KAFKA_RESP_ERR_NO_ERROR) return -1;
-    int partitions = 0;
-    for (int i = 0; i < md->topic_cnt; ++i)
-        if (topic == md->topics[i].topic) partitions = md->topics[i].partition_cnt;
-    rd_kafka_metadata_destroy(md);
-    if (partitions == 0) return -1;
-
-    TopicPartitionList list(rd_kafka_topic_partition_list_new(partitions));
-    for (int p = 0; p < partitions; ++p)
-        rd_kafka_topic_partition_list_add(list.get(), topic.c_str(), p);
-    if (rd_kafka_committed(rk.get(), list.get(), 5000) != RD_KAFKA_RESP_ERR_NO_ERROR) return -1;
-    std::int64_t lag = 0;
-    for (int p = 0; p < partitions; ++p) {
-        std::int64_t low = 0, high = 0;
-        if (rd_kafka_query_watermark_offsets(rk.get(), topic.c_str(), p, &low, &high, 5000) !=
-            RD_KAFKA_RESP_ERR_NO_ERROR)
-            return -1;
-        std::int64_t committed = list->elems[p].offset;
-        if (high == 0) continue;
-        if (committed < 0) return -1;
-        lag += high - committed;
-    }
-    return lag;
 }
 
 }  // namespace
@@ -95,8 +57,8 @@ int demo_produce_command(int argc, char** argv) {
                             {"balances", workload.expected_balances}};
     std::ofstream(expected_file) << expected.dump(2) << "\n";
     std::cout << "produced " << workload.messages.size() << " payments to '" << topic << "' ("
-              << workload.unique_events << " unique, " << workload.duplicates
-              << " duplicates, " << workload.expected_balances.size() << " accounts)\n";
+              << workload.unique_events << " unique, " << workload.duplicates << " duplicates, "
+              << workload.expected_balances.size() << " accounts)\n";
     return 0;
 }
 
@@ -110,9 +72,10 @@ int demo_check_command(int argc, char** argv, std::stop_token stop) {
     auto expected = nlohmann::json::parse(in);
     std::string topic = expected.at("topic");
     std::string bootstrap = bootstrap_from(args);
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(args.get_int("timeout", 120));
+    auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::seconds(args.get_int("timeout", 120));
 
-    std::int64_t lag = -1;
+    std::optional<std::int64_t> lag;
     while (!stop.stop_requested() && std::chrono::steady_clock::now() < deadline) {
         lag = group_lag(bootstrap, config.kafka.group_id, topic);
         if (lag == 0) break;
@@ -120,7 +83,8 @@ int demo_check_command(int argc, char** argv, std::stop_token stop) {
     }
     if (lag != 0) {
         std::cout << "FAIL: group '" << config.kafka.group_id << "' did not consume all of '"
-                  << topic << "' in time (lag " << lag << ")\n";
+                  << topic << "' in time (lag " << (lag ? std::to_string(*lag) : "unknown")
+                  << ")\n";
         return 1;
     }
 
@@ -131,11 +95,13 @@ int demo_check_command(int argc, char** argv, std::stop_token stop) {
         actual[row[0].as<std::string>()] = row[1].as<std::int64_t>();
     auto entries = tx.exec("SELECT count(*) FROM ledger_entries")[0][0].as<std::int64_t>();
     auto outcomes = tx.exec_params(
-        "SELECT outcome, count(*) FROM exo_processed WHERE consumer_group = $1 GROUP BY 1 ORDER BY 1",
+        "SELECT outcome, count(*) FROM exo_processed WHERE consumer_group = $1 GROUP BY 1 ORDER BY "
+        "1",
         config.kafka.group_id);
 
     std::cout << "\nconsumed: " << expected["produced"] << " records (" << expected["unique_events"]
-              << " unique payments, " << expected["duplicates"] << " duplicates); committed offsets reached the end\n";
+              << " unique payments, " << expected["duplicates"]
+              << " duplicates); committed offsets reached the end\n";
     std::cout << "dedup rows by outcome:";
     for (const auto& row : outcomes) std::cout << " " << row[0].c_str() << "=" << row[1].c_str();
     std::cout << "\nledger_entries: " << entries << " (expected " << expected["unique_events"]

@@ -26,8 +26,8 @@ bool schema_ready(const Config& config, std::stop_token stop) {
             pqxx::connection c(config.postgres.uri);
             auto pending = pending_migrations(c);
             if (pending.empty()) return true;
-            throw UsageError("the database lacks migration " + pending.front() +
-                             " (and " + std::to_string(pending.size() - 1) +
+            throw UsageError("the database lacks migration " + pending.front() + " (and " +
+                             std::to_string(pending.size() - 1) +
                              " more): run `exo migrate --config FILE` first");
         } catch (const pqxx::broken_connection& e) {
             auto delay = backoff.delay(attempt, 0.5);

@@ -27,9 +27,9 @@ struct MockKafkaConfig {
 };
 
 struct KafkaConfig {
-    std::string bootstrap_servers;         // required unless `mock` is set
-    std::optional<MockKafkaConfig> mock;   // exactly one of bootstrap_servers / mock
-    std::string group_id;                  // required
+    std::string bootstrap_servers;        // required unless `mock` is set
+    std::optional<MockKafkaConfig> mock;  // exactly one of bootstrap_servers / mock
+    std::string group_id;                 // required
     // Extra librdkafka properties, passed through verbatim (e.g. session.timeout.ms).
     // exo owns enable.auto.commit, enable.auto.offset.store and group.id: setting them
     // here is a config error.
@@ -57,14 +57,14 @@ struct PostgresConfig {
 };
 
 struct ClaimConfig {
-    milliseconds lease{30000};                 // PROCESSING older than this may be taken over
+    milliseconds lease{30000};                     // PROCESSING older than this may be taken over
     milliseconds completed_ttl{24 * 3600 * 1000};  // how long Redis answers DUPLICATE itself
 };
 
 struct PipelineConfig {
-    int workers = 1;                       // threads, each with its own Redis and PostgreSQL connection
-    int batch_size = 100;                  // records per claim pipeline and per transaction
-    milliseconds linger{5};                // wait this long for a batch to fill; 0: take what is there
+    int workers = 1;         // threads, each with its own Redis and PostgreSQL connection
+    int batch_size = 100;    // records per claim pipeline and per transaction
+    milliseconds linger{5};  // wait this long for a batch to fill; 0: take what is there
     int max_queued_per_partition = 1000;   // the partition is paused above this
     milliseconds shutdown_timeout{10000};  // drain deadline on SIGTERM and on revoke
     milliseconds retry_backoff_initial{100};

@@ -37,7 +37,7 @@ std::string join(const Keys& words, std::string_view separator) {
 }
 
 // Optimal string alignment distance: Levenshtein plus adjacent transpositions,
-// so both "ledgr" and "lesaeDgr" style typos count as small.
+// so a dropped letter ("ledgr") and a swapped pair ("strcit") both count as one.
 std::size_t edit_distance(std::string_view a, std::string_view b) {
     std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
     for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
@@ -152,7 +152,7 @@ Expansion expand_env(std::string_view in, const EnvLookup& env) {
                                  "starting with a digit");
             continue;
         }
-        const std::optional<std::string> value = env(std::string(name));
+        const std::optional<std::string> value = env ? env(std::string(name)) : std::nullopt;
         if (sep != std::string_view::npos && (!value || value->empty())) {
             out.text += body.substr(sep + 2);
         } else if (value) {
@@ -305,8 +305,6 @@ public:
             add_entry(it->first, it->second, known);
     }
 
-    const std::string& path() const { return path_; }
-    int line() const { return line_; }
     Context& context() const { return ctx_; }
     bool had_unknown_keys() const { return had_unknown_keys_; }
     // False if the node was not a mapping (already reported): then nothing is
@@ -380,7 +378,7 @@ public:
         std::optional<std::string> text = scalar(key, "a string");
         if (!text) return;
         if (rule == Text::non_empty && text->empty()) {
-            problem(key, "must not be empty: give a value, or remove the key to use the default");
+            problem(key, "must not be empty: give a value");
             return;
         }
         out = std::move(*text);

@@ -25,13 +25,13 @@ struct ConfigProblem {
 // (":<line>" is left out when the line is unknown, "<path>: " when the problem
 // concerns the whole document).
 class ConfigError : public UsageError {
-  public:
+public:
     ConfigError(std::string source, std::vector<ConfigProblem> problems);
 
     const std::string& source() const noexcept { return source_; }
     const std::vector<ConfigProblem>& problems() const noexcept { return problems_; }
 
-  private:
+private:
     std::string source_;
     std::vector<ConfigProblem> problems_;
 };
@@ -42,7 +42,8 @@ using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
 // Parses a whole exo.yaml document. `source_name` only labels problems (usually
 // the file path). `known_handlers` are the handler names registered in this
 // binary; a binding naming another one is a problem. `env` resolves ${NAME} and
-// ${NAME:-default} in scalar values ("$${" writes a literal "${").
+// ${NAME:-default} in scalar values, not in keys ("$${" writes a literal "${");
+// an empty `env` means no variable is set.
 // Throws ConfigError listing every problem found. Thread-safe if `env` is.
 Config parse_config_text(std::string_view yaml, const std::string& source_name,
                          const std::vector<std::string>& known_handlers, const EnvLookup& env);

@@ -34,8 +34,7 @@ std::string derive_idempotency_key(const KeySource& source, const Record& record
         case KeySourceKind::header: {
             const RecordHeader* h = record.header(source.name);
             if (h == nullptr)
-                throw PermanentError("idempotency key: record has no header '" + source.name +
-                                     "'");
+                throw PermanentError("idempotency key: record has no header '" + source.name + "'");
             if (!h->value || h->value->empty())
                 throw PermanentError("idempotency key: header '" + source.name + "' is empty");
             return *h->value;
@@ -53,8 +52,7 @@ SequenceValue extract_sequence(const SequenceConfig& config, JsonPayload& payloa
     SequenceValue out;
     out.entity = required_text(payload, config.entity_pointer, "sequence entity");
     const nlohmann::json* v = payload.at(config.value_pointer);
-    if (v == nullptr)
-        throw PermanentError("sequence: payload has no " + config.value_pointer);
+    if (v == nullptr) throw PermanentError("sequence: payload has no " + config.value_pointer);
     if (!v->is_number_integer())
         throw PermanentError("sequence: " + config.value_pointer + " must be an integer, not " +
                              v->type_name());

@@ -8,7 +8,9 @@ void PartitionOffsets::track(Offset offset) {
     unfinished_.insert(offset.value);
 }
 
-void PartitionOffsets::finish(Offset offset) { unfinished_.erase(offset.value); }
+void PartitionOffsets::finish(Offset offset) {
+    unfinished_.erase(offset.value);
+}
 
 std::optional<Offset> PartitionOffsets::committable() const {
     if (!highest_tracked_) return std::nullopt;

@@ -15,7 +15,9 @@ struct StrongValue {
     constexpr StrongValue() = default;
     constexpr explicit StrongValue(T v) : value(std::move(v)) {}
     friend constexpr auto operator<=>(const StrongValue&, const StrongValue&) = default;
-    friend std::ostream& operator<<(std::ostream& os, const StrongValue& v) { return os << v.value; }
+    friend std::ostream& operator<<(std::ostream& os, const StrongValue& v) {
+        return os << v.value;
+    }
 };
 
 using Topic = StrongValue<struct TopicTag, std::string>;

@@ -61,10 +61,10 @@ const char* to_sql(ProcessedOutcome o) {
 }
 
 std::optional<ExistingRow> insert_processed(pqxx::transaction_base& tx, const ProcessedRow& row) {
-    auto inserted = tx.exec_prepared(kInsertProcessed, row.consumer_group, row.idempotency_key,
-                                     row.token.value, row.partition.topic.value,
-                                     row.partition.partition.value, row.offset.value,
-                                     to_sql(row.outcome), row.result);
+    auto inserted =
+        tx.exec_prepared(kInsertProcessed, row.consumer_group, row.idempotency_key, row.token.value,
+                         row.partition.topic.value, row.partition.partition.value, row.offset.value,
+                         to_sql(row.outcome), row.result);
     if (!inserted.empty()) return std::nullopt;
     auto existing = tx.exec_prepared(kSelectProcessed, row.consumer_group, row.idempotency_key);
     if (existing.empty())  // deleted by retention between the two statements
@@ -72,16 +72,14 @@ std::optional<ExistingRow> insert_processed(pqxx::transaction_base& tx, const Pr
     return ExistingRow{existing[0][0].as<std::string>(), existing[0][1].as<std::string>()};
 }
 
-void update_processed(pqxx::transaction_base& tx, const std::string& group,
-                      const std::string& key, ProcessedOutcome outcome,
-                      const std::string& result) {
+void update_processed(pqxx::transaction_base& tx, const std::string& group, const std::string& key,
+                      ProcessedOutcome outcome, const std::string& result) {
     tx.exec_prepared(kUpdateProcessed, group, key, to_sql(outcome), result);
 }
 
 std::optional<SequenceVerdict> advance_sequence(pqxx::transaction_base& tx, SequenceMode mode,
                                                 const std::string& handler,
-                                                const std::string& entity,
-                                                std::int64_t sequence) {
+                                                const std::string& entity, std::int64_t sequence) {
     auto r = tx.exec_prepared(mode == SequenceMode::strict ? kAdvanceStrict : kAdvanceLatest,
                               handler, entity, sequence);
     if (r[0][1].as<bool>()) return SequenceVerdict::apply;
@@ -92,8 +90,7 @@ std::optional<SequenceVerdict> advance_sequence(pqxx::transaction_base& tx, Sequ
     return verdict;
 }
 
-std::size_t prune_processed(pqxx::transaction_base& tx, std::chrono::hours retention,
-                            int limit) {
+std::size_t prune_processed(pqxx::transaction_base& tx, std::chrono::hours retention, int limit) {
     auto r = tx.exec_params(
         "DELETE FROM exo_processed WHERE ctid IN (SELECT ctid FROM exo_processed"
         " WHERE processed_at < now() - make_interval(hours => $1) LIMIT $2)",

@@ -43,9 +43,8 @@ struct ExistingRow {
 std::optional<ExistingRow> insert_processed(pqxx::transaction_base& tx, const ProcessedRow& row);
 
 // Sets outcome and result of a row inserted earlier in this transaction.
-void update_processed(pqxx::transaction_base& tx, const std::string& group,
-                      const std::string& key, ProcessedOutcome outcome,
-                      const std::string& result);
+void update_processed(pqxx::transaction_base& tx, const std::string& group, const std::string& key,
+                      ProcessedOutcome outcome, const std::string& result);
 
 // Advances (handler, entity) to `sequence` if the mode allows it, atomically.
 // Returns the verdict; nullopt when a concurrent transaction moved the entity
@@ -56,7 +55,6 @@ std::optional<SequenceVerdict> advance_sequence(pqxx::transaction_base& tx, Sequ
 
 // Deletes dedup rows older than the retention, at most `limit` per call.
 // Returns the number deleted.
-std::size_t prune_processed(pqxx::transaction_base& tx, std::chrono::hours retention,
-                            int limit);
+std::size_t prune_processed(pqxx::transaction_base& tx, std::chrono::hours retention, int limit);
 
 }  // namespace exo

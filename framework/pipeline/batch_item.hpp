@@ -15,6 +15,7 @@ enum class Fate {
     pending,      // still to run
     finished,     // durable outcome: its offset may be committed
     requeue,      // NACK / retry: back to the front of its partition after `delay`
+    park,         // sequence gap: set aside for `delay`; records behind it go on
     dead_letter,  // to the DLQ with `error`, then finished
 };
 
@@ -27,8 +28,8 @@ struct BatchItem {
     PendingRecord pending;
     JsonPayload payload;
     const BindingConfig* binding = nullptr;
-    std::string key;                     // empty if it could not be derived
-    std::optional<FencingToken> token;   // set while we hold the Redis claim
+    std::string key;                    // empty if it could not be derived
+    std::optional<FencingToken> token;  // set while we hold the Redis claim
     Fate fate = Fate::pending;
     Outcome outcome = Outcome::none;
     bool previously_dead_lettered = false;  // the dedup row says DEAD_LETTERED
@@ -47,6 +48,11 @@ struct BatchItem {
     }
     void requeue(std::chrono::milliseconds d, std::string why) {
         fate = Fate::requeue;
+        delay = d;
+        error = std::move(why);
+    }
+    void park(std::chrono::milliseconds d, std::string why) {
+        fate = Fate::park;
         delay = d;
         error = std::move(why);
     }

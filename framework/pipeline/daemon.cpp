@@ -71,8 +71,10 @@ void Daemon::run(std::stop_token stop) {
                             config_.kafka.properties};
     consumer_.emplace(options, static_cast<RebalanceListener&>(*this));
     for (auto& w : workers_) w->start();
-    spdlog::info("consuming {} as group '{}' with {} worker(s)", describe({}).empty() ? "" : "",
-                 config_.kafka.group_id, workers_.size());
+    std::string topics;
+    for (const auto& t : options.topics) topics += (topics.empty() ? "" : ", ") + t;
+    spdlog::info("consuming {} as group '{}' with {} worker(s)", topics, config_.kafka.group_id,
+                 workers_.size());
 
     auto next_commit = Clock::now() + config_.kafka.commit_interval;
     const std::size_t poll_max = static_cast<std::size_t>(
@@ -163,9 +165,10 @@ void Daemon::drain(const std::vector<TopicPartition>& partitions, const char* wh
         for (const auto& tp : partitions)
             if (&worker_for(tp) == w.get()) mine.push_back(tp);
         if (!mine.empty() && !w->inbox().drop_partitions(mine, deadline))
-            spdlog::warn("{}: a batch of {} did not finish within {} ms; its records will be "
-                         "redelivered and deduplicated",
-                         why, describe(mine), config_.pipeline.shutdown_timeout.count());
+            spdlog::warn(
+                "{}: a batch of {} did not finish within {} ms; its records will be "
+                "redelivered and deduplicated",
+                why, describe(mine), config_.pipeline.shutdown_timeout.count());
     }
 }
 
@@ -190,14 +193,15 @@ void Daemon::on_revoked(const std::vector<TopicPartition>& partitions, bool lost
 }
 
 void Daemon::update_readiness() {
-    bool healthy = std::all_of(workers_.begin(), workers_.end(),
-                               [](const auto& w) { return w->healthy(); });
+    bool healthy =
+        std::all_of(workers_.begin(), workers_.end(), [](const auto& w) { return w->healthy(); });
     bool now_ready = healthy && !assigned_.empty();
     if (now_ready != ready_.load() || !ready_logged_) {
         ready_ = now_ready;
         ready_logged_ = true;
         if (now_ready)
-            spdlog::info("ready: {} partition(s) assigned, dependencies answering", assigned_.size());
+            spdlog::info("ready: {} partition(s) assigned, dependencies answering",
+                         assigned_.size());
         else
             spdlog::warn("not ready: {}", assigned_.empty() ? "no partitions assigned"
                                                             : "a dependency is not answering");

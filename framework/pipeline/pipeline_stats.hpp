@@ -9,12 +9,12 @@ namespace exo {
 
 struct PipelineStats {
     std::atomic<std::uint64_t> polled{0};
-    std::atomic<std::uint64_t> applied{0};          // handler ran and committed
-    std::atomic<std::uint64_t> duplicates_redis{0};  // answered by the Redis claim
+    std::atomic<std::uint64_t> applied{0};              // handler ran and committed
+    std::atomic<std::uint64_t> duplicates_redis{0};     // answered by the Redis claim
     std::atomic<std::uint64_t> duplicates_postgres{0};  // caught by the dedup row
-    std::atomic<std::uint64_t> stale{0};            // older sequence: recorded, no effect
-    std::atomic<std::uint64_t> conflicts{0};        // NACKed: another owner held the key
-    std::atomic<std::uint64_t> retries{0};          // retryable failures retried
+    std::atomic<std::uint64_t> stale{0};                // older sequence: recorded, no effect
+    std::atomic<std::uint64_t> conflicts{0};            // NACKed: another owner held the key
+    std::atomic<std::uint64_t> retries{0};              // retryable failures retried
     std::atomic<std::uint64_t> dead_lettered{0};
     std::atomic<std::uint64_t> lost_completions{0};  // complete() found the claim taken over
     std::atomic<std::uint64_t> batches{0};

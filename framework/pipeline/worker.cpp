@@ -43,7 +43,8 @@ Worker::Worker(int index, WorkerContext context)
       rng_(std::random_device{}()),
       log_(worker_logger(index)) {
     for (const auto& b : ctx_.config.bindings)
-        if (!handlers_.count(b.handler)) handlers_.emplace(b.handler, ctx_.handlers.create(b.handler));
+        if (!handlers_.count(b.handler))
+            handlers_.emplace(b.handler, ctx_.handlers.create(b.handler));
 }
 
 Worker::~Worker() {
@@ -236,8 +237,8 @@ void Worker::run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<Bat
         if (binding.sequence) {
             auto seq = extract_sequence(*binding.sequence, item.payload);
             ctx_.stats.postgres_round_trips++;
-            auto verdict =
-                advance_sequence(tx, binding.sequence->mode, binding.handler, seq.entity, seq.sequence);
+            auto verdict = advance_sequence(tx, binding.sequence->mode, binding.handler, seq.entity,
+                                            seq.sequence);
             if (!verdict) throw RetryableError("sequence of " + seq.entity + " moved concurrently");
             if (*verdict == SequenceVerdict::stale) {
                 update_processed(tx, row.consumer_group, item.key, ProcessedOutcome::stale, "");
@@ -255,8 +256,11 @@ void Worker::run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<Bat
                                      std::to_string(seq.sequence) +
                                      " never became next within gap_timeout");
                 } else {
-                    item.requeue(retry_delay(1), "waiting for an earlier sequence of " + seq.entity);
-                    hold_rest_of_partition(items, index);
+                    // Parked, not held: the predecessor may be right behind it.
+                    // Capped at 1 s so a filled gap is noticed soon.
+                    auto delay =
+                        std::min(retry_delay(++item.pending.gap_waits), milliseconds(1000));
+                    item.park(delay, "waiting for an earlier sequence of " + seq.entity);
                 }
                 return;
             }
@@ -271,9 +275,9 @@ void Worker::run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<Bat
         item.result = hctx.result();
         item.finish(Outcome::applied);
     } catch (const std::exception& e) {
-        PgFailure kind = dynamic_cast<const PermanentError*>(&e) ? PgFailure::permanent
+        PgFailure kind = dynamic_cast<const PermanentError*>(&e)   ? PgFailure::permanent
                          : dynamic_cast<const RetryableError*>(&e) ? PgFailure::retryable
-                                                                    : classify_pg_error(e);
+                                                                   : classify_pg_error(e);
         if (kind == PgFailure::connection_lost || kind == PgFailure::outcome_unknown) throw;
         tx.exec(kRollbackRecord);
         ctx_.stats.postgres_round_trips++;
@@ -290,8 +294,8 @@ void Worker::run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<Bat
         }
         ctx_.stats.retries++;
         auto delay = retry_delay(item.pending.attempts);
-        log_->info("{} attempt {} failed, retrying in {} ms: {}", item.key,
-                   item.pending.attempts, delay.count(), e.what());
+        log_->info("{} attempt {} failed, retrying in {} ms: {}", item.key, item.pending.attempts,
+                   delay.count(), e.what());
         item.requeue(delay, e.what());
         hold_rest_of_partition(items, index);
     }
@@ -303,9 +307,9 @@ void Worker::complete_step(std::deque<BatchItem>& items) {
         if (item.fate != Fate::finished || !item.token) continue;
         if (item.outcome == Outcome::duplicate_redis || item.outcome == Outcome::dead_lettered)
             continue;
-        requests.push_back({item.key, *item.token, item.result,
-                            item.previously_dead_lettered ? FinalState::dead_lettered
-                                                          : FinalState::completed});
+        requests.push_back(
+            {item.key, *item.token, item.result,
+             item.previously_dead_lettered ? FinalState::dead_lettered : FinalState::completed});
         item.token.reset();  // the claim is settled one way or the other
     }
     if (requests.empty() || !redis_) return;
@@ -334,7 +338,8 @@ void Worker::dead_letter_step(std::deque<BatchItem>& items) {
         for (auto* item : dead) {
             std::string topic = item->binding ? item->binding->dead_letter_topic
                                               : item->pending.record.topic.value + ".dlq";
-            ctx_.dead_letters.produce(make_dead_letter(item->pending, topic, item->error, item->key));
+            ctx_.dead_letters.produce(
+                make_dead_letter(item->pending, topic, item->error, item->key));
         }
         ctx_.dead_letters.flush(milliseconds(30000));
     } catch (const std::exception& e) {
@@ -352,9 +357,9 @@ void Worker::dead_letter_step(std::deque<BatchItem>& items) {
         for (auto* item : dead) {
             if (item->key.empty() || !item->record_dead_letter_key) continue;
             const auto& r = item->pending.record;
-            insert_processed(tx, {ctx_.config.kafka.group_id, item->key,
-                                  item->token.value_or(FencingToken{0}), r.topic_partition(),
-                                  r.offset, ProcessedOutcome::dead_lettered, item->error});
+            insert_processed(
+                tx, {ctx_.config.kafka.group_id, item->key, item->token.value_or(FencingToken{0}),
+                     r.topic_partition(), r.offset, ProcessedOutcome::dead_lettered, item->error});
         }
         tx.commit();
     }
@@ -399,6 +404,7 @@ void Worker::release_step(std::deque<BatchItem>& items) {
 void Worker::hand_back(std::deque<BatchItem>& items) {
     std::vector<FinishedOffset> finished;
     std::vector<PendingRecord> requeue;
+    std::vector<WorkerInbox::Parked> parked;
     std::map<TopicPartition, Clock::time_point> hold;
     auto now = Clock::now();
     for (auto& item : items) {
@@ -422,6 +428,9 @@ void Worker::hand_back(std::deque<BatchItem>& items) {
                         break;
                 }
                 break;
+            case Fate::park:
+                parked.push_back({std::move(item.pending), now + item.delay});
+                break;
             case Fate::pending:  // not reached: every step leaves a fate
             case Fate::dead_letter:
             case Fate::requeue: {
@@ -434,7 +443,7 @@ void Worker::hand_back(std::deque<BatchItem>& items) {
         }
     }
     if (!finished.empty()) ctx_.on_finished(finished);
-    inbox_.finish_batch(std::move(requeue), hold);
+    inbox_.finish_batch(std::move(requeue), hold, std::move(parked));
 }
 
 void Worker::hold_rest_of_partition(std::deque<BatchItem>& items, std::size_t index) {
@@ -474,6 +483,8 @@ pqxx::connection& Worker::postgres() {
     return *pg_;
 }
 
-void Worker::drop_postgres() { pg_.reset(); }
+void Worker::drop_postgres() {
+    pg_.reset();
+}
 
 }  // namespace exo

@@ -82,7 +82,7 @@ private:
     void hold_rest_of_partition(std::deque<BatchItem>& items, std::size_t index);
     std::chrono::milliseconds retry_delay(int attempt);
 
-    bool claims_available();  // connects to Redis if needed; false if down
+    bool claims_available();       // connects to Redis if needed; false if down
     pqxx::connection& postgres();  // connects if needed; throws on failure
     void drop_postgres();
 

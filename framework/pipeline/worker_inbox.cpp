@@ -17,9 +17,15 @@ void WorkerInbox::push(std::vector<PendingRecord> records) {
     changed_.notify_all();
 }
 
-std::size_t WorkerInbox::ready_count(Clock::time_point now,
-                                     Clock::time_point* next_release) const {
+std::size_t WorkerInbox::ready_count(Clock::time_point now, Clock::time_point* next_release) const {
     std::size_t ready = 0;
+    for (const auto& [tp, parked] : parked_)
+        for (const auto& p : parked) {
+            if (p.due <= now)
+                ++ready;
+            else if (next_release && p.due < *next_release)
+                *next_release = p.due;
+        }
     for (const auto& [tp, q] : queues_) {
         if (q.empty()) continue;
         auto held = held_until_.find(tp);
@@ -55,13 +61,29 @@ std::vector<PendingRecord> WorkerInbox::take_batch(std::size_t max,
     if (stop.stop_requested()) return batch;
 
     auto now = Clock::now();
-    std::vector<TopicPartition> order;
+    std::set<TopicPartition> with_work;
     for (const auto& [tp, q] : queues_)
-        if (!q.empty()) order.push_back(tp);
+        if (!q.empty()) with_work.insert(tp);
+    for (const auto& [tp, parked] : parked_)
+        if (!parked.empty()) with_work.insert(tp);
+    std::vector<TopicPartition> order(with_work.begin(), with_work.end());
     if (order.empty()) return batch;
     std::rotate(order.begin(), order.begin() + static_cast<long>(rotation_++ % order.size()),
                 order.end());
     for (const auto& tp : order) {
+        // Parked records first: they are older than anything queued.
+        if (auto pk = parked_.find(tp); pk != parked_.end()) {
+            auto& list = pk->second;
+            for (auto it = list.begin(); it != list.end() && batch.size() < max;) {
+                if (it->due > now) {
+                    ++it;
+                    continue;
+                }
+                batch.push_back(std::move(it->record));
+                it = list.erase(it);
+                in_batch_.insert(tp);
+            }
+        }
         auto held = held_until_.find(tp);
         if (held != held_until_.end()) {
             if (held->second > now) continue;
@@ -79,9 +101,19 @@ std::vector<PendingRecord> WorkerInbox::take_batch(std::size_t max,
 }
 
 void WorkerInbox::finish_batch(std::vector<PendingRecord> requeue,
-                               const std::map<TopicPartition, Clock::time_point>& hold_until) {
+                               const std::map<TopicPartition, Clock::time_point>& hold_until,
+                               std::vector<Parked> parked) {
     {
         std::lock_guard lock(mutex_);
+        for (auto& p : parked) {
+            auto tp = p.record.record.topic_partition();
+            if (dropped_during_batch_.count(tp)) continue;
+            auto& list = parked_[tp];
+            auto pos = std::find_if(list.begin(), list.end(), [&](const Parked& other) {
+                return other.record.record.offset > p.record.record.offset;
+            });
+            list.insert(pos, std::move(p));
+        }
         // Push to the front in reverse so the requeued records keep their order.
         for (auto it = requeue.rbegin(); it != requeue.rend(); ++it) {
             auto tp = it->record.topic_partition();
@@ -102,6 +134,7 @@ bool WorkerInbox::drop_partitions(const std::vector<TopicPartition>& partitions,
     std::unique_lock lock(mutex_);
     for (const auto& tp : partitions) {
         queues_.erase(tp);
+        parked_.erase(tp);
         held_until_.erase(tp);
         if (in_batch_.count(tp)) dropped_during_batch_.insert(tp);
     }
@@ -114,13 +147,16 @@ bool WorkerInbox::drop_partitions(const std::vector<TopicPartition>& partitions,
 std::size_t WorkerInbox::queued(const TopicPartition& tp) const {
     std::lock_guard lock(mutex_);
     auto it = queues_.find(tp);
-    return it == queues_.end() ? 0 : it->second.size();
+    auto pk = parked_.find(tp);
+    return (it == queues_.end() ? 0 : it->second.size()) +
+           (pk == parked_.end() ? 0 : pk->second.size());
 }
 
 std::size_t WorkerInbox::queued_total() const {
     std::lock_guard lock(mutex_);
     std::size_t n = 0;
     for (const auto& [_, q] : queues_) n += q.size();
+    for (const auto& [_, p] : parked_) n += p.size();
     return n;
 }
 

@@ -5,6 +5,11 @@
 // partition's queue, which is then held until their retry time: nothing behind
 // them overtakes them.
 //
+// A record waiting for a missing predecessor (strict sequence gap) is instead
+// *parked*: set aside with its own retry time while the records behind it flow
+// (one of them may be the predecessor). Its offset stays unfinished, so no
+// commit passes it.
+//
 // Thread-safety: every method is safe from any thread. take_batch/finish_batch
 // are called by the owning worker only, in alternation.
 #include <chrono>
@@ -33,17 +38,23 @@ public:
     std::vector<PendingRecord> take_batch(std::size_t max, std::chrono::milliseconds linger,
                                           std::stop_token stop);
 
+    struct Parked {
+        PendingRecord record;
+        Clock::time_point due;
+    };
+
     // Ends the batch taken last. `requeue` goes back to the front of its
-    // partitions in the given order; `hold_until` holds partitions until then.
-    // Records of partitions dropped meanwhile are discarded.
+    // partitions in the given order; `hold_until` holds partitions until then;
+    // `parked` waits aside until due. Records of partitions dropped meanwhile
+    // are discarded.
     void finish_batch(std::vector<PendingRecord> requeue,
-                      const std::map<TopicPartition, Clock::time_point>& hold_until);
+                      const std::map<TopicPartition, Clock::time_point>& hold_until,
+                      std::vector<Parked> parked = {});
 
     // Discards the queued records of these partitions and waits until the batch
     // in progress (if it holds any of them) finished, or `deadline` passes.
     // Returns false if the deadline passed first.
-    bool drop_partitions(const std::vector<TopicPartition>& partitions,
-                         Clock::time_point deadline);
+    bool drop_partitions(const std::vector<TopicPartition>& partitions, Clock::time_point deadline);
 
     std::size_t queued(const TopicPartition& tp) const;
     std::size_t queued_total() const;
@@ -56,6 +67,7 @@ private:
     std::condition_variable_any changed_;
     std::map<TopicPartition, std::deque<PendingRecord>> queues_;
     std::map<TopicPartition, Clock::time_point> held_until_;
+    std::map<TopicPartition, std::vector<Parked>> parked_;  // sorted by offset
     std::set<TopicPartition> in_batch_;
     std::set<TopicPartition> dropped_during_batch_;
     std::size_t rotation_ = 0;      // first partition of the next batch, for fairness

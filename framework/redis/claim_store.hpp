@@ -25,8 +25,8 @@ enum class ClaimStatus {
 
 struct ClaimResult {
     ClaimStatus status = ClaimStatus::conflict;
-    FencingToken token{0};               // acquired / taken_over
-    std::string stored_result;           // duplicate / dead_lettered
+    FencingToken token{0};                     // acquired / taken_over
+    std::string stored_result;                 // duplicate / dead_lettered
     std::chrono::milliseconds retry_after{0};  // conflict: remaining lease
 };
 

@@ -34,10 +34,10 @@ struct PaymentMessage {
 };
 
 struct WorkloadOptions {
-    int count = 2000;               // messages in total, duplicates included
+    int count = 2000;  // messages in total, duplicates included
     int accounts = 20;
-    double duplicate_ratio = 0.1;   // share of messages that are re-sends
-    int partitions = 0;             // > 1 enables cross-partition duplicates
+    double duplicate_ratio = 0.1;  // share of messages that are re-sends
+    int partitions = 0;            // > 1 enables cross-partition duplicates
     std::uint64_t seed = 42;
     std::string event_prefix = "evt";
 };

@@ -1,0 +1,74 @@
+#pragma once
+// Runs the real `exo` binary as a child process, for tests of what only a
+// separate process shows: a SIGKILL at a failpoint, exit codes, SIGTERM.
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace exo::testing {
+
+class ChildProcess {
+public:
+    // Starts `program args...` with `extra_env` added to this process's environment;
+    // stdout and stderr go to `log_file`.
+    ChildProcess(const std::string& program, const std::vector<std::string>& args,
+                 const std::map<std::string, std::string>& extra_env, const std::string& log_file) {
+        pid_ = ::fork();
+        if (pid_ == 0) {
+            for (const auto& [k, v] : extra_env) ::setenv(k.c_str(), v.c_str(), 1);
+            FILE* log = std::fopen(log_file.c_str(), "w");
+            if (log) {
+                ::dup2(fileno(log), 1);
+                ::dup2(fileno(log), 2);
+            }
+            std::vector<char*> argv{const_cast<char*>(program.c_str())};
+            for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+            argv.push_back(nullptr);
+            // The test process blocks SIGTERM/SIGINT in no thread, but be explicit.
+            sigset_t none;
+            sigemptyset(&none);
+            ::sigprocmask(SIG_SETMASK, &none, nullptr);
+            ::execv(program.c_str(), argv.data());
+            ::_exit(127);
+        }
+    }
+    ChildProcess(const ChildProcess&) = delete;
+    ChildProcess& operator=(const ChildProcess&) = delete;
+    ~ChildProcess() {
+        if (pid_ > 0 && !status_) {
+            ::kill(pid_, SIGKILL);
+            wait(std::chrono::seconds(10));
+        }
+    }
+
+    void signal(int signo) { ::kill(pid_, signo); }
+
+    // The raw wait status, or nullopt if still running after `timeout`.
+    std::optional<int> wait(std::chrono::milliseconds timeout) {
+        auto deadline = std::chrono::steady_clock::now() + timeout;
+        while (!status_) {
+            int status = 0;
+            if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+                status_ = status;
+                break;
+            }
+            if (std::chrono::steady_clock::now() >= deadline) break;
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        return status_;
+    }
+
+private:
+    pid_t pid_ = -1;
+    std::optional<int> status_;
+};
+
+}  // namespace exo::testing

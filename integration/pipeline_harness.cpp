@@ -1,0 +1,176 @@
+#include "pipeline_harness.hpp"
+
+#include <fmt/format.h>
+
+#include "handlers/register_handlers.hpp"
+#include "kafka/group_progress.hpp"
+#include "pg/migrations.hpp"
+#include "support.hpp"
+
+namespace exo::testing {
+namespace {
+
+std::string with_search_path(const std::string& uri, const std::string& schema) {
+    // libpq URI parameter `options`: -csearch_path=<schema> (URI-encoded '=').
+    return uri + (uri.find('?') == std::string::npos ? "?" : "&") + "options=-csearch_path%3D" +
+           schema;
+}
+
+}  // namespace
+
+PipelineHarness::PipelineHarness(HarnessOptions options) : options_(std::move(options)) {
+    auto id = unique_name(options_.name);
+    for (auto& c : id)
+        if (c == '-') c = '_';
+    schema_ = "t_" + id;
+    topic_ = "payments_" + id;
+    group_ = "group_" + id;
+    prefix_ = "exo_test_" + id;
+    {
+        pqxx::connection c(testing::postgres_uri());
+        pqxx::nontransaction tx(c);
+        tx.exec("CREATE SCHEMA " + schema_);
+    }
+    uri_ = with_search_path(testing::postgres_uri(), schema_);
+    {
+        pqxx::connection c(uri_);
+        apply_migrations(c);
+    }
+    cluster_ = std::make_unique<MockCluster>(1);
+    cluster_->create_topic(topic_, options_.partitions);
+    cluster_->create_topic(topic_ + ".dlq", 1);
+    handlers::register_all(registry_);
+
+    auto redis = redis_options();
+    config_.kafka.bootstrap_servers = cluster_->bootstrap_servers();
+    config_.kafka.group_id = group_;
+    config_.kafka.commit_interval = std::chrono::milliseconds(200);
+    config_.kafka.properties = {{"session.timeout.ms", "6000"},
+                                {"heartbeat.interval.ms", "500"},
+                                {"fetch.wait.max.ms", "20"}};
+    config_.redis.host = redis.host;
+    config_.redis.port = redis.port;
+    config_.redis.key_prefix = prefix_;
+    config_.redis.connect_timeout = std::chrono::milliseconds(500);
+    config_.redis.command_timeout = std::chrono::milliseconds(1000);
+    config_.postgres.uri = uri_;
+    config_.claim.lease = options_.lease;
+    config_.pipeline.workers = options_.workers;
+    config_.pipeline.batch_size = options_.batch_size;
+    config_.pipeline.linger = std::chrono::milliseconds(2);
+    config_.pipeline.retry_backoff_initial = std::chrono::milliseconds(20);
+    config_.pipeline.retry_backoff_max = std::chrono::milliseconds(500);
+    config_.pipeline.shutdown_timeout = std::chrono::milliseconds(5000);
+    config_.pipeline.on_redis_down = options_.on_redis_down;
+    BindingConfig b;
+    b.topic = topic_;
+    b.handler = "ledger";
+    b.key = {KeySourceKind::json, "/eventId"};
+    if (options_.with_sequence)
+        b.sequence = SequenceConfig{"/accountId", "/sequenceId", options_.mode,
+                                    std::chrono::milliseconds(20000)};
+    b.max_attempts = 3;
+    b.dead_letter_topic = topic_ + ".dlq";
+    config_.bindings.push_back(b);
+}
+
+PipelineHarness::~PipelineHarness() = default;
+
+void PipelineHarness::produce(const PaymentWorkload& workload) {
+    produce(workload.messages);
+}
+
+void PipelineHarness::produce(const std::vector<PaymentMessage>& messages) {
+    KafkaProducer producer(ProducerOptions{bootstrap(), {}});
+    for (const auto& m : messages)
+        producer.produce({topic_, m.partition, m.payment.account_id, m.payment.json(), {}});
+    producer.flush(std::chrono::seconds(30));
+}
+
+std::string PipelineHarness::config_yaml() const {
+    const auto& b = config_.bindings.front();
+    return fmt::format(
+        "kafka:\n"
+        "  bootstrap_servers: \"{}\"\n"
+        "  group_id: {}\n"
+        "  commit_interval_ms: 200\n"
+        "  properties: {{session.timeout.ms: 6000, heartbeat.interval.ms: 500, "
+        "fetch.wait.max.ms: 20}}\n"
+        "redis: {{host: {}, port: {}, key_prefix: {}}}\n"
+        "postgres: {{uri: \"{}\"}}\n"
+        "claim: {{lease_ms: {}}}\n"
+        "pipeline: {{workers: {}, batch_size: {}, linger_ms: 2}}\n"
+        "logging: {{level: info}}\n"
+        "bindings:\n"
+        "  - topic: {}\n"
+        "    handler: ledger\n"
+        "    key: {{json: /eventId}}\n"
+        "{}",
+        bootstrap(), group_, config_.redis.host, config_.redis.port, prefix_, uri_,
+        config_.claim.lease.count(), config_.pipeline.workers, config_.pipeline.batch_size, topic_,
+        b.sequence
+            ? fmt::format("    sequence: {{entity: /accountId, value: /sequenceId, mode: {}}}\n",
+                          b.sequence->mode == SequenceMode::strict ? "strict" : "latest")
+            : "");
+}
+
+bool PipelineHarness::wait_until_consumed(std::chrono::seconds timeout) const {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (group_lag(bootstrap(), group_, topic_) == 0) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    return false;
+}
+
+std::map<std::string, std::int64_t> PipelineHarness::balances() const {
+    pqxx::connection c(uri_);
+    pqxx::nontransaction tx(c);
+    std::map<std::string, std::int64_t> out;
+    for (const auto& row : tx.exec("SELECT account_id, balance FROM accounts"))
+        out[row[0].as<std::string>()] = row[1].as<std::int64_t>();
+    return out;
+}
+
+std::int64_t PipelineHarness::count(const std::string& sql) const {
+    pqxx::connection c(uri_);
+    pqxx::nontransaction tx(c);
+    return tx.exec(sql)[0][0].as<std::int64_t>();
+}
+
+void PipelineHarness::check_exactly_once(const PaymentWorkload& workload) const {
+    CHECK(balances() == workload.expected_balances);
+    CHECK(count("SELECT count(*) FROM ledger_entries") ==
+          static_cast<std::int64_t>(workload.unique_events));
+    CHECK(count("SELECT count(*) FROM exo_processed WHERE outcome = 'APPLIED'") ==
+          static_cast<std::int64_t>(workload.unique_events));
+}
+
+RunningDaemon::RunningDaemon(const Config& config, const HandlerRegistry& registry,
+                             const std::string& bootstrap)
+    : daemon_(std::make_unique<Daemon>(config, registry, failpoints_, bootstrap)) {
+    thread_ = std::thread([this] {
+        try {
+            daemon_->run(stop_.get_token());
+        } catch (...) {
+            error_ = std::current_exception();
+        }
+    });
+}
+
+void RunningDaemon::stop() {
+    if (!thread_.joinable()) return;
+    stop_.request_stop();
+    thread_.join();
+    if (error_) std::rethrow_exception(error_);
+}
+
+RunningDaemon::~RunningDaemon() {
+    try {
+        stop();
+    } catch (const std::exception& e) {
+        FAIL_CHECK("daemon failed: " << e.what());
+    }
+}
+
+}  // namespace exo::testing
