@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <string>
@@ -50,6 +51,18 @@ public:
     }
 
     void signal(int signo) { ::kill(pid_, signo); }
+
+    // True once the process is stopped (SIGSTOP): state 'T' in /proc/<pid>/stat.
+    bool stopped() const {
+        FILE* f = std::fopen(("/proc/" + std::to_string(pid_) + "/stat").c_str(), "r");
+        if (!f) return false;
+        char buf[512] = {0};
+        std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+        std::fclose(f);
+        std::string stat(buf, n);
+        auto close = stat.rfind(')');
+        return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'T';
+    }
 
     // The raw wait status, or nullopt if still running after `timeout`.
     std::optional<int> wait(std::chrono::milliseconds timeout) {

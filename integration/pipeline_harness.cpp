@@ -6,6 +6,7 @@
 #include "kafka/group_progress.hpp"
 #include "pg/migrations.hpp"
 #include "support.hpp"
+#include "test_handlers.hpp"
 
 namespace exo::testing {
 namespace {
@@ -17,6 +18,12 @@ std::string with_search_path(const std::string& uri, const std::string& schema) 
 }
 
 }  // namespace
+
+void services(const std::string& action) {
+    auto command = "bash '" + required_env("EXO_SERVICES_SCRIPT") + "' " + action + " '" +
+                   required_env("EXO_SERVICES_DIR") + "' > /dev/null";
+    REQUIRE_MESSAGE(std::system(command.c_str()) == 0, command);
+}
 
 PipelineHarness::PipelineHarness(HarnessOptions options) : options_(std::move(options)) {
     auto id = unique_name(options_.name);
@@ -36,10 +43,13 @@ PipelineHarness::PipelineHarness(HarnessOptions options) : options_(std::move(op
         pqxx::connection c(uri_);
         apply_migrations(c);
     }
-    cluster_ = std::make_unique<MockCluster>(1);
+    cluster_ = std::make_unique<MockCluster>(options_.brokers);
     cluster_->create_topic(topic_, options_.partitions);
     cluster_->create_topic(topic_ + ".dlq", 1);
     handlers::register_all(registry_);
+    auto slow_for = options_.slow_for;
+    registry_.add("misbehaving_ledger",
+                  [slow_for] { return std::make_unique<MisbehavingLedger>(slow_for); });
 
     auto redis = redis_options();
     config_.kafka.bootstrap_servers = cluster_->bootstrap_servers();
@@ -64,12 +74,12 @@ PipelineHarness::PipelineHarness(HarnessOptions options) : options_(std::move(op
     config_.pipeline.on_redis_down = options_.on_redis_down;
     BindingConfig b;
     b.topic = topic_;
-    b.handler = "ledger";
+    b.handler = options_.handler;
     b.key = {KeySourceKind::json, "/eventId"};
     if (options_.with_sequence)
-        b.sequence = SequenceConfig{"/accountId", "/sequenceId", options_.mode,
-                                    std::chrono::milliseconds(20000)};
-    b.max_attempts = 3;
+        b.sequence =
+            SequenceConfig{"/accountId", "/sequenceId", options_.mode, options_.gap_timeout};
+    b.max_attempts = options_.max_attempts;
     b.dead_letter_topic = topic_ + ".dlq";
     config_.bindings.push_back(b);
 }

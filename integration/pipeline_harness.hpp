@@ -35,7 +35,16 @@ struct HarnessOptions {
     int batch_size = 50;
     std::chrono::milliseconds lease{10000};
     RedisDownPolicy on_redis_down = RedisDownPolicy::pause;
+    std::string handler = "ledger";  // or "misbehaving_ledger" (test_handlers.hpp)
+    std::chrono::milliseconds slow_for{3000};
+    int brokers = 1;
+    int max_attempts = 3;
+    std::chrono::milliseconds gap_timeout{20000};
 };
+
+// Stops or starts one of the servers of scripts/services.sh, on the same port.
+// `action`: redis-stop, redis-start, postgres-stop, postgres-start.
+void services(const std::string& action);
 
 class PipelineHarness {
 public:

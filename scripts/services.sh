@@ -295,7 +295,11 @@ port = $port
 unix_socket_directories = '$(pg_sock)'
 max_connections = 200
 fsync = off
-synchronous_commit = off
+# synchronous_commit stays on: a commit must be written (to the OS at least)
+# before exo moves an offset past it. With it off, a PostgreSQL crash loses
+# acknowledged commits whose offsets were already committed: the outage tests
+# catch exactly that. fsync=off only matters if the whole machine crashes.
+synchronous_commit = on
 full_page_writes = off
 EOF
     if ((EUID == 0)); then chown postgres:postgres "$(pg_data)/exo-test.conf"; fi

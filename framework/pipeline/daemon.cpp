@@ -174,6 +174,7 @@ void Daemon::drain(const std::vector<TopicPartition>& partitions, const char* wh
 
 void Daemon::on_assigned(const std::vector<TopicPartition>& partitions) {
     spdlog::info("assigned: {}", describe(partitions));
+    stats_.assignments++;
     assigned_.insert(partitions.begin(), partitions.end());
     // A partition that was paused before a revoke must not stay paused.
     consumer_->resume(partitions);
@@ -182,6 +183,7 @@ void Daemon::on_assigned(const std::vector<TopicPartition>& partitions) {
 
 void Daemon::on_revoked(const std::vector<TopicPartition>& partitions, bool lost) {
     spdlog::info("{}: {}", lost ? "lost" : "revoked", describe(partitions));
+    stats_.revocations++;
     drain(partitions, lost ? "partitions lost" : "rebalance");
     if (!lost) commit_finished(true, &partitions);
     std::lock_guard lock(offsets_mutex_);

@@ -24,9 +24,11 @@ Failpoints Failpoints::parse(const std::string& spec) {
             pass = std::atoi(action.c_str() + at + 1);
             action = action.substr(0, at);
         }
-        if (action != "kill" || pass < 1)
-            throw UsageError("EXO_FAILPOINTS: '" + item + "': the only action is kill[@N], N >= 1");
-        fp.armed_[name].kill_on_pass = pass;
+        if ((action != "kill" && action != "stop") || pass < 1)
+            throw UsageError("EXO_FAILPOINTS: '" + item +
+                             "': the action is kill[@N] or stop[@N], N >= 1");
+        fp.armed_[name].on_pass = pass;
+        fp.armed_[name].signal = action == "kill" ? SIGKILL : SIGSTOP;
     }
     return fp;
 }
@@ -40,7 +42,7 @@ void Failpoints::hit(const char* name) {
     if (armed_.empty()) return;
     auto it = armed_.find(name);
     if (it == armed_.end()) return;
-    if (it->second.passes.fetch_add(1) + 1 == it->second.kill_on_pass) std::raise(SIGKILL);
+    if (it->second.passes.fetch_add(1) + 1 == it->second.on_pass) std::raise(it->second.signal);
 }
 
 }  // namespace exo

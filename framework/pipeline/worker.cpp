@@ -41,7 +41,8 @@ Worker::Worker(int index, WorkerContext context)
       owner_(ctx_.owner_prefix + "/w" + std::to_string(index)),
       backoff_{ctx_.config.pipeline.retry_backoff_initial, ctx_.config.pipeline.retry_backoff_max},
       rng_(std::random_device{}()),
-      log_(worker_logger(index)) {
+      log_(worker_logger(index)),
+      lease_keeper_(ctx_.config, owner_, ctx_.stats, log_) {
     for (const auto& b : ctx_.config.bindings)
         if (!handlers_.count(b.handler))
             handlers_.emplace(b.handler, ctx_.handlers.create(b.handler));
@@ -87,11 +88,18 @@ void Worker::run_batch(std::vector<PendingRecord> batch, std::stop_token stop) {
     try {
         prepare_items(items);
         claim_step(items);
+        ctx_.failpoints.hit("after_claim");
+        std::vector<TokenRequest> held;
+        for (const auto& item : items)
+            if (item.token) held.push_back({item.key, *item.token});
+        lease_keeper_.hold(std::move(held));
         transaction_step(items);
         ctx_.failpoints.hit("after_pg_commit");
         complete_step(items);
         dead_letter_step(items);
         healthy_ = true;
+        if (pg_down_logged_) log_->info("PostgreSQL is reachable again");
+        pg_down_logged_ = false;
     } catch (const std::exception& e) {
         // A dependency failed for the whole batch: nothing in it is known to be
         // durable except what a committed transaction wrote, and the dedup rows
@@ -102,10 +110,14 @@ void Worker::run_batch(std::vector<PendingRecord> batch, std::stop_token stop) {
         if (pg_gone) drop_postgres();
         int failures = pg_gone ? ++pg_failures_ : ++redis_failures_;
         auto delay = retry_delay(failures);
-        log_->warn("batch of {} put back, retrying in {} ms: {}", items.size(), delay.count(),
-                   e.what());
+        // Once per outage, not once per retry: an operator needs the state change.
+        if (!pg_gone || !pg_down_logged_)
+            log_->warn("batch of {} put back, retrying in {} ms: {}", items.size(), delay.count(),
+                       e.what());
+        if (pg_gone) pg_down_logged_ = true;
         for (auto& item : items) item.requeue(delay, e.what());
     }
+    lease_keeper_.clear();
     (void)stop;  // a batch in hand is always finished: its claims and offsets settle
     release_step(items);
     hand_back(items);

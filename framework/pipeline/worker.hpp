@@ -26,6 +26,7 @@
 #include "pipeline/batch_item.hpp"
 #include "pipeline/failpoints.hpp"
 #include "pipeline/handler_registry.hpp"
+#include "pipeline/lease_keeper.hpp"
 #include "pipeline/pipeline_stats.hpp"
 #include "pipeline/worker_inbox.hpp"
 #include "redis/claim_store.hpp"
@@ -103,9 +104,11 @@ private:
     bool redis_down_logged_ = false;
     std::unique_ptr<pqxx::connection> pg_;
     int pg_failures_ = 0;
+    bool pg_down_logged_ = false;
     std::atomic<bool> healthy_{true};
 
     WorkerInbox inbox_;
+    LeaseKeeper lease_keeper_;
     std::jthread thread_;  // last: stopped and joined before the members it uses go
 };
 

@@ -1,0 +1,60 @@
+#pragma once
+// Renews the Redis claims of the batch a worker is running, every lease/3, so a
+// live worker with a slow handler is never taken over (DESIGN.md section 3,
+// `extend`). Runs on its own thread with its own Redis connection: the worker's
+// thread is busy inside the handler exactly when renewal matters.
+//
+// A renewal that answers LOST means the claim was taken over anyway (the worker
+// was paused past its lease, or Redis lost the key): nothing to do here, the
+// dedup row decides which transaction wins. It is logged and counted.
+//
+// Thread-safety: hold()/clear() from the worker thread; the renewal runs on the
+// keeper's thread. Lifecycle: the thread starts in the constructor and is
+// stopped and joined by the destructor.
+#include <spdlog/logger.h>
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "config/config.hpp"
+#include "pipeline/pipeline_stats.hpp"
+#include "redis/claim_store.hpp"
+
+namespace exo {
+
+class LeaseKeeper {
+public:
+    LeaseKeeper(const Config& config, std::string owner, PipelineStats& stats,
+                std::shared_ptr<spdlog::logger> log);
+    LeaseKeeper(const LeaseKeeper&) = delete;
+    LeaseKeeper& operator=(const LeaseKeeper&) = delete;
+    ~LeaseKeeper();
+
+    // The claims to keep alive from now on (replaces any earlier set).
+    void hold(std::vector<TokenRequest> claims);
+    void clear() { hold({}); }
+
+private:
+    void run(std::stop_token stop);
+    void renew(const std::vector<TokenRequest>& claims);
+
+    const Config& config_;
+    std::string owner_;
+    PipelineStats& stats_;
+    std::shared_ptr<spdlog::logger> log_;
+
+    std::mutex mutex_;
+    std::condition_variable_any changed_;
+    std::vector<TokenRequest> claims_;  // guarded by mutex_
+    std::uint64_t generation_ = 0;      // guarded by mutex_; bumped by hold()
+
+    std::optional<RedisConnection> redis_;  // keeper thread only
+    std::optional<ClaimStore> store_;       // keeper thread only
+    std::jthread thread_;                   // last: joined before the members it uses go
+};
+
+}  // namespace exo
