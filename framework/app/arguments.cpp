@@ -17,7 +17,7 @@ Arguments::Arguments(const std::string& command, int argc, char** argv, int firs
             value = name.substr(eq + 1);
             name = name.substr(0, eq);
         } else {
-            if (i + 1 >= argc)
+            if (i + 1 >= argc || std::string(argv[i + 1]).rfind("--", 0) == 0)
                 throw UsageError("exo " + command + ": --" + name + " needs a value");
             value = argv[++i];
         }

@@ -10,8 +10,10 @@ namespace {
 // risk two encodings of one key.
 std::optional<std::string> scalar_text(const nlohmann::json& v) {
     if (v.is_string()) return v.get<std::string>();
-    if (v.is_number_integer()) return std::to_string(v.get<std::int64_t>());
+    // Unsigned first: is_number_integer() is also true for unsigned values, and
+    // reading 2^64-1 as int64 would give "-1", another event's key.
     if (v.is_number_unsigned()) return std::to_string(v.get<std::uint64_t>());
+    if (v.is_number_integer()) return std::to_string(v.get<std::int64_t>());
     return std::nullopt;
 }
 

@@ -23,8 +23,13 @@ const nlohmann::json* JsonPayload::at(const std::string& pointer) {
     } catch (const nlohmann::json::exception& e) {
         throw PermanentError("invalid JSON pointer '" + pointer + "': " + e.what());
     }
-    if (!doc.contains(ptr)) return nullptr;
-    return &doc.at(ptr);
+    try {
+        if (!doc.contains(ptr)) return nullptr;
+        return &doc.at(ptr);
+    } catch (const nlohmann::json::exception& e) {
+        // e.g. an array index too large to represent: this payload has no such value.
+        throw PermanentError("JSON pointer '" + pointer + "' cannot be resolved: " + e.what());
+    }
 }
 
 }  // namespace exo

@@ -21,9 +21,14 @@ Failpoints Failpoints::parse(const std::string& spec) {
         std::string action = item.substr(eq + 1);
         int pass = 1;
         if (auto at = action.find('@'); at != std::string::npos) {
-            pass = std::atoi(action.c_str() + at + 1);
+            std::string count = action.substr(at + 1);
+            bool digits = !count.empty() && count.size() < 9 &&
+                          count.find_first_not_of("0123456789") == std::string::npos;
+            pass = digits ? std::stoi(count) : 0;
             action = action.substr(0, at);
         }
+        if (name.empty())
+            throw UsageError("EXO_FAILPOINTS: '" + item + "' names no failpoint");
         if ((action != "kill" && action != "stop") || pass < 1)
             throw UsageError("EXO_FAILPOINTS: '" + item +
                              "': the action is kill[@N] or stop[@N], N >= 1");

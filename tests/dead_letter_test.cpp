@@ -1,0 +1,101 @@
+// The dead-letter record: pipeline/dead_letter.hpp. No servers.
+#include <doctest/doctest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pipeline/dead_letter.hpp"
+
+using namespace exo;
+
+namespace {
+
+PendingRecord failed_record() {
+    PendingRecord p;
+    p.record.topic = Topic{"payments"};
+    p.record.partition = Partition{7};
+    p.record.offset = Offset{9000000001};
+    p.record.key = "acc-0001";
+    p.record.value = R"({"eventId":"evt-1"})";
+    p.record.headers = {{"trace-id", "abc"}, {"empty", std::nullopt}, {"trace-id", "def"}};
+    p.attempts = 5;
+    return p;
+}
+
+// Values of every header with this name, in order.
+std::vector<std::optional<std::string>> header_values(const OutgoingRecord& r,
+                                                      const std::string& name) {
+    std::vector<std::optional<std::string>> out;
+    for (const auto& h : r.headers)
+        if (h.name == name) out.push_back(h.value);
+    return out;
+}
+
+std::optional<std::string> only_header(const OutgoingRecord& r, const std::string& name) {
+    auto values = header_values(r, name);
+    REQUIRE_MESSAGE(values.size() == 1, "header " << name << " appears " << values.size());
+    return values[0];
+}
+
+}  // namespace
+
+TEST_SUITE("make_dead_letter") {
+    TEST_CASE("the dead letter goes to the DLQ topic, partitioned by the original key") {
+        auto out = make_dead_letter(failed_record(), "payments.dlq", "boom", "evt-1");
+        CHECK(out.topic == "payments.dlq");
+        CHECK_FALSE(out.partition.has_value());
+        CHECK(out.key == std::optional<std::string>("acc-0001"));
+    }
+
+    TEST_CASE("the original value and headers are kept, in order and before exo's") {
+        auto out = make_dead_letter(failed_record(), "payments.dlq", "boom", "evt-1");
+        CHECK(out.value == R"({"eventId":"evt-1"})");
+        REQUIRE(out.headers.size() >= 3);
+        CHECK(out.headers[0].name == "trace-id");
+        CHECK(out.headers[0].value == std::optional<std::string>("abc"));
+        CHECK(out.headers[1].name == "empty");
+        CHECK_FALSE(out.headers[1].value.has_value());
+        CHECK(out.headers[2].name == "trace-id");
+        CHECK(out.headers[2].value == std::optional<std::string>("def"));
+    }
+
+    TEST_CASE("the reason, attempts and original coordinates are added as headers") {
+        auto out = make_dead_letter(failed_record(), "payments.dlq",
+                                    "handler: amount must be positive", "evt-1");
+        CHECK(only_header(out, "exo-error") == "handler: amount must be positive");
+        CHECK(only_header(out, "exo-attempts") == "5");
+        CHECK(only_header(out, "exo-original-topic") == "payments");
+        CHECK(only_header(out, "exo-original-partition") == "7");
+        CHECK(only_header(out, "exo-original-offset") == "9000000001");
+        CHECK(only_header(out, "exo-idempotency-key") == "evt-1");
+        CHECK(out.headers.size() == 3 + 6);
+    }
+
+    TEST_CASE("the idempotency key header is absent when the key could not be derived") {
+        auto out = make_dead_letter(failed_record(), "payments.dlq", "no key", "");
+        CHECK(header_values(out, "exo-idempotency-key").empty());
+        CHECK(only_header(out, "exo-error") == "no key");
+        CHECK(out.headers.size() == 3 + 5);
+    }
+
+    TEST_CASE("a record without a key or headers stays without a key") {
+        PendingRecord p;
+        p.record.topic = Topic{"t"};
+        p.record.partition = Partition{0};
+        p.record.offset = Offset{0};
+        p.record.value = "not json";
+        auto out = make_dead_letter(p, "t.dlq", "payload is not valid JSON", "");
+        CHECK_FALSE(out.key.has_value());
+        CHECK(out.value == "not json");
+        CHECK(only_header(out, "exo-attempts") == "0");
+        CHECK(only_header(out, "exo-original-offset") == "0");
+        CHECK(out.headers.size() == 5);
+    }
+
+    TEST_CASE("the original record is not modified") {
+        const auto original = failed_record();
+        make_dead_letter(original, "payments.dlq", "boom", "evt-1");
+        CHECK(original.record.headers.size() == 3);
+    }
+}

@@ -1,0 +1,534 @@
+// The queue between the poll thread and a worker: pipeline/worker_inbox.hpp.
+// Threads, no servers. Timing assertions are loose on purpose: they check that
+// a wait happened or that nothing hung, never how long something took exactly.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "pipeline/worker_inbox.hpp"
+
+using namespace exo;
+using namespace std::chrono_literals;
+using Clock = WorkerInbox::Clock;
+
+namespace {
+
+const TopicPartition kP0{Topic{"orders"}, Partition{0}};
+const TopicPartition kP1{Topic{"orders"}, Partition{1}};
+const TopicPartition kP2{Topic{"refunds"}, Partition{0}};
+
+// Never stopped: for the calls that must not see a stop.
+std::stop_source never_stopped;
+
+PendingRecord pending(const TopicPartition& tp, std::int64_t offset) {
+    PendingRecord p;
+    p.record.topic = tp.topic;
+    p.record.partition = tp.partition;
+    p.record.offset = Offset{offset};
+    p.record.value = "v" + std::to_string(offset);
+    return p;
+}
+
+std::vector<PendingRecord> pending_range(const TopicPartition& tp, std::int64_t first,
+                                         std::int64_t last) {
+    std::vector<PendingRecord> out;
+    for (auto o = first; o <= last; ++o) out.push_back(pending(tp, o));
+    return out;
+}
+
+// "orders[0]@3" for each record, in batch order.
+std::vector<std::string> names(const std::vector<PendingRecord>& batch) {
+    std::vector<std::string> out;
+    for (const auto& p : batch) {
+        out.push_back(p.record.topic.value + "[" + std::to_string(p.record.partition.value) + "]@" +
+                      std::to_string(p.record.offset.value));
+    }
+    return out;
+}
+
+// The offsets of one partition's records, in batch order.
+std::vector<std::int64_t> offsets_of(const std::vector<PendingRecord>& batch,
+                                     const TopicPartition& tp) {
+    std::vector<std::int64_t> out;
+    for (const auto& p : batch)
+        if (p.record.topic_partition() == tp) out.push_back(p.record.offset.value);
+    return out;
+}
+
+std::vector<std::int64_t> seq(std::int64_t first, std::int64_t last) {
+    std::vector<std::int64_t> out;
+    for (auto o = first; o <= last; ++o) out.push_back(o);
+    return out;
+}
+
+// Takes what is ready now (linger 0); the inbox must hold something ready.
+std::vector<PendingRecord> take_now(WorkerInbox& inbox, std::size_t max = 100) {
+    return inbox.take_batch(max, 0ms, never_stopped.get_token());
+}
+
+void finish_all(WorkerInbox& inbox) {
+    inbox.finish_batch({}, {});
+}
+
+// Runs `f` on a thread and joins it when destroyed, even if a REQUIRE throws.
+class Background {
+public:
+    template <class F>
+    explicit Background(F f) : thread_(std::move(f)) {}
+    ~Background() {
+        if (thread_.joinable()) thread_.join();
+    }
+
+private:
+    std::thread thread_;
+};
+
+}  // namespace
+
+TEST_SUITE("WorkerInbox batches") {
+    TEST_CASE("records of one partition come out in the order they were pushed") {
+        WorkerInbox inbox;
+        inbox.push(pending_range(kP0, 0, 2));
+        inbox.push(pending_range(kP0, 3, 5));
+        auto batch = take_now(inbox);
+        CHECK(offsets_of(batch, kP0) == seq(0, 5));
+        CHECK(batch.size() == 6);
+    }
+
+    TEST_CASE("records of several partitions keep each partition's order") {
+        WorkerInbox inbox;
+        std::vector<PendingRecord> mixed;
+        for (int o = 0; o < 4; ++o) {
+            mixed.push_back(pending(kP0, o));
+            mixed.push_back(pending(kP1, 10 + o));
+            mixed.push_back(pending(kP2, 20 + o));
+        }
+        inbox.push(std::move(mixed));
+        auto batch = take_now(inbox);
+        REQUIRE(batch.size() == 12);
+        CHECK(offsets_of(batch, kP0) == seq(0, 3));
+        CHECK(offsets_of(batch, kP1) == seq(10, 13));
+        CHECK(offsets_of(batch, kP2) == seq(20, 23));
+    }
+
+    TEST_CASE("a batch holds at most max records and the rest follow in order") {
+        WorkerInbox inbox;
+        inbox.push(pending_range(kP0, 0, 9));
+        auto first = take_now(inbox, 3);
+        CHECK(offsets_of(first, kP0) == seq(0, 2));
+        finish_all(inbox);
+        CHECK(inbox.queued(kP0) == 7);
+        auto second = take_now(inbox, 4);
+        CHECK(offsets_of(second, kP0) == seq(3, 6));
+        finish_all(inbox);
+        auto third = take_now(inbox, 100);
+        CHECK(offsets_of(third, kP0) == seq(7, 9));
+        finish_all(inbox);
+        CHECK(inbox.queued_total() == 0);
+    }
+
+    TEST_CASE("max is respected across partitions and no record is lost or repeated") {
+        WorkerInbox inbox;
+        inbox.push(pending_range(kP0, 0, 4));
+        inbox.push(pending_range(kP1, 0, 4));
+        std::vector<std::int64_t> seen0, seen1;
+        for (int round = 0; round < 10 && inbox.queued_total() > 0; ++round) {
+            auto batch = take_now(inbox, 3);
+            CHECK(batch.size() <= 3);
+            for (auto o : offsets_of(batch, kP0)) seen0.push_back(o);
+            for (auto o : offsets_of(batch, kP1)) seen1.push_back(o);
+            finish_all(inbox);
+        }
+        CHECK(seen0 == seq(0, 4));
+        CHECK(seen1 == seq(0, 4));
+    }
+
+    TEST_CASE("a batch in progress is reported until it is finished") {
+        WorkerInbox inbox;
+        CHECK_FALSE(inbox.batch_in_progress());
+        inbox.push(pending_range(kP0, 0, 1));
+        auto batch = take_now(inbox);
+        REQUIRE(batch.size() == 2);
+        CHECK(inbox.batch_in_progress());
+        CHECK(inbox.queued(kP0) == 0);  // taken records are no longer queued
+        finish_all(inbox);
+        CHECK_FALSE(inbox.batch_in_progress());
+    }
+}
+
+TEST_SUITE("WorkerInbox requeue and hold") {
+    TEST_CASE("requeued records go back to the front of their partition in their order") {
+        WorkerInbox inbox;
+        inbox.push(pending_range(kP0, 0, 5));
+        auto batch = take_now(inbox, 3);  // 0, 1, 2
+        REQUIRE(offsets_of(batch, kP0) == seq(0, 2));
+        inbox.push(pending_range(kP0, 6, 7));  // arrives while the batch runs
+        std::vector<PendingRecord> requeue;
+        requeue.push_back(std::move(batch[1]));
+        requeue.push_back(std::move(batch[2]));
+        inbox.finish_batch(std::move(requeue), {});
+        CHECK(inbox.queued(kP0) == 7);
+        auto next = take_now(inbox);
+        CHECK(offsets_of(next, kP0) == seq(1, 7));
+    }
+
+    TEST_CASE("requeued records keep what the retries learned") {
+        WorkerInbox inbox;
+        inbox.push({pending(kP0, 0)});
+        auto batch = take_now(inbox);
+        REQUIRE(batch.size() == 1);
+        batch[0].attempts = 3;
+        batch[0].nacks = 2;
+        inbox.finish_batch(std::move(batch), {});
+        auto again = take_now(inbox);
+        REQUIRE(again.size() == 1);
+        CHECK(again[0].attempts == 3);
+        CHECK(again[0].nacks == 2);
+        CHECK(again[0].record.value == "v0");
+    }
+
+    TEST_CASE("a held partition yields nothing until its hold passes while others flow") {
+        WorkerInbox inbox;
+        inbox.push(pending_range(kP0, 0, 1));
+        inbox.push(pending_range(kP1, 0, 0));
+        auto batch = take_now(inbox);
+        REQUIRE(batch.size() == 3);
+
+        // p0's records were NACKed: back to the front, p0 held for a while.
+        std::vector<PendingRecord> requeue;
+        for (auto& p : batch)
+            if (p.record.topic_partition() == kP0) requeue.push_back(std::move(p));
+        const auto hold = Clock::now() + 500ms;
+        inbox.finish_batch(std::move(requeue), {{kP0, hold}});
+        inbox.push(pending_range(kP0, 2, 2));  // behind the held records
+        inbox.push(pending_range(kP1, 1, 2));
+
+        auto other = take_now(inbox);
+        CHECK(names(other) == std::vector<std::string>{"orders[1]@1", "orders[1]@2"});
+        CHECK(inbox.queued(kP0) == 3);
+        finish_all(inbox);
+
+        // Only p0 is left, and it is held: this take waits for the hold.
+        auto held = take_now(inbox);
+        CHECK(Clock::now() >= hold);
+        CHECK(offsets_of(held, kP0) == seq(0, 2));
+        CHECK(held.size() == 3);
+    }
+
+    TEST_CASE("a hold already in the past does not hold the partition") {
+        WorkerInbox inbox;
+        inbox.push({pending(kP0, 0)});
+        auto batch = take_now(inbox);
+        inbox.finish_batch(std::move(batch), {{kP0, Clock::now() - 1s}});
+        const auto before = Clock::now();
+        auto again = take_now(inbox);
+        CHECK(offsets_of(again, kP0) == seq(0, 0));
+        CHECK(Clock::now() - before < 2s);
+    }
+}
+
+TEST_SUITE("WorkerInbox parked records") {
+    TEST_CASE("a parked record does not block the records behind it") {
+        WorkerInbox inbox;
+        inbox.push(pending_range(kP0, 5, 7));
+        auto batch = take_now(inbox);
+        REQUIRE(offsets_of(batch, kP0) == seq(5, 7));
+        const auto due = Clock::now() + 500ms;
+        std::vector<WorkerInbox::Parked> parked;
+        parked.push_back({std::move(batch[0]), due});  // 5 waits for a predecessor
+        inbox.finish_batch({}, {}, std::move(parked));
+
+        inbox.push(pending_range(kP0, 8, 9));
+        auto behind = take_now(inbox);
+        CHECK(offsets_of(behind, kP0) == seq(8, 9));
+        CHECK(behind.size() == 2);
+        CHECK(Clock::now() < due);  // otherwise the check above proved nothing
+        finish_all(inbox);
+
+        // Only the parked record is left: this take waits until it is due.
+        auto back = take_now(inbox);
+        CHECK(Clock::now() >= due);
+        CHECK(offsets_of(back, kP0) == seq(5, 5));
+        CHECK(back.size() == 1);
+    }
+
+    TEST_CASE("a due parked record comes before the queued records of its partition") {
+        WorkerInbox inbox;
+        inbox.push(pending_range(kP0, 5, 6));
+        auto batch = take_now(inbox);
+        REQUIRE(batch.size() == 2);
+        std::vector<WorkerInbox::Parked> parked;
+        parked.push_back({std::move(batch[0]), Clock::now() + 100ms});
+        inbox.finish_batch({}, {}, std::move(parked));
+        inbox.push(pending_range(kP0, 7, 8));
+        std::this_thread::sleep_for(120ms);
+        auto next = take_now(inbox);
+        CHECK(offsets_of(next, kP0) == std::vector<std::int64_t>{5, 7, 8});
+    }
+
+    TEST_CASE("parked records come back sorted by offset, whatever order they were parked in") {
+        WorkerInbox inbox;
+        inbox.push(pending_range(kP0, 1, 4));
+        auto batch = take_now(inbox);
+        REQUIRE(offsets_of(batch, kP0) == seq(1, 4));
+        const auto due = Clock::now() - 1ms;  // due at once
+        std::vector<WorkerInbox::Parked> parked;
+        parked.push_back({std::move(batch[3]), due});  // 4
+        parked.push_back({std::move(batch[0]), due});  // 1
+        parked.push_back({std::move(batch[2]), due});  // 3
+        inbox.finish_batch({}, {}, std::move(parked));
+
+        // A second batch parks 2, which must slot in between.
+        inbox.push(pending_range(kP0, 9, 9));
+        auto second = take_now(inbox, 3);
+        CHECK(offsets_of(second, kP0) == std::vector<std::int64_t>{1, 3, 4});
+        std::vector<WorkerInbox::Parked> again;
+        for (auto& p : second) again.push_back({std::move(p), due});
+        again.push_back({std::move(batch[1]), due});  // 2, never taken since
+        inbox.finish_batch({}, {}, std::move(again));
+
+        auto next = take_now(inbox);
+        CHECK(offsets_of(next, kP0) == std::vector<std::int64_t>{1, 2, 3, 4, 9});
+    }
+
+    TEST_CASE("a parked record that is not due yet stays aside while due ones come out") {
+        WorkerInbox inbox;
+        inbox.push(pending_range(kP0, 1, 2));
+        auto batch = take_now(inbox);
+        REQUIRE(batch.size() == 2);
+        std::vector<WorkerInbox::Parked> parked;
+        parked.push_back({std::move(batch[0]), Clock::now() + 10s});  // 1: much later
+        parked.push_back({std::move(batch[1]), Clock::now() - 1ms});  // 2: due now
+        inbox.finish_batch({}, {}, std::move(parked));
+        auto next = take_now(inbox);
+        CHECK(offsets_of(next, kP0) == seq(2, 2));
+        CHECK(inbox.queued(kP0) == 1);
+    }
+
+    TEST_CASE("queued and queued_total count parked records too") {
+        WorkerInbox inbox;
+        inbox.push(pending_range(kP0, 0, 2));
+        inbox.push(pending_range(kP1, 0, 0));
+        auto batch = take_now(inbox);
+        REQUIRE(batch.size() == 4);
+        CHECK(inbox.queued_total() == 0);
+        std::vector<WorkerInbox::Parked> parked;
+        std::vector<PendingRecord> requeue;
+        for (auto& p : batch) {
+            if (p.record.topic_partition() != kP0) continue;
+            if (p.record.offset.value == 0)
+                parked.push_back({std::move(p), Clock::now() + 10s});
+            else
+                requeue.push_back(std::move(p));
+        }
+        inbox.finish_batch(std::move(requeue), {}, std::move(parked));
+        inbox.push(pending_range(kP1, 1, 1));
+        CHECK(inbox.queued(kP0) == 3);
+        CHECK(inbox.queued(kP1) == 1);
+        CHECK(inbox.queued(kP2) == 0);
+        CHECK(inbox.queued_total() == 4);
+    }
+}
+
+TEST_SUITE("WorkerInbox drop_partitions") {
+    TEST_CASE("dropping discards the queued and parked records of those partitions only") {
+        WorkerInbox inbox;
+        inbox.push({pending(kP0, 0)});
+        auto batch = take_now(inbox);
+        std::vector<WorkerInbox::Parked> parked;
+        parked.push_back({std::move(batch[0]), Clock::now() - 1ms});  // due
+        inbox.finish_batch({}, {}, std::move(parked));
+        inbox.push(pending_range(kP0, 1, 2));
+        inbox.push(pending_range(kP1, 0, 1));
+        REQUIRE(inbox.queued(kP0) == 3);
+
+        CHECK(inbox.drop_partitions({kP0}, Clock::now() + 5s));
+        CHECK(inbox.queued(kP0) == 0);
+        CHECK(inbox.queued_total() == 2);
+        auto next = take_now(inbox);
+        CHECK(names(next) == std::vector<std::string>{"orders[1]@0", "orders[1]@1"});
+    }
+
+    TEST_CASE("dropping a held partition clears its hold for a later re-assignment") {
+        WorkerInbox inbox;
+        inbox.push({pending(kP0, 0)});
+        auto batch = take_now(inbox);
+        inbox.finish_batch(std::move(batch), {{kP0, Clock::now() + 1h}});
+        CHECK(inbox.drop_partitions({kP0}, Clock::now() + 5s));
+        inbox.push({pending(kP0, 7)});  // assigned again, fetched anew
+        auto next = take_now(inbox);    // would hang for an hour if still held
+        CHECK(offsets_of(next, kP0) == seq(7, 7));
+    }
+
+    TEST_CASE("dropping waits for the batch in progress that holds those partitions") {
+        WorkerInbox inbox;
+        inbox.push(pending_range(kP0, 0, 1));
+        auto batch = take_now(inbox);
+        REQUIRE(batch.size() == 2);
+
+        std::atomic<bool> finished{false};
+        std::vector<WorkerInbox::Parked> parked;
+        parked.push_back({std::move(batch[1]), Clock::now() - 1ms});
+        std::vector<PendingRecord> requeue;
+        requeue.push_back(std::move(batch[0]));
+        {
+            Background worker([&] {
+                std::this_thread::sleep_for(150ms);
+                finished = true;
+                inbox.finish_batch(std::move(requeue), {{kP0, Clock::now() + 1h}},
+                                   std::move(parked));
+            });
+            CHECK(inbox.drop_partitions({kP0}, Clock::now() + 10s));
+            CHECK(finished.load());
+        }
+        CHECK_FALSE(inbox.batch_in_progress());
+        // What the batch handed back belonged to the dropped partition: discarded.
+        CHECK(inbox.queued(kP0) == 0);
+        CHECK(inbox.queued_total() == 0);
+    }
+
+    TEST_CASE("dropping returns false when the batch outlives the deadline") {
+        WorkerInbox inbox;
+        inbox.push(pending_range(kP0, 0, 1));
+        auto batch = take_now(inbox);
+        REQUIRE(batch.size() == 2);
+        const auto before = Clock::now();
+        CHECK_FALSE(inbox.drop_partitions({kP0}, Clock::now() + 50ms));
+        CHECK(Clock::now() - before >= 50ms);
+        CHECK(inbox.batch_in_progress());
+
+        // The batch ends late: its records, parked records and hold are discarded.
+        std::vector<WorkerInbox::Parked> parked;
+        parked.push_back({std::move(batch[1]), Clock::now() - 1ms});
+        std::vector<PendingRecord> requeue;
+        requeue.push_back(std::move(batch[0]));
+        inbox.finish_batch(std::move(requeue), {{kP0, Clock::now() + 1h}}, std::move(parked));
+        CHECK(inbox.queued(kP0) == 0);
+        CHECK_FALSE(inbox.batch_in_progress());
+
+        inbox.push({pending(kP0, 2)});  // re-assigned later: not held by the old batch
+        auto next = take_now(inbox);
+        CHECK(offsets_of(next, kP0) == seq(2, 2));
+    }
+
+    TEST_CASE("records of other partitions in the same batch are kept at finish_batch") {
+        WorkerInbox inbox;
+        inbox.push({pending(kP0, 0)});
+        inbox.push({pending(kP1, 0)});
+        auto batch = take_now(inbox);
+        REQUIRE(batch.size() == 2);
+        CHECK_FALSE(inbox.drop_partitions({kP0}, Clock::now() + 10ms));
+        inbox.finish_batch(std::move(batch), {});  // both requeued
+        CHECK(inbox.queued(kP0) == 0);
+        CHECK(inbox.queued(kP1) == 1);
+    }
+
+    TEST_CASE("dropping a partition not in the batch does not wait for the batch") {
+        WorkerInbox inbox;
+        inbox.push({pending(kP0, 0)});
+        auto batch = take_now(inbox);
+        REQUIRE(batch.size() == 1);
+        inbox.push({pending(kP1, 0)});
+        const auto before = Clock::now();
+        CHECK(inbox.drop_partitions({kP1}, Clock::now() + 10s));
+        CHECK(Clock::now() - before < 5s);
+        CHECK(inbox.queued(kP1) == 0);
+        CHECK(inbox.batch_in_progress());
+        inbox.finish_batch(std::move(batch), {});
+        CHECK(inbox.queued(kP0) == 1);  // p0 was not dropped: its requeue is kept
+    }
+}
+
+TEST_SUITE("WorkerInbox waiting") {
+    TEST_CASE("take_batch returns empty promptly when stop is requested while it waits") {
+        WorkerInbox inbox;
+        std::stop_source stop;
+        std::vector<PendingRecord> batch{pending(kP0, 99)};
+        auto before = Clock::now();
+        {
+            Background worker([&] { batch = inbox.take_batch(10, 0ms, stop.get_token()); });
+            std::this_thread::sleep_for(50ms);
+            stop.request_stop();
+        }
+        CHECK(batch.empty());
+        CHECK(Clock::now() - before < 3s);
+    }
+
+    TEST_CASE("take_batch returns empty at once when stop was already requested") {
+        WorkerInbox inbox;
+        inbox.push(pending_range(kP0, 0, 2));
+        std::stop_source stop;
+        stop.request_stop();
+        CHECK(inbox.take_batch(10, 1s, stop.get_token()).empty());
+        CHECK(inbox.queued(kP0) == 3);  // nothing was taken and lost
+        CHECK_FALSE(inbox.batch_in_progress());
+    }
+
+    TEST_CASE("take_batch stops lingering when stop is requested") {
+        WorkerInbox inbox;
+        inbox.push({pending(kP0, 0)});
+        std::stop_source stop;
+        std::vector<PendingRecord> batch{pending(kP1, 99)};
+        auto before = Clock::now();
+        {
+            Background worker([&] { batch = inbox.take_batch(10, 1h, stop.get_token()); });
+            std::this_thread::sleep_for(50ms);
+            stop.request_stop();
+        }
+        CHECK(batch.empty());
+        CHECK(Clock::now() - before < 3s);
+        CHECK(inbox.queued(kP0) == 1);
+    }
+
+    TEST_CASE("take_batch waits for a push when nothing is queued") {
+        WorkerInbox inbox;
+        std::vector<PendingRecord> batch;
+        {
+            Background worker([&] { batch = take_now(inbox); });
+            std::this_thread::sleep_for(50ms);
+            inbox.push({pending(kP2, 4)});
+        }
+        CHECK(names(batch) == std::vector<std::string>{"refunds[0]@4"});
+    }
+
+    TEST_CASE("with fewer than max ready, take_batch lingers and then returns what is there") {
+        WorkerInbox inbox;
+        inbox.push(pending_range(kP0, 0, 1));
+        const auto before = Clock::now();
+        auto batch = inbox.take_batch(10, 100ms, never_stopped.get_token());
+        const auto waited = Clock::now() - before;
+        CHECK(offsets_of(batch, kP0) == seq(0, 1));
+        CHECK(waited >= 90ms);
+        CHECK(waited < 3s);
+    }
+
+    TEST_CASE("lingering ends early once max records are ready") {
+        WorkerInbox inbox;
+        inbox.push(pending_range(kP0, 0, 1));
+        std::vector<PendingRecord> batch;
+        const auto before = Clock::now();
+        {
+            Background worker([&] { batch = inbox.take_batch(3, 1h, never_stopped.get_token()); });
+            std::this_thread::sleep_for(50ms);
+            inbox.push(pending_range(kP0, 2, 4));
+        }
+        CHECK(Clock::now() - before < 5s);
+        CHECK(offsets_of(batch, kP0) == seq(0, 2));
+        CHECK(inbox.queued(kP0) == 2);
+    }
+
+    TEST_CASE("with max ready, take_batch does not linger") {
+        WorkerInbox inbox;
+        inbox.push(pending_range(kP0, 0, 4));
+        const auto before = Clock::now();
+        auto batch = inbox.take_batch(5, 1h, never_stopped.get_token());
+        CHECK(Clock::now() - before < 5s);
+        CHECK(batch.size() == 5);
+    }
+}
