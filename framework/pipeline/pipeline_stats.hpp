@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "pipeline/latency_histogram.hpp"
+
 namespace exo {
 
 struct PipelineStats {
@@ -25,6 +27,7 @@ struct PipelineStats {
     std::atomic<std::uint64_t> batch_failures{0};  // whole batch put back (dependency down)
     std::atomic<std::uint64_t> redis_round_trips{0};
     std::atomic<std::uint64_t> postgres_round_trips{0};
+    LatencyHistogram latency;  // poll -> durable outcome, per finished record
 
     std::uint64_t finished() const {
         return applied + duplicates_redis + duplicates_postgres + stale + dead_lettered;

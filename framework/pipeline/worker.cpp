@@ -423,6 +423,8 @@ void Worker::hand_back(std::deque<BatchItem>& items) {
         switch (item.fate) {
             case Fate::finished:
                 finished.push_back({item.partition(), item.pending.record.offset});
+                ctx_.stats.latency.record(std::chrono::duration_cast<std::chrono::microseconds>(
+                    now - item.pending.polled_at));
                 switch (item.outcome) {
                     case Outcome::applied:
                         ctx_.stats.applied++;
