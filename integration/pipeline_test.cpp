@@ -228,3 +228,26 @@ TEST_CASE("exo migrate applies every migration once and is idempotent") {
     CHECK(exo::pending_migrations(c).empty());
     CHECK(h.count("SELECT count(*) FROM exo_schema_migrations") >= 2);
 }
+
+TEST_CASE("dedup rows older than the retention are pruned and newer ones kept") {
+    PipelineHarness h({.name = "prune", .partitions = 1});
+    h.mutable_config().postgres.dedup_retention = std::chrono::hours(24 * 30);
+    {
+        pqxx::connection c(h.postgres_uri());
+        pqxx::work tx(c);
+        tx.exec(
+            "INSERT INTO exo_processed (consumer_group, idempotency_key, fencing_token, topic,"
+            " kafka_partition, kafka_offset, outcome, processed_at) VALUES"
+            " ('g', 'old', 1, 't', 0, 0, 'APPLIED', now() - interval '31 days'),"
+            " ('g', 'new', 1, 't', 0, 1, 'APPLIED', now() - interval '29 days')");
+        tx.commit();
+    }
+    RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());
+    auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (h.count("SELECT count(*) FROM exo_processed WHERE idempotency_key = 'old'") != 0 &&
+           std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(100ms);
+    daemon.stop();
+    CHECK(h.count("SELECT count(*) FROM exo_processed WHERE idempotency_key = 'old'") == 0);
+    CHECK(h.count("SELECT count(*) FROM exo_processed WHERE idempotency_key = 'new'") == 1);
+}

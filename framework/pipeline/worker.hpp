@@ -83,6 +83,10 @@ private:
     void hold_rest_of_partition(std::deque<BatchItem>& items, std::size_t index);
     std::chrono::milliseconds retry_delay(int attempt);
 
+    // Worker 0 deletes dedup rows past postgres.dedup_retention, a chunk at a
+    // time between batches, at start and every 10 minutes.
+    void prune_if_due();
+
     bool claims_available();       // connects to Redis if needed; false if down
     pqxx::connection& postgres();  // connects if needed; throws on failure
     void drop_postgres();
@@ -105,6 +109,7 @@ private:
     std::unique_ptr<pqxx::connection> pg_;
     int pg_failures_ = 0;
     bool pg_down_logged_ = false;
+    std::chrono::steady_clock::time_point next_prune_{};
     std::atomic<bool> healthy_{true};
 
     WorkerInbox inbox_;
