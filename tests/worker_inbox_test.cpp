@@ -308,10 +308,12 @@ TEST_SUITE("WorkerInbox parked records") {
         inbox.finish_batch({}, {}, std::move(parked));
         auto next = take_now(inbox);
         CHECK(offsets_of(next, kP0) == seq(2, 2));
-        CHECK(inbox.queued(kP0) == 1);
+        CHECK(inbox.parked(kP0) == 1);
     }
 
-    TEST_CASE("queued and queued_total count parked records too") {
+    // queued() drives pausing, and pausing for parked records could keep out the
+    // predecessor they wait for: it leaves them out; queued_total() has them.
+    TEST_CASE("queued leaves parked records out, parked and queued_total count them") {
         WorkerInbox inbox;
         inbox.push(pending_range(kP0, 0, 2));
         inbox.push(pending_range(kP1, 0, 0));
@@ -329,7 +331,8 @@ TEST_SUITE("WorkerInbox parked records") {
         }
         inbox.finish_batch(std::move(requeue), {}, std::move(parked));
         inbox.push(pending_range(kP1, 1, 1));
-        CHECK(inbox.queued(kP0) == 3);
+        CHECK(inbox.queued(kP0) == 2);
+        CHECK(inbox.parked(kP0) == 1);
         CHECK(inbox.queued(kP1) == 1);
         CHECK(inbox.queued(kP2) == 0);
         CHECK(inbox.queued_total() == 4);
@@ -346,10 +349,12 @@ TEST_SUITE("WorkerInbox drop_partitions") {
         inbox.finish_batch({}, {}, std::move(parked));
         inbox.push(pending_range(kP0, 1, 2));
         inbox.push(pending_range(kP1, 0, 1));
-        REQUIRE(inbox.queued(kP0) == 3);
+        REQUIRE(inbox.queued(kP0) == 2);
+        REQUIRE(inbox.parked(kP0) == 1);
 
         CHECK(inbox.drop_partitions({kP0}, Clock::now() + 5s));
         CHECK(inbox.queued(kP0) == 0);
+        CHECK(inbox.parked(kP0) == 0);
         CHECK(inbox.queued_total() == 2);
         auto next = take_now(inbox);
         CHECK(names(next) == std::vector<std::string>{"orders[1]@0", "orders[1]@1"});

@@ -11,6 +11,12 @@
 
 namespace exo {
 
+// Keys are stored as PostgreSQL text, which cuts a value at its first NUL byte
+// and refuses invalid UTF-8; two binary keys could then collide. A key that is
+// not NUL-free UTF-8 (e.g. a raw 16-byte UUID header) is therefore used as
+// "binary:" + lowercase hex; any other key is used as it is.
+std::string text_safe(std::string value);
+
 // Throws PermanentError naming what is missing or malformed.
 std::string derive_idempotency_key(const KeySource& source, const Record& record,
                                    JsonPayload& payload);

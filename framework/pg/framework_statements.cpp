@@ -8,25 +8,32 @@ namespace {
 constexpr const char* kInsertProcessed = "exo_insert_processed";
 constexpr const char* kSelectProcessed = "exo_select_processed";
 constexpr const char* kUpdateProcessed = "exo_update_processed";
-constexpr const char* kAdvanceLatest = "exo_advance_sequence_latest";
-constexpr const char* kAdvanceStrict = "exo_advance_sequence_strict";
+constexpr const char* kStartLatest = "exo_start_record_latest";
+constexpr const char* kStartStrict = "exo_start_record_strict";
+constexpr const char* kDeleteProcessed = "exo_delete_processed";
 
-// One statement reads the previous value (locking the row) and advances it only
-// if the mode's rule holds, so the check and the write cannot be separated by a
-// concurrent transaction. The rule mirrors decide_sequence().
-// `first_rule` says which first sequence a new entity accepts.
-std::string advance_sql(const char* first_rule, const char* rule) {
+// Dedup row and sequence step in one statement: the sequence moves only if the
+// dedup row was inserted (a duplicate must never advance it), and only by the
+// mode's rule (mirrors decide_sequence()). `prev` locks the entity's row so the
+// check and the write cannot be split by a concurrent transaction.
+std::string start_sql(const char* first_rule, const char* rule) {
     return std::string(
-               "WITH prev AS (SELECT last_sequence FROM exo_sequences"
-               " WHERE handler = $1::text AND entity = $2::text FOR UPDATE),"
+               "WITH ins AS (INSERT INTO exo_processed (consumer_group, idempotency_key,"
+               " fencing_token, topic, kafka_partition, kafka_offset, outcome)"
+               " VALUES ($1, $2, $3, $4, $5, $6, 'APPLIED')"
+               " ON CONFLICT (consumer_group, idempotency_key) DO NOTHING RETURNING 1),"
+               " prev AS (SELECT last_sequence FROM exo_sequences"
+               " WHERE handler = $7::text AND entity = $8::text FOR UPDATE),"
                " up AS (INSERT INTO exo_sequences AS s (handler, entity, last_sequence)"
-               " SELECT $1::text, $2::text, $3::bigint WHERE EXISTS (SELECT 1 FROM prev) OR ") +
+               " SELECT $7::text, $8::text, $9::bigint WHERE EXISTS (SELECT 1 FROM ins)"
+               " AND (EXISTS (SELECT 1 FROM prev) OR ") +
            first_rule +
-           " ON CONFLICT (handler, entity) DO UPDATE"
+           ") ON CONFLICT (handler, entity) DO UPDATE"
            " SET last_sequence = EXCLUDED.last_sequence, updated_at = now() WHERE " +
            rule +
            " RETURNING 1)"
-           " SELECT (SELECT last_sequence FROM prev), EXISTS (SELECT 1 FROM up)";
+           " SELECT EXISTS (SELECT 1 FROM ins), (SELECT last_sequence FROM prev),"
+           " EXISTS (SELECT 1 FROM up)";
 }
 
 }  // namespace
@@ -43,9 +50,11 @@ void prepare_framework_statements(pqxx::connection_base& c) {
     c.prepare(kUpdateProcessed,
               "UPDATE exo_processed SET outcome = $3, result = NULLIF($4, '')"
               " WHERE consumer_group = $1 AND idempotency_key = $2");
-    c.prepare(kAdvanceLatest, advance_sql("true", "s.last_sequence < EXCLUDED.last_sequence"));
-    c.prepare(kAdvanceStrict,
-              advance_sql("$3::bigint = 1", "s.last_sequence + 1 = EXCLUDED.last_sequence"));
+    c.prepare(kStartLatest, start_sql("true", "s.last_sequence < EXCLUDED.last_sequence"));
+    c.prepare(kStartStrict,
+              start_sql("$9::bigint = 1", "s.last_sequence + 1 = EXCLUDED.last_sequence"));
+    c.prepare(kDeleteProcessed,
+              "DELETE FROM exo_processed WHERE consumer_group = $1 AND idempotency_key = $2");
 }
 
 const char* to_sql(ProcessedOutcome o) {
@@ -72,22 +81,45 @@ std::optional<ExistingRow> insert_processed(pqxx::transaction_base& tx, const Pr
     return ExistingRow{existing[0][0].as<std::string>(), existing[0][1].as<std::string>()};
 }
 
+RecordStart start_record(pqxx::transaction_base& tx, const ProcessedRow& row,
+                         const std::optional<SequenceStep>& sequence) {
+    RecordStart out;
+    if (!sequence) {
+        out.duplicate = insert_processed(tx, row);
+        if (!out.duplicate) out.verdict = SequenceVerdict::apply;
+        return out;
+    }
+    auto r =
+        tx.exec_prepared(sequence->mode == SequenceMode::strict ? kStartStrict : kStartLatest,
+                         row.consumer_group, row.idempotency_key, row.token.value,
+                         row.partition.topic.value, row.partition.partition.value, row.offset.value,
+                         sequence->handler, sequence->entity, sequence->sequence);
+    if (!r[0][0].as<bool>()) {
+        auto existing = tx.exec_prepared(kSelectProcessed, row.consumer_group, row.idempotency_key);
+        out.duplicate = existing.empty() ? ExistingRow{"APPLIED", ""}
+                                         : ExistingRow{existing[0][0].as<std::string>(),
+                                                       existing[0][1].as<std::string>()};
+        return out;
+    }
+    if (r[0][2].as<bool>()) {
+        out.verdict = SequenceVerdict::apply;
+        return out;
+    }
+    std::optional<std::int64_t> previous;
+    if (!r[0][1].is_null()) previous = r[0][1].as<std::int64_t>();
+    auto verdict = decide_sequence(sequence->mode, previous, sequence->sequence);
+    if (verdict != SequenceVerdict::apply) out.verdict = verdict;  // else: moved meanwhile
+    return out;
+}
+
+void delete_processed(pqxx::transaction_base& tx, const std::string& group,
+                      const std::string& key) {
+    tx.exec_prepared(kDeleteProcessed, group, key);
+}
+
 void update_processed(pqxx::transaction_base& tx, const std::string& group, const std::string& key,
                       ProcessedOutcome outcome, const std::string& result) {
     tx.exec_prepared(kUpdateProcessed, group, key, to_sql(outcome), result);
-}
-
-std::optional<SequenceVerdict> advance_sequence(pqxx::transaction_base& tx, SequenceMode mode,
-                                                const std::string& handler,
-                                                const std::string& entity, std::int64_t sequence) {
-    auto r = tx.exec_prepared(mode == SequenceMode::strict ? kAdvanceStrict : kAdvanceLatest,
-                              handler, entity, sequence);
-    if (r[0][1].as<bool>()) return SequenceVerdict::apply;
-    std::optional<std::int64_t> previous;
-    if (!r[0][0].is_null()) previous = r[0][0].as<std::int64_t>();
-    auto verdict = decide_sequence(mode, previous, sequence);
-    if (verdict == SequenceVerdict::apply) return std::nullopt;  // moved meanwhile: retry
-    return verdict;
 }
 
 std::size_t prune_processed(pqxx::transaction_base& tx, std::chrono::hours retention, int limit) {

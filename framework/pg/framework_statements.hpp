@@ -46,12 +46,29 @@ std::optional<ExistingRow> insert_processed(pqxx::transaction_base& tx, const Pr
 void update_processed(pqxx::transaction_base& tx, const std::string& group, const std::string& key,
                       ProcessedOutcome outcome, const std::string& result);
 
-// Advances (handler, entity) to `sequence` if the mode allows it, atomically.
-// Returns the verdict; nullopt when a concurrent transaction moved the entity
-// between the read and the write: retry the record.
-std::optional<SequenceVerdict> advance_sequence(pqxx::transaction_base& tx, SequenceMode mode,
-                                                const std::string& handler,
-                                                const std::string& entity, std::int64_t sequence);
+struct SequenceStep {
+    const std::string& handler;
+    const std::string& entity;
+    std::int64_t sequence;
+    SequenceMode mode;
+};
+
+struct RecordStart {
+    std::optional<ExistingRow> duplicate;  // set: the key was known, nothing was written
+    // Set when a sequence was given and the key is new: apply, or stale/gap (then
+    // the dedup row was written but the sequence did not move). nullopt with a
+    // new key: a concurrent transaction moved the entity; retry the record.
+    std::optional<SequenceVerdict> verdict;
+};
+
+// The framework's part of a record in ONE round trip: inserts the dedup row
+// and, only if the key is new, advances the sequence by the mode's rule.
+RecordStart start_record(pqxx::transaction_base& tx, const ProcessedRow& row,
+                         const std::optional<SequenceStep>& sequence);
+
+// Removes a dedup row written earlier in this transaction (a record whose
+// sequence gap makes it wait: it was not applied).
+void delete_processed(pqxx::transaction_base& tx, const std::string& group, const std::string& key);
 
 // Deletes dedup rows older than the retention, at most `limit` per call.
 // Returns the number deleted.

@@ -42,6 +42,16 @@ struct BatchItem {
     std::chrono::milliseconds delay{0};  // requeue: hold the partition this long
 
     const TopicPartition partition() const { return pending.record.topic_partition(); }
+    // Forgets what an aborted transaction decided about this record.
+    void reset_to_pending() {
+        fate = Fate::pending;
+        outcome = Outcome::none;
+        previously_dead_lettered = false;
+        record_dead_letter_key = true;
+        result.clear();
+        error.clear();
+        delay = std::chrono::milliseconds(0);
+    }
     void finish(Outcome o) {
         fate = Fate::finished;
         outcome = o;

@@ -37,14 +37,12 @@ std::string describe(const std::vector<TopicPartition>& parts) {
 
 Daemon::Daemon(const Config& config, const HandlerRegistry& handlers, Failpoints& failpoints,
                std::string bootstrap_servers)
-    : config_(config),
-      bootstrap_(std::move(bootstrap_servers)),
-      dead_letters_(ProducerOptions{bootstrap_, {}}) {
+    : config_(config), bootstrap_(std::move(bootstrap_servers)) {
     auto prefix = owner_prefix(config.kafka.group_id);
     for (int i = 0; i < config.pipeline.workers; ++i) {
         WorkerContext ctx{config_,
                           handlers,
-                          dead_letters_,
+                          ProducerOptions{bootstrap_, config.kafka.properties},
                           stats_,
                           failpoints,
                           [this](const std::vector<FinishedOffset>& done) {
@@ -57,6 +55,15 @@ Daemon::Daemon(const Config& config, const HandlerRegistry& handlers, Failpoints
 }
 
 Daemon::~Daemon() {
+    // close() runs on_revoked, which commits through consumer_: do it while the
+    // optional still holds the consumer (run() normally did it already).
+    if (consumer_) {
+        try {
+            consumer_->close();
+        } catch (const std::exception& e) {
+            spdlog::warn("closing the consumer: {}", e.what());
+        }
+    }
     consumer_.reset();
     for (auto& w : workers_) w->request_stop();
     workers_.clear();

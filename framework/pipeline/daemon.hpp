@@ -22,7 +22,6 @@
 #include "config/config.hpp"
 #include "core/offset_tracker.hpp"
 #include "kafka/consumer.hpp"
-#include "kafka/producer.hpp"
 #include "pipeline/failpoints.hpp"
 #include "pipeline/handler_registry.hpp"
 #include "pipeline/pipeline_stats.hpp"
@@ -68,8 +67,7 @@ private:
     std::set<TopicPartition> paused_;    // poll thread only
 
     // Destruction order: the consumer goes first (its close() calls on_revoked,
-    // which uses the workers), then the workers, then the producer they use.
-    KafkaProducer dead_letters_;
+    // which uses the workers), then the workers.
     std::vector<std::unique_ptr<Worker>> workers_;
     std::optional<KafkaConsumer> consumer_;
 };

@@ -27,8 +27,7 @@ Failpoints Failpoints::parse(const std::string& spec) {
             pass = digits ? std::stoi(count) : 0;
             action = action.substr(0, at);
         }
-        if (name.empty())
-            throw UsageError("EXO_FAILPOINTS: '" + item + "' names no failpoint");
+        if (name.empty()) throw UsageError("EXO_FAILPOINTS: '" + item + "' names no failpoint");
         if ((action != "kill" && action != "stop") || pass < 1)
             throw UsageError("EXO_FAILPOINTS: '" + item +
                              "': the action is kill[@N] or stop[@N], N >= 1");

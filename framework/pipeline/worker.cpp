@@ -8,6 +8,7 @@
 
 #include "core/errors.hpp"
 #include "core/key_derivation.hpp"
+#include "pg/batch_transaction.hpp"
 #include "pg/framework_statements.hpp"
 #include "pg/pg_errors.hpp"
 #include "pipeline/dead_letter.hpp"
@@ -42,6 +43,7 @@ Worker::Worker(int index, WorkerContext context)
       backoff_{ctx_.config.pipeline.retry_backoff_initial, ctx_.config.pipeline.retry_backoff_max},
       rng_(std::random_device{}()),
       log_(worker_logger(index)),
+      dead_letters_(ctx_.dead_letter_producer),
       lease_keeper_(ctx_.config, owner_, ctx_.stats, log_) {
     for (const auto& b : ctx_.config.bindings)
         if (!handlers_.count(b.handler))
@@ -77,11 +79,11 @@ void Worker::run(std::stop_token stop) {
         if (index_ == 0) prune_if_due();
         auto batch = inbox_.take_batch(static_cast<std::size_t>(p.batch_size), p.linger, stop);
         if (batch.empty()) continue;
-        run_batch(std::move(batch), stop);
+        run_batch(std::move(batch));
     }
 }
 
-void Worker::run_batch(std::vector<PendingRecord> batch, std::stop_token stop) {
+void Worker::run_batch(std::vector<PendingRecord> batch) {
     std::deque<BatchItem> items;  // a deque never moves its elements: they point into themselves
     for (auto& r : batch) items.emplace_back(std::move(r));
     ctx_.stats.batches++;
@@ -90,15 +92,14 @@ void Worker::run_batch(std::vector<PendingRecord> batch, std::stop_token stop) {
         prepare_items(items);
         claim_step(items);
         ctx_.failpoints.hit("after_claim");
-        std::vector<TokenRequest> held;
-        for (const auto& item : items)
-            if (item.token) held.push_back({item.key, *item.token});
-        lease_keeper_.hold(std::move(held));
+        lease_keeper_.hold(open_claims(items));
         transaction_step(items);
         ctx_.failpoints.hit("after_pg_commit");
         complete_step(items);
+        lease_keeper_.hold(open_claims(items));  // completed claims need no renewal
         dead_letter_step(items);
         healthy_ = true;
+        other_failures_ = 0;
         if (pg_down_logged_) log_->info("PostgreSQL is reachable again");
         pg_down_logged_ = false;
     } catch (const std::exception& e) {
@@ -107,9 +108,15 @@ void Worker::run_batch(std::vector<PendingRecord> batch, std::stop_token stop) {
         // make running those again harmless. Put everything back and wait.
         ctx_.stats.batch_failures++;
         healthy_ = false;
-        bool pg_gone = dynamic_cast<const pqxx::failure*>(&e) != nullptr;
+        bool pg_gone = dynamic_cast<const pqxx::broken_connection*>(&e) != nullptr ||
+                       (dynamic_cast<const pqxx::failure*>(&e) != nullptr &&
+                        classify_pg_error(e) != PgFailure::retryable &&
+                        classify_pg_error(e) != PgFailure::permanent);
         if (pg_gone) drop_postgres();
-        int failures = pg_gone ? ++pg_failures_ : ++redis_failures_;
+        bool redis_gone = dynamic_cast<const RedisError*>(&e) != nullptr;
+        int failures = pg_gone      ? ++pg_failures_
+                       : redis_gone ? ++redis_failures_
+                                    : ++other_failures_;
         auto delay = retry_delay(failures);
         // Once per outage, not once per retry: an operator needs the state change.
         if (!pg_gone || !pg_down_logged_)
@@ -119,7 +126,7 @@ void Worker::run_batch(std::vector<PendingRecord> batch, std::stop_token stop) {
         for (auto& item : items) item.requeue(delay, e.what());
     }
     lease_keeper_.clear();
-    (void)stop;  // a batch in hand is always finished: its claims and offsets settle
+    // A batch in hand is always finished, even when stopping: its claims and offsets settle.
     release_step(items);
     hand_back(items);
 }
@@ -199,7 +206,9 @@ void Worker::claim_step(std::deque<BatchItem>& items) {
             case ClaimStatus::conflict: {
                 item.pending.nacks++;
                 ctx_.stats.conflicts++;
-                auto delay = std::max(r.retry_after, retry_delay(item.pending.nacks));
+                // The holder usually finishes long before its lease runs out:
+                // back off exponentially, never past the remaining lease.
+                auto delay = std::min(r.retry_after, retry_delay(item.pending.nacks));
                 if (item.fate == Fate::pending)
                     item.requeue(delay, "claimed by another worker (CONFLICT)");
                 hold_rest_of_partition(items, idx[n]);
@@ -210,28 +219,58 @@ void Worker::claim_step(std::deque<BatchItem>& items) {
 }
 
 void Worker::transaction_step(std::deque<BatchItem>& items) {
-    bool any = std::any_of(items.begin(), items.end(),
-                           [](const BatchItem& i) { return i.fate == Fate::pending; });
-    if (!any) return;
-    pqxx::work tx(postgres());
-    bool first = true;
-    for (std::size_t i = 0; i < items.size(); ++i) {
-        auto& item = items[i];
-        if (item.fate != Fate::pending) continue;
-        tx.exec(first ? kFirstSavepoint : kNextSavepoint);
-        ctx_.stats.postgres_round_trips++;
-        first = false;
-        run_one(tx, item, items, i);
-    }
-    tx.commit();
-    ctx_.stats.postgres_round_trips += 2;  // BEGIN and COMMIT
-    pg_failures_ = 0;
+    std::vector<std::size_t> pending;
+    for (std::size_t i = 0; i < items.size(); ++i)
+        if (items[i].fate == Fate::pending) pending.push_back(i);
+    if (pending.empty()) return;
+    // Records rarely fail, so the batch first runs without savepoints; if one
+    // fails, everything it did is rolled back and the batch runs again with a
+    // savepoint per record, where the failure rolls back alone.
+    if (run_transaction(items, pending, /*careful=*/false)) return;
+    for (auto i : pending) items[i].reset_to_pending();
+    run_transaction(items, pending, /*careful=*/true);
 }
 
-void Worker::run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<BatchItem>& items,
-                     std::size_t index) {
+bool Worker::run_transaction(std::deque<BatchItem>& items, const std::vector<std::size_t>& pending,
+                             bool careful) {
+    BatchTransaction batch(postgres());
+    auto& tx = batch.statements();
+    bool first = true;
+    for (auto i : pending) {
+        auto& item = items[i];
+        if (item.fate != Fate::pending) continue;  // held behind an earlier record
+        if (careful) {
+            tx.exec(first ? kFirstSavepoint : kNextSavepoint);
+            ctx_.stats.postgres_round_trips++;
+            first = false;
+        }
+        if (!run_one(tx, item, items, i, careful)) {
+            batch.rollback();
+            ctx_.stats.postgres_round_trips += 2;  // BEGIN and ROLLBACK
+            return false;
+        }
+    }
+    batch.commit();
+    ctx_.stats.postgres_round_trips += 2;  // BEGIN and COMMIT
+    pg_failures_ = 0;
+    return true;
+}
+
+bool Worker::run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<BatchItem>& items,
+                     std::size_t index, bool careful) {
     const auto& binding = *item.binding;
     const auto& record = item.pending.record;
+    // Read before anything is written: a bad sequence field is the record's
+    // fault alone and needs no rollback.
+    SequenceValue seq;
+    if (binding.sequence) {
+        try {
+            seq = extract_sequence(*binding.sequence, item.payload);
+        } catch (const PermanentError& e) {
+            item.dead_letter(e.what());
+            return true;
+        }
+    }
     try {
         ProcessedRow row{ctx_.config.kafka.group_id,
                          item.key,
@@ -240,45 +279,51 @@ void Worker::run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<Bat
                          record.offset,
                          ProcessedOutcome::applied,
                          {}};
+        std::optional<SequenceStep> step;
+        if (binding.sequence)
+            step.emplace(
+                SequenceStep{binding.handler, seq.entity, seq.sequence, binding.sequence->mode});
         ctx_.stats.postgres_round_trips++;
-        if (auto existing = insert_processed(tx, row)) {
-            item.result = existing->result;
-            item.previously_dead_lettered = existing->outcome == "DEAD_LETTERED";
-            item.finish(Outcome::duplicate_postgres);
-            return;
-        }
-        if (binding.sequence) {
-            auto seq = extract_sequence(*binding.sequence, item.payload);
+        auto start = start_record(tx, row, step);
+        if (start.duplicate) {
             ctx_.stats.postgres_round_trips++;
-            auto verdict = advance_sequence(tx, binding.sequence->mode, binding.handler, seq.entity,
-                                            seq.sequence);
-            if (!verdict) throw RetryableError("sequence of " + seq.entity + " moved concurrently");
-            if (*verdict == SequenceVerdict::stale) {
-                update_processed(tx, row.consumer_group, item.key, ProcessedOutcome::stale, "");
-                ctx_.stats.postgres_round_trips++;
-                item.finish(Outcome::stale);
-                return;
+            item.result = start.duplicate->result;
+            item.previously_dead_lettered = start.duplicate->outcome == "DEAD_LETTERED";
+            item.finish(Outcome::duplicate_postgres);
+            return true;
+        }
+        if (!start.verdict)
+            throw RetryableError("sequence of " + seq.entity + " moved concurrently");
+        if (*start.verdict == SequenceVerdict::stale) {
+            update_processed(tx, row.consumer_group, item.key, ProcessedOutcome::stale, "");
+            ctx_.stats.postgres_round_trips++;
+            item.finish(Outcome::stale);
+            return true;
+        }
+        if (*start.verdict == SequenceVerdict::gap) {
+            // Not applied, so its dedup row must not stay.
+            if (careful)
+                tx.exec(kRollbackRecord);
+            else
+                delete_processed(tx, row.consumer_group, item.key);
+            ctx_.stats.postgres_round_trips++;
+            auto now = Clock::now();
+            if (item.pending.gap_since == Clock::time_point{}) item.pending.gap_since = now;
+            if (now - item.pending.gap_since >= binding.sequence->gap_timeout) {
+                item.record_dead_letter_key = false;
+                item.dead_letter("sequence gap for " + seq.entity + ": " +
+                                 std::to_string(seq.sequence) +
+                                 " never became next within gap_timeout");
+            } else {
+                // Parked, not held: the predecessor may be right behind it.
+                // Capped at 1 s so a filled gap is noticed soon.
+                auto delay = std::min(retry_delay(++item.pending.gap_waits), milliseconds(1000));
+                item.park(delay, "waiting for an earlier sequence of " + seq.entity);
             }
-            if (*verdict == SequenceVerdict::gap) {
-                tx.exec(kRollbackRecord);  // the dedup row must not stay: it was not applied
-                auto now = Clock::now();
-                if (item.pending.gap_since == Clock::time_point{}) item.pending.gap_since = now;
-                if (now - item.pending.gap_since >= binding.sequence->gap_timeout) {
-                    item.record_dead_letter_key = false;
-                    item.dead_letter("sequence gap for " + seq.entity + ": " +
-                                     std::to_string(seq.sequence) +
-                                     " never became next within gap_timeout");
-                } else {
-                    // Parked, not held: the predecessor may be right behind it.
-                    // Capped at 1 s so a filled gap is noticed soon.
-                    auto delay =
-                        std::min(retry_delay(++item.pending.gap_waits), milliseconds(1000));
-                    item.park(delay, "waiting for an earlier sequence of " + seq.entity);
-                }
-                return;
-            }
+            return true;
         }
         HandlerContext hctx(tx, record, item.key, item.payload, *log_, item.pending.attempts + 1);
+        ctx_.stats.postgres_round_trips++;  // a handler's statements, at least one
         handlers_.at(binding.handler)->handle(hctx);
         if (!hctx.result().empty()) {
             update_processed(tx, row.consumer_group, item.key, ProcessedOutcome::applied,
@@ -287,23 +332,24 @@ void Worker::run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<Bat
         }
         item.result = hctx.result();
         item.finish(Outcome::applied);
+        return true;
     } catch (const std::exception& e) {
         PgFailure kind = dynamic_cast<const PermanentError*>(&e)   ? PgFailure::permanent
                          : dynamic_cast<const RetryableError*>(&e) ? PgFailure::retryable
                                                                    : classify_pg_error(e);
         if (kind == PgFailure::connection_lost || kind == PgFailure::outcome_unknown) throw;
+        if (!careful) return false;
         tx.exec(kRollbackRecord);
         ctx_.stats.postgres_round_trips++;
-        if (kind == PgFailure::permanent) {
-            item.pending.attempts++;
-            item.dead_letter(e.what());
-            return;
-        }
         item.pending.attempts++;
+        if (kind == PgFailure::permanent) {
+            item.dead_letter(e.what());
+            return true;
+        }
         if (item.pending.attempts >= binding.max_attempts) {
             item.dead_letter("gave up after " + std::to_string(item.pending.attempts) +
                              " attempts: " + e.what());
-            return;
+            return true;
         }
         ctx_.stats.retries++;
         auto delay = retry_delay(item.pending.attempts);
@@ -311,6 +357,7 @@ void Worker::run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<Bat
                    delay.count(), e.what());
         item.requeue(delay, e.what());
         hold_rest_of_partition(items, index);
+        return true;
     }
 }
 
@@ -351,13 +398,12 @@ void Worker::dead_letter_step(std::deque<BatchItem>& items) {
         for (auto* item : dead) {
             std::string topic = item->binding ? item->binding->dead_letter_topic
                                               : item->pending.record.topic.value + ".dlq";
-            ctx_.dead_letters.produce(
-                make_dead_letter(item->pending, topic, item->error, item->key));
+            dead_letters_.produce(make_dead_letter(item->pending, topic, item->error, item->key));
         }
-        ctx_.dead_letters.flush(milliseconds(30000));
+        dead_letters_.flush(milliseconds(30000));
     } catch (const std::exception& e) {
         // Not acknowledged by Kafka: the record must not be skipped. Try again later.
-        auto delay = retry_delay(++redis_failures_);
+        auto delay = retry_delay(++other_failures_);
         log_->error("dead-letter produce failed, {} records kept and retried in {} ms: {}",
                     dead.size(), delay.count(), e.what());
         for (auto* item : dead) item->requeue(delay, e.what());
@@ -366,15 +412,16 @@ void Worker::dead_letter_step(std::deque<BatchItem>& items) {
     // Durable record of the dead letter, so a redelivery after Redis loss does not
     // produce it again (records without a key have no row: they are at-least-once).
     {
-        pqxx::work tx(postgres());
+        BatchTransaction batch(postgres());
         for (auto* item : dead) {
             if (item->key.empty() || !item->record_dead_letter_key) continue;
             const auto& r = item->pending.record;
             insert_processed(
-                tx, {ctx_.config.kafka.group_id, item->key, item->token.value_or(FencingToken{0}),
-                     r.topic_partition(), r.offset, ProcessedOutcome::dead_lettered, item->error});
+                batch.statements(),
+                {ctx_.config.kafka.group_id, item->key, item->token.value_or(FencingToken{0}),
+                 r.topic_partition(), r.offset, ProcessedOutcome::dead_lettered, item->error});
         }
-        tx.commit();
+        batch.commit();
     }
     std::vector<CompleteRequest> requests;
     for (auto* item : dead) {
@@ -461,6 +508,13 @@ void Worker::hand_back(std::deque<BatchItem>& items) {
     inbox_.finish_batch(std::move(requeue), hold, std::move(parked));
 }
 
+std::vector<TokenRequest> Worker::open_claims(const std::deque<BatchItem>& items) {
+    std::vector<TokenRequest> held;
+    for (const auto& item : items)
+        if (item.token) held.push_back({item.key, *item.token});
+    return held;
+}
+
 void Worker::hold_rest_of_partition(std::deque<BatchItem>& items, std::size_t index) {
     auto tp = items[index].partition();
     for (std::size_t j = index + 1; j < items.size(); ++j)
@@ -476,9 +530,10 @@ void Worker::prune_if_due() {
         std::size_t total = 0;
         // Small chunks, each its own transaction: never one long lock-holding delete.
         for (int chunk = 0; chunk < 100; ++chunk) {
-            pqxx::work tx(postgres());
-            auto deleted = prune_processed(tx, ctx_.config.postgres.dedup_retention, 1000);
-            tx.commit();
+            BatchTransaction batch(postgres());
+            auto deleted =
+                prune_processed(batch.statements(), ctx_.config.postgres.dedup_retention, 1000);
+            batch.commit();
             total += deleted;
             if (deleted < 1000) break;
         }

@@ -9,6 +9,7 @@
 // requested, finishing the batch in hand. Connections are opened lazily and
 // reopened with backoff after failures, so a dependency down at start-up
 // pauses the worker instead of failing the process.
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <map>
@@ -42,7 +43,7 @@ struct FinishedOffset {
 struct WorkerContext {
     const Config& config;
     const HandlerRegistry& handlers;
-    KafkaProducer& dead_letters;  // thread-safe
+    ProducerOptions dead_letter_producer;  // each worker has its own producer
     PipelineStats& stats;
     Failpoints& failpoints;
     // Called from the worker thread with offsets whose outcome is durable.
@@ -66,20 +67,28 @@ public:
 
 private:
     void run(std::stop_token stop);
-    void run_batch(std::vector<PendingRecord> batch, std::stop_token stop);
+    void run_batch(std::vector<PendingRecord> batch);
 
     // Steps of one batch; each leaves every item with a fate.
     void prepare_items(std::deque<BatchItem>& items);
     void claim_step(std::deque<BatchItem>& items);
     void transaction_step(std::deque<BatchItem>& items);
-    void run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<BatchItem>& items,
-                 std::size_t index);
+    // One transaction over the pending items. `careful`: a savepoint per record,
+    // so a failing record rolls back alone. Otherwise none (two round trips per
+    // record fewer); returns false, with the transaction aborted, as soon as a
+    // record fails, and the caller re-runs the batch carefully.
+    bool run_transaction(std::deque<BatchItem>& items, const std::vector<std::size_t>& pending,
+                         bool careful);
+    // Returns false only in the optimistic pass, when the record failed.
+    bool run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<BatchItem>& items,
+                 std::size_t index, bool careful);
     void complete_step(std::deque<BatchItem>& items);
     void dead_letter_step(std::deque<BatchItem>& items);
     void release_step(std::deque<BatchItem>& items);
     void hand_back(std::deque<BatchItem>& items);
 
     // Requeues later pending items of the same partition: order is per partition.
+    static std::vector<TokenRequest> open_claims(const std::deque<BatchItem>& items);
     void hold_rest_of_partition(std::deque<BatchItem>& items, std::size_t index);
     std::chrono::milliseconds retry_delay(int attempt);
 
@@ -101,6 +110,9 @@ private:
     std::shared_ptr<spdlog::logger> log_;
     std::map<std::string, std::unique_ptr<Handler>> handlers_;  // by handler name
 
+    // Its own, so a delivery failure reported during one worker's flush can never
+    // be taken for (or hidden from) another worker's dead letters.
+    KafkaProducer dead_letters_;
     std::optional<RedisConnection> redis_;
     std::optional<ClaimStore> claims_;
     std::chrono::steady_clock::time_point redis_retry_at_{};
@@ -108,6 +120,7 @@ private:
     bool redis_down_logged_ = false;
     std::unique_ptr<pqxx::connection> pg_;
     int pg_failures_ = 0;
+    int other_failures_ = 0;  // batch failures of neither Redis nor PostgreSQL (e.g. the DLQ)
     bool pg_down_logged_ = false;
     std::chrono::steady_clock::time_point next_prune_{};
     std::atomic<bool> healthy_{true};

@@ -42,17 +42,19 @@ std::vector<PendingRecord> WorkerInbox::take_batch(std::size_t max,
                                                    std::chrono::milliseconds linger,
                                                    std::stop_token stop) {
     std::unique_lock lock(mutex_);
-    std::optional<Clock::time_point> linger_end;
+    constexpr auto kUnset = Clock::time_point::max();
+    auto linger_end = kUnset;  // set when the first record became ready
     while (!stop.stop_requested()) {
         auto now = Clock::now();
-        auto next_release = Clock::time_point::max();
+        auto next_release = kUnset;
         std::size_t ready = ready_count(now, &next_release);
-        if (ready > 0 && !linger_end) linger_end = now + linger;
-        if (ready >= max || (ready > 0 && now >= *linger_end)) break;
-        auto wake = linger_end ? std::min(*linger_end, next_release) : next_release;
+        if (ready == 0) linger_end = kUnset;  // e.g. dropped by a revoke: wait afresh
+        if (ready > 0 && linger_end == kUnset) linger_end = now + linger;
+        if (ready >= max || (ready > 0 && now >= linger_end)) break;
+        auto wake = std::min(linger_end, next_release);
         auto seen = generation_;
         auto changed = [&] { return generation_ != seen; };
-        if (wake == Clock::time_point::max())
+        if (wake == kUnset)
             changed_.wait(lock, stop, changed);
         else
             changed_.wait_until(lock, stop, wake, changed);
@@ -147,9 +149,13 @@ bool WorkerInbox::drop_partitions(const std::vector<TopicPartition>& partitions,
 std::size_t WorkerInbox::queued(const TopicPartition& tp) const {
     std::lock_guard lock(mutex_);
     auto it = queues_.find(tp);
-    auto pk = parked_.find(tp);
-    return (it == queues_.end() ? 0 : it->second.size()) +
-           (pk == parked_.end() ? 0 : pk->second.size());
+    return it == queues_.end() ? 0 : it->second.size();
+}
+
+std::size_t WorkerInbox::parked(const TopicPartition& tp) const {
+    std::lock_guard lock(mutex_);
+    auto it = parked_.find(tp);
+    return it == parked_.end() ? 0 : it->second.size();
 }
 
 std::size_t WorkerInbox::queued_total() const {

@@ -56,7 +56,11 @@ public:
     // Returns false if the deadline passed first.
     bool drop_partitions(const std::vector<TopicPartition>& partitions, Clock::time_point deadline);
 
+    // Records waiting in the partition's queue, parked ones excluded: the
+    // daemon pauses a partition on this, and pausing for parked records could
+    // keep out the very predecessor they wait for.
     std::size_t queued(const TopicPartition& tp) const;
+    std::size_t parked(const TopicPartition& tp) const;
     std::size_t queued_total() const;
     bool batch_in_progress() const;
 

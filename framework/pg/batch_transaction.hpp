@@ -1,0 +1,37 @@
+#pragma once
+// A database transaction whose BEGIN / COMMIT / ROLLBACK exo sends itself, on a
+// pqxx::nontransaction. Why not pqxx::work: libpqxx 6.4's dbtransaction aborts
+// the whole transaction when a statement run with exec() fails (exec_prepared
+// does not), after which ROLLBACK TO SAVEPOINT is impossible and one handler's
+// constraint violation would sink its batch on every retry. Here a failed
+// statement leaves the server-side transaction for the caller to roll back to
+// a savepoint.
+//
+// Lifecycle: BEGIN in the constructor; commit() or rollback() once; the
+// destructor rolls back what was not committed (best effort, never throws).
+// Errors: every method throws pqxx exceptions (classify with classify_pg_error).
+// A COMMIT whose answer is lost throws pqxx::broken_connection: the outcome is
+// then unknown and the caller must retry through the dedup rows.
+#include <pqxx/connection>
+#include <pqxx/nontransaction>
+
+namespace exo {
+
+class BatchTransaction {
+public:
+    explicit BatchTransaction(pqxx::connection& connection);
+    BatchTransaction(const BatchTransaction&) = delete;
+    BatchTransaction& operator=(const BatchTransaction&) = delete;
+    ~BatchTransaction();
+
+    // For the framework's statements and the handler's.
+    pqxx::transaction_base& statements() { return tx_; }
+    void commit();
+    void rollback();
+
+private:
+    pqxx::nontransaction tx_;
+    bool open_ = false;
+};
+
+}  // namespace exo
