@@ -178,6 +178,23 @@ TEST_CASE(
     CHECK(h.count("SELECT count(*) FROM exo_processed WHERE outcome = 'DEAD_LETTERED'") == 2);
 }
 
+TEST_CASE(
+    "a handler statement failing through exec() rolls back alone and its record is "
+    "dead-lettered while the rest of its batch applies") {
+    PipelineHarness h({.name = "exec_fail", .partitions = 1, .handler = "misbehaving_ledger"});
+    h.produce({payment("ok-1", "acc-1", 1, 1), payment("divzero-2", "acc-2", 5, 1),
+               payment("ok-3", "acc-3", 7, 1)});
+    RunningDaemon d(h.config(), h.registry(), h.bootstrap());
+    REQUIRE(h.wait_until_consumed(60s));
+    d.stop();
+    CHECK(h.balances() == std::map<std::string, std::int64_t>{{"acc-1", 1}, {"acc-3", 7}});
+    CHECK(d.stats().dead_lettered == 1);  // division by zero is a data error: permanent
+    CHECK(d.stats().batch_failures == 0);
+    auto dlq = read_topic(h.bootstrap(), h.topic() + ".dlq", 1);
+    REQUIRE(dlq.size() == 1);
+    CHECK(header(dlq[0], "exo-error").find("division by zero") != std::string::npos);
+}
+
 TEST_CASE("in strict mode a gap that is never filled is dead-lettered after gap_timeout") {
     PipelineHarness h({.name = "gap", .partitions = 1, .gap_timeout = 1500ms});
     h.produce({payment("g-2", "acc-1", 5, 2), payment("h-1", "acc-2", 9, 1)});

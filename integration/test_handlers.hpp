@@ -4,6 +4,9 @@
 //   slow-*    sleeps `slow_for` before applying (a long handler, a held key)
 //   flaky-*   throws RetryableError on attempts 1 and 2, succeeds on attempt 3
 //   poison-*  throws PermanentError (a record that can never apply)
+//   divzero-* runs a failing statement through exec() (not exec_prepared): the
+//             way most libpqxx code is written, and the way that used to make
+//             libpqxx abort the whole batch transaction
 #include <chrono>
 #include <thread>
 
@@ -22,6 +25,7 @@ public:
         if (key.rfind("flaky-", 0) == 0 && ctx.attempt() < 3)
             throw RetryableError("flaky: attempt " + std::to_string(ctx.attempt()));
         if (key.rfind("poison-", 0) == 0) throw PermanentError("poison record refused");
+        if (key.rfind("divzero-", 0) == 0) ctx.transaction().exec("SELECT 1 / 0");
         ledger_.handle(ctx);
     }
 

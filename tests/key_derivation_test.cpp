@@ -313,3 +313,22 @@ TEST_SUITE("extract_sequence") {
         sequence_error_of("][");
     }
 }
+
+TEST_CASE("binary idempotency keys are hex-encoded so keys that differ after a NUL stay apart") {
+    using exo::text_safe;
+    CHECK(text_safe("evt-1") == "evt-1");
+    CHECK(text_safe("caf\xc3\xa9") == "caf\xc3\xa9");  // valid UTF-8 is kept
+    CHECK(text_safe(std::string("a\0b", 3)) == "binary:610062");
+    CHECK(text_safe(std::string("a\0c", 3)) != text_safe(std::string("a\0b", 3)));
+    CHECK(text_safe("\xff\x10") == "binary:ff10");  // not UTF-8
+    CHECK(text_safe("\xc3") == "binary:c3");        // truncated sequence
+}
+
+TEST_CASE("a binary header key becomes its hex form") {
+    exo::Record r;
+    r.topic = exo::Topic{"t"};
+    r.headers.push_back({"id", std::string("\x01\x00\x02", 3)});
+    exo::JsonPayload payload(r.value);
+    CHECK(exo::derive_idempotency_key({exo::KeySourceKind::header, "id"}, r, payload) ==
+          "binary:010002");
+}
