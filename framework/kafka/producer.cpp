@@ -132,7 +132,9 @@ void KafkaProducer::delivery_trampoline(rd_kafka_t*, const rd_kafka_message_t* m
     try {
         doing = "delivering a record to " +
                 describe_target(rd_kafka_topic_name(message->rkt), message->partition) + " (" +
-                rd_kafka_message_errstr(message) + ")";
+                // Not rd_kafka_message_errstr(): on a delivery report its "error
+                // string" is the payload, not NUL-terminated, and must not be logged.
+                rd_kafka_err2str(message->err) + ")";
     } catch (...) {
         // Out of memory while describing it: the code alone still fails the flush.
     }

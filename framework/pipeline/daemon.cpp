@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <map>
 #include <random>
 
 namespace exo {
@@ -166,16 +167,19 @@ void Daemon::commit_finished(bool synchronous, const std::vector<TopicPartition>
 
 void Daemon::drain(const std::vector<TopicPartition>& partitions, const char* why) {
     if (partitions.empty()) return;
+    std::map<Worker*, std::vector<TopicPartition>> per_worker;
+    for (const auto& tp : partitions) per_worker[&worker_for(tp)].push_back(tp);
+    // Drop everywhere first, so no worker starts another batch of a revoked
+    // partition while an earlier one is being waited for; then wait.
+    for (auto& [worker, mine] : per_worker)
+        worker->inbox().drop_partitions(mine, Clock::now());
     auto deadline = Clock::now() + config_.pipeline.shutdown_timeout;
-    for (auto& w : workers_) {
-        std::vector<TopicPartition> mine;
-        for (const auto& tp : partitions)
-            if (&worker_for(tp) == w.get()) mine.push_back(tp);
-        if (!mine.empty() && !w->inbox().drop_partitions(mine, deadline))
-            spdlog::warn(
-                "{}: a batch of {} did not finish within {} ms; its records will be "
-                "redelivered and deduplicated",
-                why, describe(mine), config_.pipeline.shutdown_timeout.count());
+    for (auto& [worker, mine] : per_worker) {
+        if (worker->inbox().drop_partitions(mine, deadline)) continue;
+        worker->abandon_leases();
+        spdlog::warn("{}: a batch of {} did not finish within {} ms; its claims are abandoned "
+                     "and its records will be redelivered and deduplicated",
+                     why, describe(mine), config_.pipeline.shutdown_timeout.count());
     }
 }
 

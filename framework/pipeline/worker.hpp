@@ -62,6 +62,11 @@ public:
     void start();
     void request_stop() { thread_.request_stop(); }
     void join();
+    // Stops renewing the claims of the batch in hand: called when a revoke's
+    // drain deadline passed, so the partition's new owner can take the claims
+    // over after one lease instead of waiting for this batch (PostgreSQL then
+    // decides which transaction wins).
+    void abandon_leases() { lease_keeper_.clear(); }
     // True while the worker's dependencies answered on their last use.
     bool healthy() const { return healthy_.load(); }
 
