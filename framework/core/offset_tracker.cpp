@@ -3,8 +3,8 @@
 namespace exo {
 
 void PartitionOffsets::track(Offset offset) {
-    if (highest_tracked_ && offset.value <= *highest_tracked_) return;
-    highest_tracked_ = offset.value;
+    if (committed_next_ && offset.value < *committed_next_) return;  // durable already
+    if (!highest_tracked_ || offset.value > *highest_tracked_) highest_tracked_ = offset.value;
     unfinished_.insert(offset.value);
 }
 

@@ -4,7 +4,7 @@
 // committed, however out of order records finish. Offsets need not be
 // contiguous (compaction and transaction markers leave gaps).
 //
-// Pure and not thread-safe: SharedOffsetTracker (pipeline/) adds the lock.
+// Pure and not thread-safe: the daemon guards it with a mutex.
 #include <map>
 #include <optional>
 #include <set>
@@ -16,8 +16,11 @@ namespace exo {
 
 class PartitionOffsets {
 public:
-    // Records must be tracked in increasing offset order (as Kafka delivers them);
-    // tracking an offset at or below the highest one tracked is ignored (a re-fetch).
+    // Every record handed to a worker is tracked, and stays unfinished until its
+    // finish(). A re-fetch (after a seek, or records of a revoked-and-reassigned
+    // partition arriving in one poll with older ones) is tracked again: it is
+    // being processed again, so nothing may be committed past it meanwhile.
+    // Offsets below the last commit are durable already and ignored.
     void track(Offset offset);
     // Marks a tracked offset finished; unknown offsets are ignored.
     void finish(Offset offset);
