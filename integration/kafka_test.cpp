@@ -273,36 +273,63 @@ TEST_CASE(
     CHECK(poll_for(second, 200ms).empty());
 }
 
-TEST_CASE("a paused partition delivers nothing until it is resumed") {
+TEST_CASE(
+    "a paused partition delivers nothing until it is resumed, then continues without gaps or "
+    "repeats") {
     exo::MockCluster cluster(1);
     const auto topic = unique_name("pause");
     cluster.create_topic(topic, 2);
-    RecordingListener listener;
-    KafkaConsumer consumer(
-        consumer_options(cluster.bootstrap_servers(), unique_name("pause-group"), topic), listener);
-    // Paused from inside on_assigned, as the pipeline does while a dependency is down.
-    listener.after_assign = [&](const std::vector<TopicPartition>&) {
-        consumer.pause({tp(topic, 0)});
-    };
-    poll_until(consumer, [&](auto&) { return listener.assigned.size() == 2; });
-    {
-        auto producer = make_producer(cluster.bootstrap_servers());
-        for (int i = 0; i < 3; ++i) {
+    auto producer = make_producer(cluster.bootstrap_servers());
+    auto produce_three = [&](int first) {
+        for (int i = first; i < first + 3; ++i) {
             producer.produce(outgoing(topic, 0, "p0-" + std::to_string(i)));
             producer.produce(outgoing(topic, 1, "p1-" + std::to_string(i)));
         }
         producer.flush(10s);
-    }
+    };
+    auto offsets_in = [](const std::vector<Record>& records, int partition) {
+        std::vector<std::int64_t> offsets;
+        for (const auto& r : records)
+            if (r.partition.value == partition) offsets.push_back(r.offset.value);
+        return offsets;
+    };
+    using Offsets = std::vector<std::int64_t>;
+
+    RecordingListener listener;
+    KafkaConsumer consumer(
+        consumer_options(cluster.bootstrap_servers(), unique_name("pause-group"), topic), listener);
+    // Paused from inside on_assigned, as the pipeline does while a dependency is down.
+    // librdkafka 2.0.2 can lose a pause racing the assignment's fetch start (#2190);
+    // run the test many times to see the consumer cover for it.
+    listener.after_assign = [&](const std::vector<TopicPartition>&) {
+        consumer.pause({tp(topic, 0)});
+    };
+    poll_until(consumer, [&](auto&) { return listener.assigned.size() == 2; });
+    produce_three(0);
     auto while_paused = poll_until(consumer, [](auto& all) { return count_in(all, 1) >= 3; });
-    for (auto& r : poll_for(consumer, 1s)) while_paused.push_back(std::move(r));
-    CHECK(count_in(while_paused, 0) == 0);
-    CHECK(count_in(while_paused, 1) == 3);
+    for (auto& r : poll_for(consumer, 500ms)) while_paused.push_back(std::move(r));
+    CHECK(offsets_in(while_paused, 0).empty());
+    CHECK(offsets_in(while_paused, 1) == Offsets{0, 1, 2});
 
     consumer.resume({tp(topic, 0)});
     auto after_resume = poll_until(consumer, [](auto& all) { return count_in(all, 0) >= 3; });
-    CHECK(count_in(after_resume, 0) == 3);
-    CHECK(count_in(after_resume, 1) == 0);
-    CHECK(after_resume.front().value == "p0-0");
+    for (auto& r : poll_for(consumer, 300ms)) after_resume.push_back(std::move(r));
+    CHECK(offsets_in(after_resume, 0) == Offsets{0, 1, 2});
+    CHECK(offsets_in(after_resume, 1).empty());
+
+    // A partition that is already fetching is paused in librdkafka at once.
+    consumer.pause({tp(topic, 1)});
+    produce_three(3);
+    auto second_pause = poll_until(consumer, [](auto& all) { return count_in(all, 0) >= 3; });
+    for (auto& r : poll_for(consumer, 500ms)) second_pause.push_back(std::move(r));
+    CHECK(offsets_in(second_pause, 0) == Offsets{3, 4, 5});
+    CHECK(offsets_in(second_pause, 1).empty());
+
+    consumer.resume({tp(topic, 1)});
+    auto second_resume = poll_until(consumer, [](auto& all) { return count_in(all, 1) >= 3; });
+    for (auto& r : poll_for(consumer, 300ms)) second_resume.push_back(std::move(r));
+    CHECK(offsets_in(second_resume, 1) == Offsets{3, 4, 5});
+    CHECK(offsets_in(second_resume, 0).empty());
 }
 
 TEST_CASE("a property librdkafka rejects is reported as a KafkaConfigError naming it") {
@@ -370,51 +397,72 @@ TEST_CASE("flushing records that cannot be delivered throws KafkaError") {
     }
 }
 
-TEST_CASE("a cooperative-sticky member gets partitions incrementally and gives up only some") {
+TEST_CASE(
+    "a cooperative-sticky member gets partitions incrementally, gives up only some and keeps the "
+    "others paused") {
     exo::MockCluster cluster(1);
     const auto topic = unique_name("coop");
     const auto group = unique_name("coop-group");
     cluster.create_topic(topic, 4);
     const std::map<std::string, std::string> cooperative = {
         {"partition.assignment.strategy", "cooperative-sticky"}};
+    auto producer = make_producer(cluster.bootstrap_servers());
+    auto produce_one_each = [&](const std::string& value) {
+        for (int p = 0; p < 4; ++p) producer.produce(outgoing(topic, p, value));
+        producer.flush(10s);
+    };
+    const std::vector<TopicPartition> all = {tp(topic, 0), tp(topic, 1), tp(topic, 2),
+                                             tp(topic, 3)};
 
     RecordingListener first_listener;
     KafkaConsumer first(consumer_options(cluster.bootstrap_servers(), group, topic, cooperative),
                         first_listener);
-    poll_until(first, [&](auto&) { return first_listener.assigned.size() == 4; });
+    produce_one_each("a");
+    CHECK(poll_until(first, [](auto& got) { return got.size() >= 4; }).size() == 4);
+    CHECK(first_listener.assigned == std::set<TopicPartition>(all.begin(), all.end()));
     CHECK(first_listener.revocations.empty());
+    first.pause(all);  // every partition is fetching: paused in librdkafka at once
 
-    // A second member: the first keeps consuming while it hands over two partitions.
+    // A second member: the first hands over two partitions and keeps two, still paused.
     RecordingListener second_listener;
     KafkaConsumer second(consumer_options(cluster.bootstrap_servers(), group, topic, cooperative),
                          second_listener);
+    std::vector<Record> got_first, got_second;
     const auto deadline = std::chrono::steady_clock::now() + 30s;
     while (second_listener.assigned.size() != 2 || first_listener.assigned.size() != 2) {
         REQUIRE(std::chrono::steady_clock::now() < deadline);
-        first.poll(10, 50ms);
-        second.poll(10, 50ms);
+        for (auto& r : first.poll(10, 50ms)) got_first.push_back(std::move(r));
+        for (auto& r : second.poll(10, 50ms)) got_second.push_back(std::move(r));
     }
     REQUIRE(first_listener.revocations.size() == 1);
     CHECK(first_listener.revocations[0].first.size() == 2);
     CHECK_FALSE(first_listener.revocations[0].second);
     for (const auto& p : second_listener.assigned) CHECK(first_listener.assigned.count(p) == 0);
 
-    // Both consume their own partitions.
-    {
-        auto producer = make_producer(cluster.bootstrap_servers());
-        for (int p = 0; p < 4; ++p) producer.produce(outgoing(topic, p, std::to_string(p)));
-        producer.flush(10s);
-    }
-    std::vector<Record> got_first, got_second;
+    // Nothing was committed, so the second member reads its partitions from the start.
+    produce_one_each("b");
     const auto consume_deadline = std::chrono::steady_clock::now() + 20s;
-    while (got_first.size() + got_second.size() < 4) {
+    while (got_second.size() < 4) {
         REQUIRE(std::chrono::steady_clock::now() < consume_deadline);
         for (auto& r : first.poll(10, 50ms)) got_first.push_back(std::move(r));
         for (auto& r : second.poll(10, 50ms)) got_second.push_back(std::move(r));
     }
-    for (const auto& r : got_first) CHECK(first_listener.assigned.count(r.topic_partition()) == 1);
+    for (auto& r : poll_for(first, 300ms)) got_first.push_back(std::move(r));
+    CHECK(got_first.empty());  // its two partitions are still paused
     for (const auto& r : got_second)
         CHECK(second_listener.assigned.count(r.topic_partition()) == 1);
+
+    const std::vector<TopicPartition> kept(first_listener.assigned.begin(),
+                                           first_listener.assigned.end());
+    first.resume(kept);
+    got_first = poll_until(first, [](auto& got) { return got.size() >= 2; });
+    for (auto& r : poll_for(first, 300ms)) got_first.push_back(std::move(r));
+    REQUIRE(got_first.size() == 2);
+    for (const auto& r : got_first) {
+        CHECK(first_listener.assigned.count(r.topic_partition()) == 1);
+        CHECK(r.value == "b");
+        CHECK(r.offset.value == 1);
+    }
 
     second.close();
     first.close();

@@ -131,8 +131,16 @@ KafkaConsumer::KafkaConsumer(const ConsumerOptions& options, RebalanceListener& 
                                "' could not be created: " + reason + "; fix the kafka properties");
     conf.release();  // rd_kafka_new took it
 
+    // From here a failure must close the handle while the members its callbacks
+    // use still exist (no destructor runs for a throwing constructor).
+    auto close_and_throw = [this](rd_kafka_resp_err_t err, const std::string& doing) {
+        if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return;
+        closed_ = true;
+        rd_kafka_consumer_close(handle_.get());
+        throw_if_kafka_error(err, doing);
+    };
     // One queue for messages, rebalances and errors, all served by rd_kafka_consumer_poll.
-    throw_if_kafka_error(
+    close_and_throw(
         rd_kafka_poll_set_consumer(handle_.get()),
         "redirecting the main queue of group '" + group_id_ + "' to the consumer queue");
     queue_.reset(rd_kafka_queue_get_consumer(handle_.get()));
@@ -141,8 +149,8 @@ KafkaConsumer::KafkaConsumer(const ConsumerOptions& options, RebalanceListener& 
         rd_kafka_topic_partition_list_new(static_cast<int>(options.topics.size())));
     for (const auto& topic : options.topics)
         rd_kafka_topic_partition_list_add(topics.get(), topic.c_str(), RD_KAFKA_PARTITION_UA);
-    throw_if_kafka_error(rd_kafka_subscribe(handle_.get(), topics.get()),
-                         "subscribing group '" + group_id_ + "' to its topics");
+    close_and_throw(rd_kafka_subscribe(handle_.get(), topics.get()),
+                    "subscribing group '" + group_id_ + "' to its topics");
 }
 
 KafkaConsumer::~KafkaConsumer() {
@@ -169,7 +177,9 @@ std::vector<Record> KafkaConsumer::poll(std::size_t max_records,
                          false);
     std::vector<Record> records;
     if (max_records == 0) return records;
+    take_held(max_records, records);  // resumed partitions first: they are older
 
+    std::vector<TopicPartition> repause;
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     rd_kafka_t* rk = handle_.get();
     while (records.size() < max_records) {
@@ -185,7 +195,7 @@ std::vector<Record> KafkaConsumer::poll(std::size_t max_records,
             continue;  // woken without a message (e.g. after a rebalance): wait the rest
         }
         if (message->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-            records.push_back(copy_record(*message));
+            deliver(copy_record(*message), records, repause);
             continue;
         }
         if (message->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) continue;
@@ -209,21 +219,107 @@ std::vector<Record> KafkaConsumer::poll(std::size_t max_records,
             spdlog::warn("Kafka consumer of group '{}': {}", group_id_,
                          rd_kafka_message_errstr(message.get()));
     }
+    // A rebalance inside this call may have revoked some; a pause left on an
+    // unassigned partition would keep it paused if it came back.
+    std::erase_if(repause, [this](const TopicPartition& tp) {
+        auto it = assigned_.find(tp);
+        return it == assigned_.end() || !it->second.paused;
+    });
+    pause_in_librdkafka(repause);
     return records;
 }
 
-void KafkaConsumer::pause(const std::vector<TopicPartition>& partitions) {
+void KafkaConsumer::deliver(Record record, std::vector<Record>& out,
+                            std::vector<TopicPartition>& repause) {
+    auto it = assigned_.find(record.topic_partition());
+    if (it == assigned_.end()) {
+        // Left over from a partition already revoked: its new owner reads it.
+        spdlog::debug("Kafka consumer of group '{}': dropping a record of unassigned {}", group_id_,
+                      describe(record.topic_partition()));
+        return;
+    }
+    auto& state = it->second;
+    state.fetching = true;
+    if (!state.paused) {
+        out.push_back(std::move(record));
+        return;
+    }
+    // The librdkafka pause was deferred (the fetcher had not started) or lost:
+    // keep the record for resume() and pause now that the fetcher runs.
+    state.held.push_back(std::move(record));
+    if (std::find(repause.begin(), repause.end(), it->first) == repause.end())
+        repause.push_back(it->first);
+}
+
+void KafkaConsumer::take_held(std::size_t max_records, std::vector<Record>& out) {
+    for (auto& [tp, state] : assigned_) {
+        while (!state.paused && !state.held.empty() && out.size() < max_records) {
+            out.push_back(std::move(state.held.front()));
+            state.held.pop_front();
+        }
+    }
+}
+
+void KafkaConsumer::pause_in_librdkafka(const std::vector<TopicPartition>& partitions) {
     if (partitions.empty()) return;
     auto list = to_list(partitions);
     const std::string doing = "pausing " + describe(partitions) + " for group '" + group_id_ + "'";
     throw_if_kafka_error(rd_kafka_pause_partitions(handle_.get(), list.get()), doing);
     throw_first_partition_error(list.get(), doing);
+    for (const auto& tp : partitions)
+        if (auto it = assigned_.find(tp); it != assigned_.end())
+            it->second.paused_in_librdkafka = true;
+}
+
+void KafkaConsumer::forget(rd_kafka_t* rk, const std::vector<TopicPartition>& revoked) {
+    std::vector<TopicPartition> paused;
+    for (const auto& tp : revoked) {
+        auto it = assigned_.find(tp);
+        if (it == assigned_.end()) continue;
+        if (it->second.paused_in_librdkafka) paused.push_back(tp);
+        assigned_.erase(it);  // held records go too: never returned, so never committed
+    }
+    // librdkafka keeps a partition paused across unassign/assign; it must start
+    // fresh if it comes back. The unassign already queued its fetch stop, so this
+    // resume is ordered after it.
+    if (paused.empty()) return;
+    auto list = to_list(paused);
+    throw_if_kafka_error(
+        rd_kafka_resume_partitions(rk, list.get()),
+        "clearing the pause of revoked " + describe(paused) + " for group '" + group_id_ + "'");
+}
+
+void KafkaConsumer::pause(const std::vector<TopicPartition>& partitions) {
+    std::vector<TopicPartition> now;
+    for (const auto& tp : partitions) {
+        auto it = assigned_.find(tp);
+        if (it == assigned_.end()) continue;
+        auto& state = it->second;
+        state.paused = true;
+        // Until a record arrived, the assignment's fetch start may still be in
+        // flight: a pause now could be lost or drop it (see PartitionState).
+        if (state.fetching && !state.paused_in_librdkafka) now.push_back(tp);
+    }
+    pause_in_librdkafka(now);
 }
 
 void KafkaConsumer::resume(const std::vector<TopicPartition>& partitions) {
-    if (partitions.empty()) return;
-    auto list = to_list(partitions);
-    const std::string doing = "resuming " + describe(partitions) + " for group '" + group_id_ + "'";
+    std::vector<TopicPartition> restart;
+    for (const auto& tp : partitions) {
+        auto it = assigned_.find(tp);
+        if (it == assigned_.end() || !it->second.paused) continue;
+        it->second.paused = false;  // its held records are returned by the next poll()
+        if (it->second.paused_in_librdkafka) restart.push_back(tp);
+        it->second.paused_in_librdkafka = false;
+    }
+    if (restart.empty()) return;
+    auto list = to_list(restart);
+    const std::string doing = "resuming " + describe(restart) + " for group '" + group_id_ + "'";
+    // Pause again first: it sets the resume position to just after the last record
+    // polled. If the first pause was lost, resuming alone would restart from the
+    // position of an older op and deliver records a second time.
+    throw_if_kafka_error(rd_kafka_pause_partitions(handle_.get(), list.get()), doing);
+    throw_first_partition_error(list.get(), doing);
     throw_if_kafka_error(rd_kafka_resume_partitions(handle_.get(), list.get()), doing);
     throw_first_partition_error(list.get(), doing);
 }
@@ -342,6 +438,7 @@ void KafkaConsumer::on_rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err,
             throw_if_kafka_error(rd_kafka_incremental_assign(rk, partitions), doing);
         else
             throw_if_kafka_error(rd_kafka_assign(rk, partitions), doing);
+        for (const auto& tp : changed) assigned_[tp] = PartitionState{};
         // Cooperative rebalances often assign nothing new: not worth an info line.
         spdlog::log(changed.empty() ? spdlog::level::debug : spdlog::level::info,
                     "Kafka consumer {} of group '{}': assigned {} ({})", rd_kafka_name(rk),
@@ -363,10 +460,15 @@ void KafkaConsumer::on_rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err,
         }
         const std::string doing =
             "unassigning " + describe(changed) + " from group '" + group_id_ + "' member";
-        if (cooperative)
-            throw_if_kafka_error(rd_kafka_incremental_unassign(rk, partitions), doing);
-        else
-            throw_if_kafka_error(rd_kafka_assign(rk, nullptr), doing);
+        if (cooperative) {
+            KafkaErrorHandle error(rd_kafka_incremental_unassign(rk, partitions));
+            forget(rk, changed);
+            throw_if_kafka_error(error.release(), doing);
+        } else {
+            const rd_kafka_resp_err_t err = rd_kafka_assign(rk, nullptr);
+            forget(rk, changed);
+            throw_if_kafka_error(err, doing);
+        }
         return;
     }
 
@@ -385,8 +487,11 @@ void KafkaConsumer::on_rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err,
     } catch (...) {
         remember_failure(std::current_exception());
     }
-    throw_if_kafka_error(rd_kafka_assign(rk, nullptr),
-                         "clearing the assignment of group '" + group_id_ + "' member");
+    const rd_kafka_resp_err_t cleared = rd_kafka_assign(rk, nullptr);
+    std::vector<TopicPartition> all;
+    for (const auto& [tp, state] : assigned_) all.push_back(tp);
+    forget(rk, all);
+    throw_if_kafka_error(cleared, "clearing the assignment of group '" + group_id_ + "' member");
 }
 
 void KafkaConsumer::remember_failure(std::exception_ptr failure) noexcept {

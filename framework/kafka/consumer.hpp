@@ -8,6 +8,7 @@
 // Thread-safety: every method must be called from one thread (the poll thread);
 // the listener runs on that thread, inside poll() or close().
 #include <chrono>
+#include <deque>
 #include <exception>
 #include <map>
 #include <memory>
@@ -62,7 +63,12 @@ public:
     // committed past the dropped records, so they are redelivered).
     std::vector<Record> poll(std::size_t max_records, std::chrono::milliseconds timeout);
 
-    // Throws KafkaError if librdkafka refuses (e.g. a partition it does not know).
+    // Once pause() returns, poll() returns no record of these partitions until
+    // resume(), including records librdkafka had already fetched: those are held here
+    // and returned, in order and without gaps or repeats, after resume(). May be called
+    // from the listener. Partitions not currently assigned are ignored. A revoke drops
+    // the pause (a partition assigned again starts unpaused). Throws KafkaError if
+    // librdkafka refuses.
     void pause(const std::vector<TopicPartition>& partitions);
     void resume(const std::vector<TopicPartition>& partitions);
 
@@ -88,12 +94,32 @@ private:
                                      rd_kafka_topic_partition_list_t* partitions, void* opaque);
     static void async_commit_done(rd_kafka_t* rk, rd_kafka_resp_err_t err,
                                   rd_kafka_topic_partition_list_t* offsets, void* opaque);
-    // `rk` is the callback's handle: the rebalance callback can run inside
-    // rd_kafka_destroy, while handle_ is being reset.
+    // Runs inside rd_kafka_consumer_poll or rd_kafka_consumer_close (never inside
+    // rd_kafka_destroy: the consumer is always closed first, while every member the
+    // callback touches still exists).
     void on_rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err,
                       rd_kafka_topic_partition_list_t* partitions);
     void remember_failure(std::exception_ptr failure) noexcept;
     void rethrow_failure();
+    // Routes one fetched record: to `out`, or held back if its partition is paused.
+    void deliver(Record record, std::vector<Record>& out, std::vector<TopicPartition>& repause);
+    void take_held(std::size_t max_records, std::vector<Record>& out);
+    void pause_in_librdkafka(const std::vector<TopicPartition>& partitions);
+    void forget(rd_kafka_t* rk, const std::vector<TopicPartition>& revoked);
+
+    // librdkafka 2.0.2 gives every pause/resume and the assignment's fetch start a
+    // version and silently drops an op older than the last one served
+    // (confluentinc/librdkafka#2190, #5591). A pause racing the fetch start of a new
+    // assignment is then lost, or it drops the fetch start and the partition never
+    // fetches again. So the librdkafka pause is only issued once a record of the
+    // partition arrived (its fetcher has started), records of paused partitions are
+    // held here, and a lost pause is noticed by a record arriving and issued again.
+    struct PartitionState {
+        bool fetching = false;              // a record arrived since it was assigned
+        bool paused = false;                // paused by the caller
+        bool paused_in_librdkafka = false;  // rd_kafka_pause_partitions was issued
+        std::deque<Record> held;            // fetched while paused, not yet returned
+    };
 
     RebalanceListener& listener_;
     std::string group_id_;
@@ -107,6 +133,7 @@ private:
     // through C frames); rethrown by poll() or close().
     std::exception_ptr failure_;
     bool failed_ = false;  // a failure_ was rethrown: the consumer is unusable
+    std::map<TopicPartition, PartitionState> assigned_;  // the current assignment
     bool closed_ = false;
 };
 
