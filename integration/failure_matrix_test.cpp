@@ -19,6 +19,7 @@ using exo::testing::RunningDaemon;
 namespace {
 
 // Kafka protocol API keys (rdkafka_proto.h is not installed with the headers).
+constexpr int kApiProduce = 0;
 constexpr int kApiFetch = 1;
 constexpr int kApiOffsetCommit = 8;
 
@@ -193,6 +194,24 @@ TEST_CASE(
     auto dlq = read_topic(h.bootstrap(), h.topic() + ".dlq", 1);
     REQUIRE(dlq.size() == 1);
     CHECK(header(dlq[0], "exo-error").find("division by zero") != std::string::npos);
+}
+
+TEST_CASE("a dead letter that Kafka refuses is kept and retried, never skipped") {
+    PipelineHarness h({.name = "dlq_fail", .partitions = 1, .handler = "misbehaving_ledger"});
+    h.produce({payment("poison-1", "acc-1", 5, 1), payment("ok-2", "acc-2", 6, 1)});
+    // The daemon's first produce requests (its dead letters) are refused.
+    h.cluster().push_request_errors(kApiProduce, 6, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+    RunningDaemon d(h.config(), h.registry(), h.bootstrap());
+    REQUIRE(eventually([&] { return d.stats().dead_letter_failures > 0; }, 60s));
+    // Refused: the record is not finished, so no offset moves past it.
+    CHECK(d.stats().dead_lettered == 0);
+    REQUIRE(h.wait_until_consumed(60s));
+    d.stop();
+    CHECK(d.stats().dead_lettered == 1);
+    auto dlq = read_topic(h.bootstrap(), h.topic() + ".dlq", 1);
+    REQUIRE(dlq.size() >= 1);
+    CHECK(header(dlq[0], "exo-idempotency-key") == "poison-1");
+    CHECK(h.balances() == std::map<std::string, std::int64_t>{{"acc-2", 6}});
 }
 
 TEST_CASE("in strict mode a gap that is never filled is dead-lettered after gap_timeout") {

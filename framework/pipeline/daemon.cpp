@@ -171,15 +171,15 @@ void Daemon::drain(const std::vector<TopicPartition>& partitions, const char* wh
     for (const auto& tp : partitions) per_worker[&worker_for(tp)].push_back(tp);
     // Drop everywhere first, so no worker starts another batch of a revoked
     // partition while an earlier one is being waited for; then wait.
-    for (auto& [worker, mine] : per_worker)
-        worker->inbox().drop_partitions(mine, Clock::now());
+    for (auto& [worker, mine] : per_worker) worker->inbox().drop_partitions(mine, Clock::now());
     auto deadline = Clock::now() + config_.pipeline.shutdown_timeout;
     for (auto& [worker, mine] : per_worker) {
         if (worker->inbox().drop_partitions(mine, deadline)) continue;
         worker->abandon_leases();
-        spdlog::warn("{}: a batch of {} did not finish within {} ms; its claims are abandoned "
-                     "and its records will be redelivered and deduplicated",
-                     why, describe(mine), config_.pipeline.shutdown_timeout.count());
+        spdlog::warn(
+            "{}: a batch of {} did not finish within {} ms; its claims are abandoned "
+            "and its records will be redelivered and deduplicated",
+            why, describe(mine), config_.pipeline.shutdown_timeout.count());
     }
 }
 

@@ -18,11 +18,12 @@ struct PipelineStats {
     std::atomic<std::uint64_t> conflicts{0};            // NACKed: another owner held the key
     std::atomic<std::uint64_t> retries{0};              // retryable failures retried
     std::atomic<std::uint64_t> dead_lettered{0};
-    std::atomic<std::uint64_t> lost_completions{0};  // complete() found the claim taken over
-    std::atomic<std::uint64_t> lease_renewals{0};    // claims extended for slow handlers
-    std::atomic<std::uint64_t> leases_lost{0};       // extension found the claim taken over
-    std::atomic<std::uint64_t> assignments{0};       // rebalance callbacks that gave partitions
-    std::atomic<std::uint64_t> revocations{0};       // ... and that took them (lost included)
+    std::atomic<std::uint64_t> dead_letter_failures{0};  // DLQ produce failed: kept, retried
+    std::atomic<std::uint64_t> lost_completions{0};      // complete() found the claim taken over
+    std::atomic<std::uint64_t> lease_renewals{0};        // claims extended for slow handlers
+    std::atomic<std::uint64_t> leases_lost{0};           // extension found the claim taken over
+    std::atomic<std::uint64_t> assignments{0};           // rebalance callbacks that gave partitions
+    std::atomic<std::uint64_t> revocations{0};           // ... and that took them (lost included)
     std::atomic<std::uint64_t> batches{0};
     std::atomic<std::uint64_t> batch_failures{0};  // whole batch put back (dependency down)
     std::atomic<std::uint64_t> redis_round_trips{0};

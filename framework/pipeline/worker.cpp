@@ -403,6 +403,7 @@ void Worker::dead_letter_step(std::deque<BatchItem>& items) {
         dead_letters_.flush(milliseconds(30000));
     } catch (const std::exception& e) {
         // Not acknowledged by Kafka: the record must not be skipped. Try again later.
+        ctx_.stats.dead_letter_failures++;
         auto delay = retry_delay(++other_failures_);
         log_->error("dead-letter produce failed, {} records kept and retried in {} ms: {}",
                     dead.size(), delay.count(), e.what());
