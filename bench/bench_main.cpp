@@ -1,0 +1,243 @@
+// exo_bench: the benchmark of issue 4. The composition root: parses the
+// options, measures a round trip to each server, then per run sets up a
+// BenchWorld (mock Kafka with the workloads produced, a schema per scenario),
+// runs the scenarios side by side and finally prints the report.
+//
+// Exit status: 0 when every scenario completed and passed the exactly-once
+// check (targets missed are reported as FAIL lines, not in the status); 1 when
+// a scenario failed or a check did not pass; 2 for bad usage or a setup error.
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+#include "bench_options.hpp"
+#include "bench_world.hpp"
+#include "calibration.hpp"
+#include "config/config.hpp"
+#include "pipeline_scenario.hpp"
+#include "postgres_bare.hpp"
+#include "report.hpp"
+
+namespace exo::bench {
+namespace {
+
+void progress(const ScenarioResult& r, int run, int runs) {
+    if (!std::isnan(r.offered_rate))
+        std::cerr << fmt::format(
+            "[bench] run {}/{} {}: {} records at {:.0f}/s offered, p99 commit "
+            "latency {:.1f} ms{}\n",
+            run, runs, r.name, r.records, r.offered_rate, percentile(r.commit_latency_ms, 99),
+            r.failure.empty() ? "" : " FAILED: " + r.failure);
+    else
+        std::cerr << fmt::format(
+            "[bench] run {}/{} {}: {} records, {:.0f} records/s ({:.2f} s to the last commit, "
+            "{:.2f} s to all finished){}\n",
+            run, runs, r.name, r.records, r.records_per_s(), r.seconds_to_committed,
+            r.seconds_to_finished, r.failure.empty() ? "" : " FAILED: " + r.failure);
+}
+
+class Bench {
+public:
+    Bench(const BenchOptions& o, const Calibration& calibration)
+        : o_(o), servers_(calibration.servers) {}
+
+    void run_all() {
+        for (int run = 1; run <= o_.runs; ++run) run_once(run);
+    }
+    const BenchResults& results() const { return results_; }
+
+private:
+    bool needs_main() const {
+        for (const char* name : {"exo-default", "postgres-bare", "postgres-bare-savepoints",
+                                 "proto-set-framework", "proto-set-all"})
+            if (o_.wants(name)) return true;
+        for (const auto& e : o_.extras)
+            if (o_.wants(extra_name(e))) return true;
+        return false;
+    }
+    static std::string extra_name(const PipelineOverrides& e) { return "exo[" + e.spec + "]"; }
+
+    Config default_config(BenchWorld& world, const Isolation& iso, const std::string& topic) const {
+        auto c = world.pipeline_config(iso, topic);
+        if (o_.workers) c.pipeline.workers = *o_.workers;
+        return c;
+    }
+
+    void record(ScenarioResult r, int run) {
+        progress(r, run, o_.runs);
+        if (!o_.latency_csv.empty() && !r.commit_trace.empty()) {
+            std::ofstream csv(o_.latency_csv, run == 1 ? std::ios::trunc : std::ios::app);
+            if (run == 1) csv << "run,seconds_after_first_produce,produce_to_commit_ms\n";
+            for (const auto& [t, ms] : r.commit_trace) csv << run << ',' << t << ',' << ms << '\n';
+        }
+        results_.add(std::move(r));
+    }
+
+    void pipeline(BenchWorld& world, int run, const std::string& name, const TopicWorkload& w,
+                  const std::function<void(Config&)>& tune, double paced_rate = 0) {
+        auto iso = world.isolate(name);
+        PipelineScenario s{name,    default_config(world, iso, w.topic), &w, paced_rate, 1.0,
+                           servers_};
+        tune(s.config);
+        auto r = run_pipeline_scenario(world, iso, s, o_);
+        world.clean_up(iso);
+        record(std::move(r), run);
+    }
+
+    void bare(BenchWorld& world, int run, const TopicWorkload& w, const std::string& name,
+              BareMode mode) {
+        if (!o_.wants(name)) return;
+        BareOptions b;
+        b.name = name;
+        b.mode = mode;
+        b.servers = servers_;
+        // The same connections and batch size as exo-default.
+        b.threads = o_.workers.value_or(PipelineConfig{}.workers);
+        b.batch_size = PipelineConfig{}.batch_size;
+        auto iso = world.isolate(b.name);
+        auto r = run_postgres_bare(world, iso, w, b);
+        world.clean_up(iso);
+        record(std::move(r), run);
+    }
+
+    void run_once(int run) {
+        BenchWorld world(o_, run);
+        std::optional<TopicWorkload> main, baseline;
+        if (needs_main()) {
+            main = world.make_workload("main", o_.records);
+            double s = world.produce_all(*main);
+            std::cout
+                << fmt::format(
+                       "run {}/{}: produced {} records ({} unique events, {} duplicates, payload "
+                       "{}..{} bytes, avg {:.0f}) to {} in {:.1f} s\n",
+                       run, o_.runs, main->size(), main->workload.unique_events,
+                       main->workload.duplicates, main->payload_bytes_min, main->payload_bytes_max,
+                       main->payload_bytes_avg, main->topic, s)
+                << std::flush;
+        }
+        if (o_.wants("per-record")) {
+            baseline = world.make_workload("base", o_.baseline_records);
+            world.produce_all(*baseline);
+        }
+        auto keep = [](Config&) {};
+
+        if (o_.wants("exo-default")) pipeline(world, run, "exo-default", *main, keep);
+        for (const auto& e : o_.extras) {
+            if (!o_.wants(extra_name(e))) continue;
+            pipeline(world, run, extra_name(e), *main, [&e](Config& c) {
+                if (e.workers) c.pipeline.workers = *e.workers;
+                if (e.batch_size) c.pipeline.batch_size = *e.batch_size;
+                if (e.linger_ms) c.pipeline.linger = std::chrono::milliseconds(*e.linger_ms);
+                if (e.commit_interval_ms)
+                    c.kafka.commit_interval = std::chrono::milliseconds(*e.commit_interval_ms);
+            });
+        }
+        if (o_.wants("per-record"))
+            pipeline(world, run, "per-record", *baseline, [](Config& c) {
+                c.pipeline.batch_size = 1;
+                c.pipeline.workers = 1;
+                c.pipeline.linger = std::chrono::milliseconds(0);
+            });
+        bare(world, run, *main, "postgres-bare", BareMode::per_record);
+        bare(world, run, *main, "postgres-bare-savepoints", BareMode::per_record_savepoint);
+        bare(world, run, *main, "proto-set-framework", BareMode::set_framework);
+        bare(world, run, *main, "proto-set-all", BareMode::set_all);
+
+        if (o_.wants("exo-paced") && o_.paced_seconds > 0) {
+            double rate = o_.paced_rate.value_or(kNotMeasured);
+            if (!o_.paced_rate)
+                if (auto* runs = results_.find("exo-default")) rate = median_rate(*runs) / 2;
+            if (std::isnan(rate)) {
+                std::cerr << "[bench] exo-paced skipped: no exo-default rate to take 50% of "
+                             "(run exo-default or pass --paced-rate)\n";
+                return;
+            }
+            // One second more than asked: the first is warm-up, left out of the percentiles.
+            int count = std::max(1000, static_cast<int>(rate * (o_.paced_seconds + 1)));
+            auto paced = world.make_workload("paced", count);
+            pipeline(world, run, "exo-paced", paced, keep, rate);
+        }
+    }
+
+    const BenchOptions& o_;
+    ServerProcesses servers_;
+    BenchResults results_;
+};
+
+void print_header(const BenchOptions& o) {
+    PipelineConfig p;
+    std::cout << fmt::format(
+        "exo_bench records={} accounts={} partitions={} duplicate_ratio={} runs={} "
+        "baseline_records={}\n",
+        o.records, o.accounts, o.partitions, o.duplicate_ratio, o.runs, o.baseline_records);
+    std::cout << fmt::format(
+        "exo-default config: workers={} batch_size={} linger_ms={} commit_interval_ms={} "
+        "max_queued_per_partition={} (config.hpp defaults{}); binding: ledger, key /eventId, "
+        "sequence strict /accountId /sequenceId\n",
+        o.workers.value_or(p.workers), p.batch_size, p.linger.count(),
+        KafkaConfig{}.commit_interval.count(), p.max_queued_per_partition,
+        o.workers ? ", workers from --workers" : "");
+    std::cout << "per-record config: workers=1 batch_size=1 linger_ms=0; its workload has "
+              << o.baseline_records << " records (rates are compared as records/s)\n";
+    std::cout << "postgres-bare: the pipeline's per-record SQL via exo's prepared statements, "
+                 "transactions of batch_size records, one connection per exo-default worker, no "
+                 "Kafka, no Redis\n";
+    std::cout << "postgres-bare-savepoints: postgres-bare plus the worker's SAVEPOINT round trip "
+                 "per record\n";
+    std::cout << "proto-set-*: PROTOTYPES of a set-based batch (bench/set_based_prototype.hpp), "
+                 "not exo's code: proto-set-framework = dedup rows and sequences one statement per "
+                 "batch, handler per record, no savepoints; proto-set-all = the ledger effects "
+                 "set-based too\n";
+    const char* arenas = std::getenv("MALLOC_ARENA_MAX");
+    std::cout << "memory: RSS read per scenario (VmHWM reset before each); MALLOC_ARENA_MAX="
+              << (arenas ? arenas : "unset")
+              << " (when unset, glibc keeps the malloc arenas of every finished daemon's threads: "
+                 "the process RSS then grows from scenario to scenario while the heap in use does "
+                 "not)\n";
+    std::cout << "records/s is measured from the first poll to the group's last offset commit "
+                 "(group lag 0, checked every 20 ms once every record finished)"
+              << std::endl;
+}
+
+}  // namespace
+}  // namespace exo::bench
+
+int main(int argc, char** argv) {
+    using namespace exo::bench;
+    std::optional<BenchOptions> options;
+    try {
+        options = parse_bench_options(argc, argv);
+    } catch (const std::exception& e) {
+        std::cerr << "exo_bench: " << e.what() << "\n";
+        return 2;
+    }
+    if (!options) return 0;
+    spdlog::set_level(spdlog::level::from_str(options->log_level));
+    print_header(*options);
+
+    Calibration calibration;
+    try {
+        calibration = calibrate(*options);
+    } catch (const std::exception& e) {
+        std::cerr << "exo_bench: cannot reach the servers: " << e.what() << "\n";
+        return 2;
+    }
+    Bench bench(*options, calibration);
+    try {
+        bench.run_all();
+    } catch (const std::exception& e) {
+        std::cerr << "exo_bench: setup failed: " << e.what() << "\n";
+        print_report(std::cout, *options, calibration, bench.results());
+        return 2;
+    }
+    auto verdict = print_report(std::cout, *options, calibration, bench.results());
+    if (!verdict.correct) {
+        std::cout << "exo_bench: FAILED: a scenario did not complete or its exactly-once check "
+                     "failed (see FAILURE lines above)\n";
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,194 @@
+#include "bench_options.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+#include <stdexcept>
+
+namespace exo::bench {
+namespace {
+
+constexpr const char* kUsage = R"(usage: exo_bench [options]
+Runs the exo pipeline against an in-process mock Kafka cluster and the given Redis and
+PostgreSQL, next to a per-record baseline and the bare PostgreSQL limit; prints one line
+per figure (medians of --runs) and PASS/FAIL against the targets of issue 4.
+
+  --records N            messages in the main workload, duplicates included (200000)
+  --accounts N           accounts (sequence entities) (10000)
+  --partitions N         partitions of the benchmark topic (32)
+  --duplicate-ratio R    share of messages that re-send an earlier event (0.1)
+  --runs N               repetitions of every scenario; medians are reported (3)
+  --baseline-records N   messages for the slow per-record baseline; 0: --records (20000)
+  --postgres-uri URI     default $EXO_POSTGRES_URI
+  --redis-host HOST      default $EXO_REDIS_HOST, else 127.0.0.1
+  --redis-port PORT      default $EXO_REDIS_PORT, else 6379
+  --only NAME[,NAME]     run only these scenarios (repeatable): exo-default, per-record,
+                         postgres-bare, postgres-bare-savepoints, exo-paced, proto-set-framework,
+                         proto-set-all, or an --extra name (exo[SPEC])
+  --prototypes           also run postgres-bare-savepoints and the proto-set-* scenarios:
+                         what-if measurements for the report's proposals (not exo's code)
+  --workers N            workers of exo-default (default: the config default)
+  --extra SPEC           another pipeline scenario, SPEC like workers=2,batch_size=200,
+                         linger_ms=2,commit_interval_ms=200 (repeatable)
+  --paced-seconds S      length of the latency run at 50% of the max rate; 0 skips it (10)
+  --paced-rate R         records/s of that run (default: half of exo-default's median)
+  --latency-csv FILE     write exo-paced's per-event trace (run, seconds after the first
+                         produce, produce->commit ms) to FILE
+  --log-level LEVEL      the daemon's log level (warn)
+  --timeout-s S          per scenario (300)
+  --seed N               workload seed (42)
+)";
+
+int to_int(const std::string& flag, const std::string& v, int min) {
+    std::size_t used = 0;
+    int n = 0;
+    try {
+        n = std::stoi(v, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used != v.size() || n < min)
+        throw std::invalid_argument(flag + " wants an integer >= " + std::to_string(min) +
+                                    ", not '" + v + "'");
+    return n;
+}
+
+double to_double(const std::string& flag, const std::string& v, double min, double max) {
+    std::size_t used = 0;
+    double d = 0;
+    try {
+        d = std::stod(v, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used != v.size() || d < min || d > max)
+        throw std::invalid_argument(flag + " wants a number in [" + std::to_string(min) + ", " +
+                                    std::to_string(max) + "], not '" + v + "'");
+    return d;
+}
+
+// Splits at `sep` outside [...], so "exo[workers=2,batch_size=200]" stays whole.
+std::vector<std::string> split(const std::string& s, char sep) {
+    std::vector<std::string> out;
+    std::string part;
+    int depth = 0;
+    for (char c : s) {
+        if (c == '[') ++depth;
+        if (c == ']' && depth > 0) --depth;
+        if (c == sep && depth == 0) {
+            if (!part.empty()) out.push_back(part);
+            part.clear();
+        } else {
+            part += c;
+        }
+    }
+    if (!part.empty()) out.push_back(part);
+    return out;
+}
+
+PipelineOverrides parse_extra(const std::string& spec) {
+    PipelineOverrides o;
+    o.spec = spec;
+    for (const auto& item : split(spec, ',')) {
+        auto eq = item.find('=');
+        if (eq == std::string::npos)
+            throw std::invalid_argument("--extra: '" + item + "' is not name=value");
+        auto name = item.substr(0, eq);
+        auto value = item.substr(eq + 1);
+        if (name == "workers")
+            o.workers = to_int("--extra workers", value, 1);
+        else if (name == "batch_size")
+            o.batch_size = to_int("--extra batch_size", value, 1);
+        else if (name == "linger_ms")
+            o.linger_ms = to_int("--extra linger_ms", value, 0);
+        else if (name == "commit_interval_ms")
+            o.commit_interval_ms = to_int("--extra commit_interval_ms", value, 1);
+        else
+            throw std::invalid_argument("--extra: unknown field '" + name +
+                                        "' (workers, batch_size, linger_ms, commit_interval_ms)");
+    }
+    if (!o.workers && !o.batch_size && !o.linger_ms && !o.commit_interval_ms)
+        throw std::invalid_argument("--extra wants at least one name=value");
+    return o;
+}
+
+std::string env_or(const char* name, const std::string& fallback) {
+    const char* v = std::getenv(name);
+    return v != nullptr && *v != '\0' ? std::string(v) : fallback;
+}
+
+}  // namespace
+
+bool BenchOptions::wants(const std::string& scenario) const {
+    if (!only.empty()) return std::find(only.begin(), only.end(), scenario) != only.end();
+    if (scenario.rfind("proto-", 0) == 0 || scenario == "postgres-bare-savepoints")
+        return prototypes;
+    return true;
+}
+
+std::optional<BenchOptions> parse_bench_options(int argc, char** argv) {
+    BenchOptions o;
+    o.postgres_uri = env_or("EXO_POSTGRES_URI", "");
+    o.redis_host = env_or("EXO_REDIS_HOST", "127.0.0.1");
+    o.redis_port = to_int("EXO_REDIS_PORT", env_or("EXO_REDIS_PORT", "6379"), 1);
+
+    for (int i = 1; i < argc; ++i) {
+        std::string flag = argv[i];
+        if (flag == "--help" || flag == "-h") {
+            std::cout << kUsage;
+            return std::nullopt;
+        }
+        if (flag == "--prototypes") {
+            o.prototypes = true;
+            continue;
+        }
+        if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value (see --help)");
+        std::string v = argv[++i];
+        if (flag == "--records")
+            o.records = to_int(flag, v, 1);
+        else if (flag == "--accounts")
+            o.accounts = to_int(flag, v, 1);
+        else if (flag == "--partitions")
+            o.partitions = to_int(flag, v, 1);
+        else if (flag == "--duplicate-ratio")
+            o.duplicate_ratio = to_double(flag, v, 0, 0.9);
+        else if (flag == "--runs")
+            o.runs = to_int(flag, v, 1);
+        else if (flag == "--baseline-records")
+            o.baseline_records = to_int(flag, v, 0);
+        else if (flag == "--postgres-uri")
+            o.postgres_uri = v;
+        else if (flag == "--redis-host")
+            o.redis_host = v;
+        else if (flag == "--redis-port")
+            o.redis_port = to_int(flag, v, 1);
+        else if (flag == "--only")
+            for (auto& name : split(v, ',')) o.only.push_back(name);
+        else if (flag == "--workers")
+            o.workers = to_int(flag, v, 1);
+        else if (flag == "--extra")
+            o.extras.push_back(parse_extra(v));
+        else if (flag == "--paced-seconds")
+            o.paced_seconds = to_int(flag, v, 0);
+        else if (flag == "--paced-rate")
+            o.paced_rate = to_double(flag, v, 1, 1e7);
+        else if (flag == "--latency-csv")
+            o.latency_csv = v;
+        else if (flag == "--log-level")
+            o.log_level = v;
+        else if (flag == "--timeout-s")
+            o.timeout = std::chrono::seconds(to_int(flag, v, 1));
+        else if (flag == "--seed")
+            o.seed = static_cast<std::uint64_t>(to_int(flag, v, 0));
+        else
+            throw std::invalid_argument("unknown option " + flag + " (see --help)");
+    }
+    if (o.postgres_uri.empty())
+        throw std::invalid_argument(
+            "no PostgreSQL: pass --postgres-uri or set EXO_POSTGRES_URI (scripts/bench.sh "
+            "starts throw-away services and sets it)");
+    if (o.baseline_records == 0) o.baseline_records = o.records;
+    return o;
+}
+
+}  // namespace exo::bench

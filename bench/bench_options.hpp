@@ -1,0 +1,50 @@
+#pragma once
+// exo_bench's command line, parsed once into a plain struct (defaults are the
+// workload of issue 4). Addresses default to the EXO_* variables that
+// scripts/services.sh writes, like the integration tests.
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace exo::bench {
+
+// An extra pipeline scenario next to exo-default, e.g. "workers=2,batch_size=200,linger_ms=2".
+// Unset fields keep exo-default's value.
+struct PipelineOverrides {
+    std::string spec;  // as given, used in the scenario name
+    std::optional<int> workers;
+    std::optional<int> batch_size;
+    std::optional<int> linger_ms;
+    std::optional<int> commit_interval_ms;
+};
+
+struct BenchOptions {
+    int records = 200000;                   // messages of the main workload, duplicates included
+    int accounts = 10000;                   // distinct sequence entities
+    int partitions = 32;                    // of the benchmark topic
+    double duplicate_ratio = 0.1;           // share of messages that re-send an earlier event
+    int runs = 3;                           // each scenario runs this often; medians are reported
+    int baseline_records = 20000;           // per-record baseline workload; 0: same as records
+    std::string postgres_uri;               // required (EXO_POSTGRES_URI)
+    std::string redis_host;                 // EXO_REDIS_HOST, else 127.0.0.1
+    int redis_port = 6379;                  // EXO_REDIS_PORT, else 6379
+    std::vector<std::string> only;          // scenario names to run; empty: the default set
+    bool prototypes = false;                // also run the proto-set-* scenarios
+    std::optional<int> workers;             // exo-default workers; unset: the config default
+    std::vector<PipelineOverrides> extras;  // --extra, repeatable
+    int paced_seconds = 10;                 // length of the exo-paced run; 0: skip it
+    std::optional<double> paced_rate;       // records/s; unset: 50% of exo-default's median
+    std::string latency_csv;                // exo-paced's produce->commit trace, if set
+    std::string log_level = "warn";         // the daemon's spdlog level
+    std::chrono::seconds timeout{300};      // per scenario, from start to last commit
+    std::uint64_t seed = 42;
+
+    bool wants(const std::string& scenario) const;
+};
+
+// Throws std::invalid_argument with a message naming the flag. Returns nullopt
+// after printing the usage for --help.
+std::optional<BenchOptions> parse_bench_options(int argc, char** argv);
+
+}  // namespace exo::bench

@@ -1,0 +1,232 @@
+#include "bench_world.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <iostream>
+#include <pqxx/pqxx>
+#include <stdexcept>
+
+#include "kafka/producer.hpp"
+#include "kafka/rdkafka_handles.hpp"
+#include "pg/migrations.hpp"
+#include "redis/redis_connection.hpp"
+
+namespace exo::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The payment JSON plus a "note" that brings it to 100-200 bytes (the ledger
+// handler ignores unknown fields). The length depends on the event id only, so
+// a re-sent event has the same payload as the original.
+std::string padded_json(const Payment& p) {
+    std::string base = p.json();
+    std::size_t target = 100 + std::hash<std::string>{}(p.event_id) % 101;
+    constexpr std::size_t kFieldOverhead = sizeof(",\"note\":\"\"") - 1;
+    std::size_t pad =
+        target > base.size() + kFieldOverhead ? target - base.size() - kFieldOverhead : 0;
+    base.pop_back();  // the closing brace
+    return base + ",\"note\":\"" + std::string(pad, 'x') + "\"}";
+}
+
+// Lowest offset the mock cluster still holds per partition: non-zero means the
+// partition's 5 MiB limit dropped records.
+std::vector<std::int64_t> low_watermarks(const std::string& bootstrap, const std::string& topic,
+                                         int partitions) {
+    char err[512];
+    KafkaConf conf(rd_kafka_conf_new());
+    rd_kafka_conf_set(conf.get(), "bootstrap.servers", bootstrap.c_str(), err, sizeof err);
+    rd_kafka_conf_set(conf.get(), "log_level", "3", err, sizeof err);
+    KafkaHandle rk(rd_kafka_new(RD_KAFKA_CONSUMER, conf.get(), err, sizeof err));
+    if (!rk) throw std::runtime_error(std::string("cannot create a Kafka client: ") + err);
+    conf.release();
+    std::vector<std::int64_t> lows;
+    for (int p = 0; p < partitions; ++p) {
+        std::int64_t low = 0, high = 0;
+        auto e = rd_kafka_query_watermark_offsets(rk.get(), topic.c_str(), p, &low, &high, 10000);
+        if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
+            throw std::runtime_error("watermarks of " + topic + ": " + rd_kafka_err2str(e));
+        lows.push_back(low);
+    }
+    return lows;
+}
+
+std::string sanitize(std::string s) {
+    for (auto& c : s)
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) c = '_';
+    return s;
+}
+
+}  // namespace
+
+KeySource ledger_key_source() {
+    return {KeySourceKind::json, "/eventId"};
+}
+
+SequenceConfig ledger_sequence_config() {
+    return {"/accountId", "/sequenceId", SequenceMode::strict, std::chrono::milliseconds(60000)};
+}
+
+std::string with_search_path(const std::string& uri, const std::string& schema) {
+    return uri + (uri.find('?') == std::string::npos ? "?" : "&") + "options=-csearch_path%3D" +
+           schema;
+}
+
+BenchWorld::BenchWorld(const BenchOptions& options, int run)
+    : options_(options), run_(run), cluster_(1) {}
+
+TopicWorkload BenchWorld::make_workload(const std::string& prefix, int count) {
+    TopicWorkload t;
+    t.topic = fmt::format("bench_{}_r{}_{}", ::getpid(), run_, prefix);
+    WorkloadOptions wo;
+    wo.count = count;
+    wo.accounts = options_.accounts;
+    wo.duplicate_ratio = options_.duplicate_ratio;
+    wo.partitions = options_.partitions;
+    wo.seed = options_.seed + static_cast<std::uint64_t>(run_);
+    wo.event_prefix = prefix;
+    t.workload = generate_payments(wo);
+    t.payloads.reserve(t.workload.messages.size());
+    std::size_t total = 0;
+    t.payload_bytes_min = SIZE_MAX;
+    for (const auto& m : t.workload.messages) {
+        t.payloads.push_back(padded_json(m.payment));
+        auto n = t.payloads.back().size();
+        total += n;
+        t.payload_bytes_min = std::min(t.payload_bytes_min, n);
+        t.payload_bytes_max = std::max(t.payload_bytes_max, n);
+    }
+    t.payload_bytes_avg =
+        t.payloads.empty() ? 0 : static_cast<double>(total) / static_cast<double>(t.size());
+    cluster_.create_topic(t.topic, options_.partitions);
+    cluster_.create_topic(t.topic + ".dlq", 1);
+    return t;
+}
+
+double BenchWorld::produce_all(const TopicWorkload& w) {
+    auto start = Clock::now();
+    {
+        KafkaProducer producer(ProducerOptions{bootstrap(), {{"linger.ms", "20"}}});
+        for (std::size_t i = 0; i < w.size(); ++i) {
+            const auto& m = w.workload.messages[i];
+            producer.produce({w.topic, m.partition, m.payment.account_id, w.payloads[i], {}});
+        }
+        producer.flush(std::chrono::seconds(120));
+    }
+    double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    auto lows = low_watermarks(bootstrap(), w.topic, options_.partitions);
+    for (std::size_t p = 0; p < lows.size(); ++p)
+        if (lows[p] != 0)
+            throw std::runtime_error(fmt::format(
+                "the mock cluster dropped the first {} records of {}[{}] (it keeps at most 5 MiB "
+                "per partition): use more --partitions or fewer --records",
+                lows[p], w.topic, p));
+    return seconds;
+}
+
+Isolation BenchWorld::isolate(const std::string& scenario) {
+    Isolation iso;
+    iso.name = sanitize(fmt::format("bench_{}_r{}_{}", ::getpid(), run_, scenario));
+    iso.schema = iso.name;
+    iso.group = iso.name;
+    iso.key_prefix = iso.name;
+    {
+        pqxx::connection c(options_.postgres_uri);
+        pqxx::nontransaction tx(c);
+        tx.exec("DROP SCHEMA IF EXISTS " + iso.schema + " CASCADE");
+        tx.exec("CREATE SCHEMA " + iso.schema);
+    }
+    iso.uri = with_search_path(options_.postgres_uri, iso.schema);
+    pqxx::connection c(iso.uri);
+    apply_migrations(c);
+    return iso;
+}
+
+void BenchWorld::clean_up(const Isolation& iso) {
+    try {
+        pqxx::connection c(options_.postgres_uri);
+        pqxx::nontransaction tx(c);
+        tx.exec("DROP SCHEMA IF EXISTS " + iso.schema + " CASCADE");
+    } catch (const std::exception& e) {
+        std::cerr << "warning: could not drop schema " << iso.schema << ": " << e.what() << "\n";
+    }
+    try {
+        RedisConnection redis(RedisOptions{options_.redis_host, options_.redis_port, "", 0,
+                                           std::chrono::milliseconds(2000),
+                                           std::chrono::milliseconds(10000)});
+        std::string cursor = "0";
+        do {
+            auto reply =
+                redis.command({"SCAN", cursor, "MATCH", iso.key_prefix + ":*", "COUNT", "5000"});
+            if (reply.type != RedisReply::Type::array || reply.elements.size() != 2) break;
+            cursor = reply.elements[0].str;
+            std::vector<std::string> unlink{"UNLINK"};
+            for (const auto& k : reply.elements[1].elements) unlink.push_back(k.str);
+            if (unlink.size() > 1) redis.command(unlink);
+        } while (cursor != "0");
+    } catch (const std::exception& e) {
+        std::cerr << "warning: could not delete Redis keys " << iso.key_prefix << ":*: " << e.what()
+                  << "\n";
+    }
+}
+
+Config BenchWorld::pipeline_config(const Isolation& iso, const std::string& topic) const {
+    Config c;  // config.hpp defaults for everything not set here
+    c.kafka.bootstrap_servers = bootstrap();
+    c.kafka.group_id = iso.group;
+    // The mock cluster's settings from DESIGN.md section 8 / config/exo.yaml: a
+    // rejoin waits session.timeout.ms - 1 s, an empty fetch waits fetch.wait.max.ms.
+    c.kafka.properties = {{"session.timeout.ms", "6000"},
+                          {"heartbeat.interval.ms", "1000"},
+                          {"fetch.wait.max.ms", "20"}};
+    c.redis.host = options_.redis_host;
+    c.redis.port = options_.redis_port;
+    c.redis.key_prefix = iso.key_prefix;
+    c.postgres.uri = iso.uri;
+    c.logging.level = options_.log_level;
+    BindingConfig b;
+    b.topic = topic;
+    b.handler = "ledger";
+    b.key = ledger_key_source();
+    b.sequence = ledger_sequence_config();
+    b.dead_letter_topic = topic + ".dlq";
+    c.bindings.push_back(b);
+    return c;
+}
+
+std::string BenchWorld::check_exactly_once(const Isolation& iso, const PaymentWorkload& w) const {
+    pqxx::connection c(iso.uri);
+    pqxx::nontransaction tx(c);
+    std::map<std::string, std::int64_t> balances;
+    for (const auto& row : tx.exec("SELECT account_id, balance FROM accounts"))
+        balances[row[0].as<std::string>()] = row[1].as<std::int64_t>();
+    std::string problems;
+    if (balances != w.expected_balances) {
+        std::size_t wrong = 0;
+        std::string example;
+        for (const auto& [account, expected] : w.expected_balances) {
+            auto it = balances.find(account);
+            if (it == balances.end() || it->second != expected) {
+                if (wrong++ == 0)
+                    example = fmt::format(
+                        "{}: expected {}, found {}", account, expected,
+                        it == balances.end() ? std::string("no row") : std::to_string(it->second));
+            }
+        }
+        problems += fmt::format("{} of {} balances wrong (e.g. {}); {} accounts in the table; ",
+                                wrong, w.expected_balances.size(), example, balances.size());
+    }
+    auto count = [&](const char* sql) { return tx.exec(sql)[0][0].as<std::int64_t>(); };
+    auto expected = static_cast<std::int64_t>(w.unique_events);
+    auto entries = count("SELECT count(*) FROM ledger_entries");
+    if (entries != expected)
+        problems += fmt::format("ledger_entries has {} rows, expected {}; ", entries, expected);
+    auto applied = count("SELECT count(*) FROM exo_processed WHERE outcome = 'APPLIED'");
+    if (applied != expected)
+        problems +=
+            fmt::format("exo_processed has {} APPLIED rows, expected {}; ", applied, expected);
+    return problems;
+}
+
+}  // namespace exo::bench

@@ -1,0 +1,85 @@
+#pragma once
+// What one benchmark run sets up and tears down around its scenarios: an
+// in-process mock Kafka cluster holding the produced workloads, a fresh
+// PostgreSQL schema (migrated) and Redis key prefix per scenario, the pipeline
+// Config every scenario starts from, and the exactly-once check
+// (as integration/pipeline_harness.cpp's check_exactly_once).
+//
+// Lifecycle: one BenchWorld per run; destroyed (mock cluster and its data
+// gone) before the next. Not thread-safe: used from the main thread.
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench_options.hpp"
+#include "config/config.hpp"
+#include "kafka/mock_cluster.hpp"
+#include "workload/payments_workload.hpp"
+
+namespace exo::bench {
+
+// A workload and the topic it was (or will be) produced to.
+struct TopicWorkload {
+    std::string topic;
+    PaymentWorkload workload;
+    std::vector<std::string> payloads;  // per message: the padded JSON actually sent
+    std::size_t payload_bytes_min = 0, payload_bytes_max = 0;
+    double payload_bytes_avg = 0;
+    std::size_t size() const { return workload.messages.size(); }
+};
+
+// One scenario's private PostgreSQL schema and Redis key prefix.
+struct Isolation {
+    std::string name;        // unique, [a-z0-9_]
+    std::string schema;      // created and migrated
+    std::string uri;         // the base URI with search_path pinned to `schema`
+    std::string group;       // consumer group and dedup-row group
+    std::string key_prefix;  // Redis claim keys
+};
+
+class BenchWorld {
+public:
+    // Starts the mock cluster. Throws KafkaError.
+    BenchWorld(const BenchOptions& options, int run);
+
+    const std::string& bootstrap() const { return cluster_.bootstrap_servers(); }
+
+    // Generates a workload of `count` messages (event ids prefixed `prefix`) with
+    // 100-200-byte payloads and creates its topic (and the .dlq topic).
+    TopicWorkload make_workload(const std::string& prefix, int count);
+    // Produces every message and waits for the acknowledgements; then checks that
+    // the mock cluster kept all of them (each partition keeps at most 5 MiB).
+    // Throws std::runtime_error if not. Returns the seconds it took.
+    double produce_all(const TopicWorkload& w);
+
+    // A fresh schema (migrated) and names for one scenario.
+    Isolation isolate(const std::string& scenario);
+    // Drops the schema and the Redis keys of `iso`. Never throws (logs to stderr).
+    void clean_up(const Isolation& iso);
+
+    // The daemon config: config.hpp's defaults, the mock cluster's recommended
+    // consumer properties (as config/exo.yaml), the ledger binding of config/exo.yaml.
+    Config pipeline_config(const Isolation& iso, const std::string& topic) const;
+
+    // Empty if balances, ledger rows and APPLIED dedup rows equal the workload's
+    // exactly-once result; otherwise what differs.
+    std::string check_exactly_once(const Isolation& iso, const PaymentWorkload& w) const;
+
+private:
+    const BenchOptions& options_;
+    int run_;
+    MockCluster cluster_;
+};
+
+// The ledger binding of config/exo.yaml: key /eventId, strict sequence
+// /accountId /sequenceId.
+KeySource ledger_key_source();
+SequenceConfig ledger_sequence_config();
+
+// `uri` with libpq's options=-csearch_path=<schema> appended.
+std::string with_search_path(const std::string& uri, const std::string& schema);
+
+}  // namespace exo::bench

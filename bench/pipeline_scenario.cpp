@@ -1,0 +1,289 @@
+#include "pipeline_scenario.hpp"
+
+#include <fmt/format.h>
+#include <pthread.h>
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <exception>
+#include <iostream>
+#include <map>
+#include <pqxx/pqxx>
+#include <stop_token>
+#include <thread>
+#include <unordered_map>
+
+#include "handlers/register_handlers.hpp"
+#include "kafka/group_progress.hpp"
+#include "kafka/producer.hpp"
+#include "latency_handler.hpp"
+#include "pg_round_trips.hpp"
+#include "pipeline/daemon.hpp"
+#include "pipeline/failpoints.hpp"
+
+namespace exo::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// Threads the daemon starts inherit the name of the thread that starts them:
+// naming the daemon's thread names its workers too.
+constexpr const char* kDaemonThreadName = "exo-worker";
+
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+}
+
+std::int64_t wall_us() {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+// The daemon on its own thread, stopped (as by SIGTERM) and joined on destruction.
+class DaemonThread {
+public:
+    DaemonThread(const Config& config, const HandlerRegistry& registry,
+                 const std::string& bootstrap)
+        : daemon_(config, registry, failpoints_, bootstrap) {
+        thread_ = std::jthread([this](std::stop_token stop) {
+            ::pthread_setname_np(::pthread_self(), kDaemonThreadName);
+            tid_ = current_thread_id();
+            try {
+                daemon_.run(stop);
+            } catch (...) {
+                error_ = std::current_exception();
+                failed_ = true;
+            }
+        });
+    }
+    ~DaemonThread() { stop(); }
+
+    const Daemon& daemon() const { return daemon_; }
+    int thread_id() const { return tid_.load(); }
+    bool failed() const { return failed_.load(); }
+    std::string error() const {
+        try {
+            if (error_) std::rethrow_exception(error_);
+        } catch (const std::exception& e) {
+            return e.what();
+        }
+        return "";
+    }
+    void stop() {
+        if (!thread_.joinable()) return;
+        thread_.request_stop();
+        thread_.join();
+    }
+
+private:
+    Failpoints failpoints_;
+    Daemon daemon_;
+    std::exception_ptr error_;
+    std::atomic<bool> failed_{false};
+    std::atomic<int> tid_{0};
+    std::jthread thread_;  // last: joined before the daemon goes
+};
+
+std::map<int, std::string> thread_roles(const DaemonThread& d) {
+    return {{current_thread_id(), "bench-main"}, {d.thread_id(), "exo-poll"}};
+}
+
+// Produces `w` at `rate` records/s; returns the wall-clock time (us) each
+// event was first produced, by event id.
+std::unordered_map<std::string, std::int64_t> produce_paced(const std::string& bootstrap,
+                                                            const TopicWorkload& w, double rate,
+                                                            double& achieved) {
+    std::unordered_map<std::string, std::int64_t> first_sent;
+    // librdkafka's default linger (5 ms) is part of the measured latency; a shorter one
+    // would make the in-process mock broker burn the CPU the pipeline needs.
+    KafkaProducer producer(ProducerOptions{bootstrap, {{"linger.ms", "5"}}});
+    auto start = Clock::now();
+    auto due = [&](std::size_t i) {
+        return start + std::chrono::duration_cast<Clock::duration>(
+                           std::chrono::duration<double>(static_cast<double>(i) / rate));
+    };
+    // Every millisecond, produce what is due: at most 1000 wake-ups a second.
+    for (std::size_t i = 0; i < w.size();) {
+        auto now = Clock::now();
+        if (due(i) > now) {
+            std::this_thread::sleep_until(std::min(due(i), now + std::chrono::milliseconds(1)));
+            continue;
+        }
+        for (; i < w.size() && due(i) <= now; ++i) {
+            const auto& m = w.workload.messages[i];
+            first_sent.emplace(m.payment.event_id, wall_us());
+            producer.produce({w.topic, m.partition, m.payment.account_id, w.payloads[i], {}});
+        }
+    }
+    producer.flush(std::chrono::seconds(60));
+    achieved = static_cast<double>(w.size()) / seconds_between(start, Clock::now());
+    return first_sent;
+}
+
+// produce -> commit per ledger row (and when it was produced, in seconds after
+// `first_us`), or a note why it cannot be told.
+void commit_latencies(const Isolation& iso,
+                      const std::unordered_map<std::string, std::int64_t>& sent,
+                      std::int64_t first_us, double warm_up_s, ScenarioResult& r) {
+    pqxx::connection c(iso.uri);
+    pqxx::nontransaction tx(c);
+    if (tx.exec("SHOW track_commit_timestamp")[0][0].as<std::string>() != "on") {
+        r.latency_note =
+            "track_commit_timestamp is off in PostgreSQL (scripts/bench.sh turns it on): commit "
+            "latency not measured";
+        return;
+    }
+    auto rows = tx.exec(
+        "SELECT event_id, (extract(epoch FROM pg_xact_commit_timestamp(xmin)) * 1000000)::bigint"
+        " FROM ledger_entries");
+    for (const auto& row : rows) {
+        if (row[1].is_null()) continue;
+        auto it = sent.find(row[0].as<std::string>());
+        if (it == sent.end()) continue;
+        double ms = static_cast<double>(row[1].as<std::int64_t>() - it->second) / 1000.0;
+        double at = static_cast<double>(it->second - first_us) / 1e6;
+        if (at >= warm_up_s) r.commit_latency_ms.push_back(ms);
+        r.commit_trace.emplace_back(at, ms);
+    }
+    std::sort(r.commit_trace.begin(), r.commit_trace.end());
+    if (r.commit_trace.empty()) r.latency_note = "no commit timestamps found";
+}
+
+}  // namespace
+
+ScenarioResult run_pipeline_scenario(BenchWorld& world, const Isolation& iso,
+                                     const PipelineScenario& s, const BenchOptions& options) {
+    const auto& w = *s.workload;
+    const auto& topic = w.topic;
+    ScenarioResult r;
+    r.name = s.name;
+    r.records = w.size();
+    const bool paced = s.paced_rate > 0;
+
+    HandlerRegistry registry;
+    LatencyRecorder recorder;
+    if (paced)
+        register_timed_ledger(registry, recorder);
+    else
+        handlers::register_all(registry);
+
+    begin_memory_window();
+    r.memory_before = read_memory();
+    auto deadline = Clock::now() + options.timeout;
+    std::unordered_map<std::string, std::int64_t> sent;
+    Clock::time_point start;
+    CpuSnapshot cpu_start;
+    std::uint64_t sends_start = 0;
+    {
+        DaemonThread daemon(s.config, registry, world.bootstrap());
+        const auto& stats = daemon.daemon().stats();
+
+        if (paced) {
+            // Start producing once the group has its partitions, so the 3 s first
+            // join of the mock cluster is not counted as latency.
+            while (!daemon.daemon().ready() && !daemon.failed() && Clock::now() < deadline)
+                std::this_thread::sleep_for(milliseconds(5));
+            start = Clock::now();
+            cpu_start = cpu_snapshot(thread_roles(daemon), s.servers);
+            sends_start = postgres_sends();
+            r.offered_rate = s.paced_rate;
+            double achieved = 0;
+            if (daemon.daemon().ready())
+                sent = produce_paced(world.bootstrap(), w, s.paced_rate, achieved);
+            r.produced_rate = achieved;
+        } else {
+            while (stats.polled.load() == 0 && !daemon.failed() && Clock::now() < deadline)
+                std::this_thread::sleep_for(milliseconds(1));
+            start = Clock::now();
+            cpu_start = cpu_snapshot(thread_roles(daemon), s.servers);
+            sends_start = postgres_sends();
+        }
+
+        const auto total = static_cast<std::uint64_t>(r.records);
+        auto next_lag_check = Clock::now();
+        bool finished = false;
+        while (true) {
+            if (daemon.failed()) {
+                r.failure = "the daemon failed: " + daemon.error();
+                break;
+            }
+            auto now = Clock::now();
+            if (now > deadline) {
+                r.failure = fmt::format(
+                    "timed out after {} s: {} of {} records finished (raise --timeout-s?)",
+                    options.timeout.count(), stats.finished(), total);
+                break;
+            }
+            auto done = stats.finished();
+            if (r.rss_at_half_kb == 0 && done * 2 >= total)
+                r.rss_at_half_kb = read_memory().vm_rss_kb;
+            if (!finished && done >= total) {
+                finished = true;
+                r.seconds_to_finished = seconds_between(start, now);
+                r.cpu = cpu_between(cpu_start, cpu_snapshot(thread_roles(daemon), s.servers));
+                r.postgres_round_trips = static_cast<double>(postgres_sends() - sends_start);
+                r.rss_at_end_kb = read_memory().vm_rss_kb;
+            }
+            if (finished && now >= next_lag_check) {
+                auto lag = group_lag(world.bootstrap(), iso.group, topic);
+                if (lag && *lag == 0) {
+                    r.seconds_to_committed = seconds_between(start, Clock::now());
+                    break;
+                }
+                next_lag_check = Clock::now() + milliseconds(20);
+            }
+            std::this_thread::sleep_for(milliseconds(2));
+        }
+        r.stats = StatsCopy::of(stats);
+        auto ms = [](std::chrono::microseconds us) {
+            return static_cast<double>(us.count()) / 1e3;
+        };
+        if (stats.finished() > 0) {
+            r.poll_to_durable_p50_ms = ms(stats.latency.percentile(0.50));
+            r.poll_to_durable_p99_ms = ms(stats.latency.percentile(0.99));
+        }
+        daemon.stop();
+        if (r.failure.empty() && daemon.failed())
+            r.failure = "the daemon failed while stopping: " + daemon.error();
+    }
+    r.peak_rss_kb = read_memory().vm_hwm_kb;
+    r.redis_round_trips = static_cast<double>(r.stats.redis_round_trips);
+    r.postgres_round_trips_reported = static_cast<double>(r.stats.postgres_round_trips);
+    if (paced) {
+        std::int64_t first_us = INT64_MAX;
+        for (const auto& [event, us] : sent) first_us = std::min(first_us, us);
+        // Kafka timestamps have millisecond resolution: compare in whole milliseconds.
+        auto warm_up_end_us =
+            first_us / 1000 * 1000 + static_cast<std::int64_t>(s.warm_up_seconds * 1e6);
+        for (const auto& [produced_us, ms] : recorder.samples())
+            if (produced_us >= warm_up_end_us) r.handler_latency_ms.push_back(ms);
+        commit_latencies(iso, sent, first_us, s.warm_up_seconds, r);
+    }
+    if (r.failure.empty()) {
+        auto problems = world.check_exactly_once(iso, w.workload);
+        if (!problems.empty()) r.failure = "exactly-once check FAILED: " + problems;
+    }
+    return r;
+}
+
+StatsCopy StatsCopy::of(const PipelineStats& s) {
+    StatsCopy c;
+    c.polled = s.polled;
+    c.applied = s.applied;
+    c.duplicates_redis = s.duplicates_redis;
+    c.duplicates_postgres = s.duplicates_postgres;
+    c.stale = s.stale;
+    c.conflicts = s.conflicts;
+    c.retries = s.retries;
+    c.dead_lettered = s.dead_lettered;
+    c.batches = s.batches;
+    c.batch_failures = s.batch_failures;
+    c.redis_round_trips = s.redis_round_trips;
+    c.postgres_round_trips = s.postgres_round_trips;
+    return c;
+}
+
+}  // namespace exo::bench

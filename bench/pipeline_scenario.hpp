@@ -1,0 +1,35 @@
+#pragma once
+// One pipeline scenario: a Daemon (exo's real poll thread and workers) over a
+// topic of the mock cluster, timed from its first poll until the group's
+// committed offsets reach the end of the topic, then the exactly-once check.
+//
+// Max-rate runs consume a workload produced beforehand. A paced run produces
+// the workload while the daemon consumes, at `paced_rate` records/s, and
+// measures latency: produce -> PostgreSQL commit (from pg_xact_commit_timestamp
+// of each ledger row; needs track_commit_timestamp = on, which scripts/bench.sh
+// sets) and produce -> handler start. Events produced in the first
+// `warm_up_seconds` (connections opened, scripts loaded, the first fetches) are
+// left out of the percentiles; the trace keeps them.
+#include <string>
+
+#include "bench_world.hpp"
+#include "config/config.hpp"
+#include "scenario_result.hpp"
+
+namespace exo::bench {
+
+struct PipelineScenario {
+    std::string name;
+    Config config;                    // from BenchWorld::pipeline_config, then tuned
+    const TopicWorkload* workload{};  // produced already, unless paced_rate > 0
+    double paced_rate = 0;            // > 0: produce during the run at this rate
+    double warm_up_seconds = 1;       // paced: events produced earlier are not in the percentiles
+    ServerProcesses servers;          // for the CPU breakdown
+};
+
+// Never throws for a failure of the pipeline or the check: it is reported in
+// ScenarioResult::failure. Throws for a broken setup (services unreachable).
+ScenarioResult run_pipeline_scenario(BenchWorld& world, const Isolation& iso,
+                                     const PipelineScenario& scenario, const BenchOptions& options);
+
+}  // namespace exo::bench

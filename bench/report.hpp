@@ -1,0 +1,36 @@
+#pragma once
+// The benchmark's output: one line per figure and scenario (medians over the
+// runs, with every run's value), then the ratios and PASS/FAIL against the
+// targets of issue 4. Pure formatting: no I/O but the stream it writes to.
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "bench_options.hpp"
+#include "calibration.hpp"
+#include "scenario_result.hpp"
+
+namespace exo::bench {
+
+// Scenario names in the order they ran, and their results per run.
+struct BenchResults {
+    std::vector<std::string> order;
+    std::map<std::string, std::vector<ScenarioResult>> by_name;
+    void add(ScenarioResult r);
+    const std::vector<ScenarioResult>* find(const std::string& name) const;
+};
+
+// Median records/s (to the last commit) of a scenario's completed runs; NaN if none.
+double median_rate(const std::vector<ScenarioResult>& runs);
+
+struct Verdict {
+    bool correct = true;  // every run of every scenario completed and passed the check
+    int targets_met = 0;
+    int targets_checked = 0;
+};
+
+Verdict print_report(std::ostream& out, const BenchOptions& options, const Calibration& calibration,
+                     const BenchResults& results);
+
+}  // namespace exo::bench

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# THE benchmark command (README, issue 4): installs the Debian packages, builds exo_bench, starts
+# throw-away Redis and PostgreSQL (scripts/services.sh) in a temporary directory, turns on
+# PostgreSQL's track_commit_timestamp (the latency run reads commit times from it), runs
+# build/exo_bench with the arguments given, and stops and removes the services whatever happens.
+# exo_bench starts its own in-process mock Kafka cluster.
+#
+#   scripts/bench.sh                        the issue-4 workload: 200000 records, 3 runs
+#   scripts/bench.sh --records 20000 --runs 1 --only exo-default,postgres-bare
+#   scripts/bench.sh --help                 exo_bench's options
+#
+# Exit status: exo_bench's (0: every scenario completed and passed its exactly-once check, with
+# the targets printed as PASS/FAIL lines; 1: a scenario failed or a check did not pass; 2: bad
+# usage or setup). The output is also kept in $EXO_BUILD_DIR/bench-last.txt.
+#
+# Environment: EXO_BUILD_DIR (default <repo>/build), EXO_BUILD_TYPE (default RelWithDebInfo,
+# see scripts/build.sh), MALLOC_ARENA_MAX (default 2 for exo_bench, see below).
+set -euo pipefail
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+SCRIPTS="$REPO_ROOT/scripts"
+export EXO_BUILD_DIR="${EXO_BUILD_DIR:-$REPO_ROOT/build}"
+BENCH="$EXO_BUILD_DIR/exo_bench"
+KEPT_OUTPUT="$EXO_BUILD_DIR/bench-last.txt"
+
+SVC_DIR=""
+
+banner() { printf '\n==================== %s ====================\n' "$*" >&2; }
+note() { printf '[bench] %s\n' "$*" >&2; }
+
+# --help needs no services: answer it before installing or starting anything.
+for arg in "$@"; do
+    if [[ "$arg" == --help || "$arg" == -h ]]; then
+        if [[ ! -x "$BENCH" ]]; then
+            "$SCRIPTS/build.sh" --target exo_bench >&2
+        fi
+        exec "$BENCH" --help
+    fi
+done
+
+# shellcheck disable=SC2317  # reached through the EXIT trap
+on_exit() {
+    local rc=$?
+    trap - EXIT INT TERM
+    if [[ -n "$SVC_DIR" ]]; then
+        "$SCRIPTS/services.sh" stop "$SVC_DIR" || note "WARNING: stopping the services in $SVC_DIR failed"
+    fi
+    exit "$rc"
+}
+trap on_exit EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+fail() {
+    note "ERROR: $*"
+    exit 2
+}
+
+cd "$REPO_ROOT"
+
+banner "1/4 install dependencies"
+"$SCRIPTS/install-deps.sh"
+
+banner "2/4 build exo_bench"
+"$SCRIPTS/build.sh" --target exo_bench
+[[ -x "$BENCH" ]] || fail "$BENCH was not built"
+
+banner "3/4 start Redis and PostgreSQL"
+SVC_DIR="$(mktemp -d "${TMPDIR:-/tmp}/exo-bench.XXXXXX")"
+# exo_bench runs its own in-process mock Kafka cluster: no standalone one needed.
+EXO_SERVICES_KAFKA=0 "$SCRIPTS/services.sh" start "$SVC_DIR" || fail "the services did not start (see above)"
+# shellcheck source=/dev/null
+source "$SVC_DIR/services.env"
+# The latency run (exo-paced) measures produce -> commit with pg_xact_commit_timestamp(), which
+# needs track_commit_timestamp; it only takes effect after a restart.
+psql "$EXO_POSTGRES_URI" -qX -c "ALTER SYSTEM SET track_commit_timestamp = on" \
+    || fail "could not turn on track_commit_timestamp"
+"$SCRIPTS/services.sh" postgres-stop "$SVC_DIR"
+"$SCRIPTS/services.sh" postgres-start "$SVC_DIR" || fail "PostgreSQL did not restart (see above)"
+note "Redis 127.0.0.1:$EXO_REDIS_PORT, PostgreSQL $EXO_POSTGRES_URI (track_commit_timestamp on)"
+
+banner "4/4 run $BENCH${*:+ $*}"
+# The benchmark starts and stops a daemon per scenario in one process; glibc would keep every
+# finished daemon's per-thread malloc arenas, so the process's RSS would grow from scenario to
+# scenario (the heap in use does not). Two arenas keep the memory figures about exo.
+export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"
+rc=0
+"$BENCH" "$@" | tee "$KEPT_OUTPUT" || rc=${PIPESTATUS[0]}
+note "output kept in $KEPT_OUTPUT"
+exit "$rc"
