@@ -62,7 +62,7 @@ struct ClaimConfig {
 };
 
 struct PipelineConfig {
-    int workers = 1;         // threads, each with its own Redis and PostgreSQL connection
+    int workers = 2;         // threads, each with its own Redis and PostgreSQL connection
     int batch_size = 100;    // records per claim pipeline and per transaction
     milliseconds linger{5};  // wait this long for a batch to fill; 0: take what is there
     int max_queued_per_partition = 1000;   // the partition is paused above this
