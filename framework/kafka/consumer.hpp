@@ -87,8 +87,6 @@ public:
     // consumer is closed either way.
     void close();
 
-    const std::string& member_id_hint() const { return group_id_; }
-
 private:
     static void rebalance_trampoline(rd_kafka_t* rk, rd_kafka_resp_err_t err,
                                      rd_kafka_topic_partition_list_t* partitions, void* opaque);

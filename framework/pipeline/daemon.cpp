@@ -186,9 +186,9 @@ void Daemon::drain(const std::vector<TopicPartition>& partitions, const char* wh
 void Daemon::on_assigned(const std::vector<TopicPartition>& partitions) {
     spdlog::info("assigned: {}", describe(partitions));
     stats_.assignments++;
+    // The consumer drops a partition's pause on revoke, so a re-assigned one
+    // arrives unpaused: only our own bookkeeping needs resetting.
     assigned_.insert(partitions.begin(), partitions.end());
-    // A partition that was paused before a revoke must not stay paused.
-    consumer_->resume(partitions);
     for (const auto& tp : partitions) paused_.erase(tp);
 }
 
