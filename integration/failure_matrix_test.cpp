@@ -229,26 +229,38 @@ TEST_CASE("in strict mode a gap that is never filled is dead-lettered after gap_
     CHECK(h.count("SELECT count(*) FROM exo_processed WHERE idempotency_key = 'g-2'") == 0);
 }
 
+// The outage tests' common shape: the first half of `w` is consumed, `server`
+// (redis or postgres) is stopped, the second half produced while it is down,
+// `while_down` checks what the daemon does meanwhile, then the server returns
+// and everything must be consumed.
+template <class WhileDown>
+void through_outage(PipelineHarness& h, const exo::PaymentWorkload& w, const std::string& server,
+                    WhileDown while_down) {
+    auto [first, second] = halves(w);
+    h.produce(first);
+    REQUIRE(h.wait_until_consumed(60s));
+    exo::testing::services(server + "-stop");
+    h.produce(second);
+    while_down();
+    exo::testing::services(server + "-start");
+    REQUIRE(h.wait_until_consumed(90s));
+}
+
 TEST_CASE(
     "with Redis stopped mid-run the pause policy stalls, then completes exactly once after "
     "Redis returns") {
     PipelineHarness h({.name = "redis_pause"});
     auto w = exo::generate_payments(
         {.count = 1500, .accounts = 30, .duplicate_ratio = 0.2, .partitions = 4, .seed = 21});
-    auto [first, second] = halves(w);
     RunningDaemon d(h.config(), h.registry(), h.bootstrap());
-    h.produce(first);
-    REQUIRE(h.wait_until_consumed(60s));
-    exo::testing::services("redis-stop");
-    h.produce(second);
-    std::this_thread::sleep_for(2s);
-    auto finished_while_down = d.stats().finished();
-    std::this_thread::sleep_for(1500ms);
-    CHECK(d.stats().finished() == finished_while_down);  // stalled: no claims, no work
-    CHECK_FALSE(d.ready());
-    CHECK(exo::group_lag(h.bootstrap(), h.config().kafka.group_id, h.topic()) != 0);
-    exo::testing::services("redis-start");
-    REQUIRE(h.wait_until_consumed(60s));
+    through_outage(h, w, "redis", [&] {
+        std::this_thread::sleep_for(2s);
+        auto finished_while_down = d.stats().finished();
+        std::this_thread::sleep_for(1500ms);
+        CHECK(d.stats().finished() == finished_while_down);  // stalled: no claims, no work
+        CHECK_FALSE(d.ready());
+        CHECK(exo::group_lag(h.bootstrap(), h.config().kafka.group_id, h.topic()) != 0);
+    });
     d.stop();
     h.check_exactly_once(w);
 }
@@ -260,15 +272,10 @@ TEST_CASE(
         {.name = "redis_pg_only", .on_redis_down = exo::RedisDownPolicy::postgres_only});
     auto w = exo::generate_payments(
         {.count = 1500, .accounts = 30, .duplicate_ratio = 0.2, .partitions = 4, .seed = 22});
-    auto [first, second] = halves(w);
     RunningDaemon d(h.config(), h.registry(), h.bootstrap());
-    h.produce(first);
-    REQUIRE(h.wait_until_consumed(60s));
-    exo::testing::services("redis-stop");
-    h.produce(second);
-    bool consumed_while_down = h.wait_until_consumed(60s);
-    exo::testing::services("redis-start");
-    REQUIRE(consumed_while_down);
+    bool consumed_while_down = false;
+    through_outage(h, w, "redis", [&] { consumed_while_down = h.wait_until_consumed(60s); });
+    CHECK(consumed_while_down);
     d.stop();
     h.check_exactly_once(w);
     CHECK(d.stats().duplicates_postgres > 0);
@@ -280,17 +287,12 @@ TEST_CASE(
     PipelineHarness h({.name = "pg_down"});
     auto w = exo::generate_payments(
         {.count = 1500, .accounts = 30, .duplicate_ratio = 0.2, .partitions = 4, .seed = 23});
-    auto [first, second] = halves(w);
     RunningDaemon d(h.config(), h.registry(), h.bootstrap());
-    h.produce(first);
-    REQUIRE(h.wait_until_consumed(60s));
-    exo::testing::services("postgres-stop");
-    h.produce(second);
-    std::this_thread::sleep_for(3s);
-    CHECK(exo::group_lag(h.bootstrap(), h.config().kafka.group_id, h.topic()) != 0);
-    CHECK_FALSE(d.ready());
-    exo::testing::services("postgres-start");
-    REQUIRE(h.wait_until_consumed(90s));
+    through_outage(h, w, "postgres", [&] {
+        std::this_thread::sleep_for(3s);
+        CHECK(exo::group_lag(h.bootstrap(), h.config().kafka.group_id, h.topic()) != 0);
+        CHECK_FALSE(d.ready());
+    });
     d.stop();
     h.check_exactly_once(w);
     CHECK(d.stats().batch_failures > 0);
