@@ -1,4 +1,4 @@
-// The claim scripts of DESIGN.md section 3, every branch, against a real Redis.
+// The claim scripts of docs/design.md section 3, every branch, against a real Redis.
 // Each test uses its own group and keys, so tests can share one server.
 #include <doctest/doctest.h>
 
@@ -407,4 +407,21 @@ TEST_SUITE("redis connection") {
         CHECK(db0.command({"EXISTS", key}).integer == 0);
         redis.command({"DEL", key});
     }
+}
+
+TEST_CASE(
+    "a completed claim of group 'g' and key 'eu:42' is not a duplicate for group 'g:eu' and "
+    "key '42'") {
+    exo::RedisConnection redis{exo::testing::redis_options()};
+    const std::string group = exo::testing::unique_name("billing");
+    exo::ClaimStore first{redis, kPrefix, group, "owner-a"};
+    exo::ClaimStore second{redis, kPrefix, group + ":eu", "owner-b"};
+    auto got = first.claim({"eu:42"}, kLease).at(0);
+    REQUIRE(got.status == ClaimStatus::acquired);
+    REQUIRE(first.complete({{"eu:42", got.token, "applied", FinalState::completed}}, kTtl).at(0) ==
+            FinishStatus::ok);
+    // Before claim keys were escaped, both were "<prefix>:<group>:eu:42".
+    CHECK(second.claim({"42"}, kLease).at(0).status == ClaimStatus::acquired);
+    CHECK(first.redis_key("eu:42") != second.redis_key("42"));
+    redis.command({"DEL", first.redis_key("eu:42"), second.redis_key("42")});
 }

@@ -9,6 +9,7 @@
 #include "config/config.hpp"
 #include "core/errors.hpp"
 #include "core/key_derivation.hpp"
+#include "core/text.hpp"
 #include "core/payload.hpp"
 #include "core/record.hpp"
 
@@ -315,13 +316,13 @@ TEST_SUITE("extract_sequence") {
 }
 
 TEST_CASE("binary idempotency keys are hex-encoded so keys that differ after a NUL stay apart") {
-    using exo::text_safe;
-    CHECK(text_safe("evt-1") == "evt-1");
-    CHECK(text_safe("caf\xc3\xa9") == "caf\xc3\xa9");  // valid UTF-8 is kept
-    CHECK(text_safe(std::string("a\0b", 3)) == "binary:610062");
-    CHECK(text_safe(std::string("a\0c", 3)) != text_safe(std::string("a\0b", 3)));
-    CHECK(text_safe("\xff\x10") == "binary:ff10");  // not UTF-8
-    CHECK(text_safe("\xc3") == "binary:c3");        // truncated sequence
+    using exo::stored_key;
+    CHECK(stored_key("evt-1") == "evt-1");
+    CHECK(stored_key("caf\xc3\xa9") == "caf\xc3\xa9");  // valid UTF-8 is kept
+    CHECK(stored_key(std::string("a\0b", 3)) == "binary:610062");
+    CHECK(stored_key(std::string("a\0c", 3)) != stored_key(std::string("a\0b", 3)));
+    CHECK(stored_key("\xff\x10") == "binary:ff10");  // not UTF-8
+    CHECK(stored_key("\xc3") == "binary:c3");        // truncated sequence
 }
 
 TEST_CASE("a binary header key becomes its hex form") {
@@ -331,4 +332,47 @@ TEST_CASE("a binary header key becomes its hex form") {
     exo::JsonPayload payload(r.value);
     CHECK(exo::derive_idempotency_key({exo::KeySourceKind::header, "id"}, r, payload) ==
           "binary:010002");
+}
+
+TEST_CASE("a header key PostgreSQL would refuse is hex-encoded before it is ever claimed") {
+    exo::Record r;
+    r.topic = exo::Topic{"t"};
+    r.headers.push_back({"id", std::string("\xC0\x80" "abc")});  // overlong NUL
+    exo::JsonPayload payload(r.value);
+    CHECK(exo::derive_idempotency_key({exo::KeySourceKind::header, "id"}, r, payload) ==
+          "binary:c080616263");
+}
+
+TEST_CASE("an idempotency key longer than the stored-key limit is refused, naming the limit") {
+    exo::Record r;
+    r.topic = exo::Topic{"t"};
+    r.value = R"({"eventId": ")" + std::string(3200, 'e') + R"("})";
+    exo::JsonPayload payload(r.value);
+    try {
+        exo::derive_idempotency_key({exo::KeySourceKind::json, "/eventId"}, r, payload);
+        FAIL("a 3,200-byte key was accepted");
+    } catch (const exo::PermanentError& e) {
+        CHECK(std::string(e.what()).find("3200 bytes") != std::string::npos);
+        CHECK(std::string(e.what()).find("1024") != std::string::npos);
+    }
+    r.value = R"({"eventId": ")" + std::string(exo::kMaxStoredKeyBytes, 'e') + R"("})";
+    exo::JsonPayload at_limit(r.value);
+    CHECK(exo::derive_idempotency_key({exo::KeySourceKind::json, "/eventId"}, r, at_limit).size() ==
+          exo::kMaxStoredKeyBytes);
+}
+
+TEST_CASE("a binary key whose hex form exceeds the limit is refused too") {
+    exo::Record r;
+    r.topic = exo::Topic{"t"};
+    r.headers.push_back({"id", std::string(600, '\xff')});  // 7 + 1200 bytes once encoded
+    exo::JsonPayload payload(r.value);
+    CHECK_THROWS_AS(exo::derive_idempotency_key({exo::KeySourceKind::header, "id"}, r, payload),
+                    exo::PermanentError);
+}
+
+TEST_CASE("a sequence entity longer than the stored-key limit is refused") {
+    exo::SequenceConfig cfg{"/accountId", "/sequenceId", exo::SequenceMode::strict, {}};
+    std::string text = R"({"accountId": ")" + std::string(2000, 'a') + R"(", "sequenceId": 1})";
+    exo::JsonPayload payload(text);
+    CHECK_THROWS_AS(exo::extract_sequence(cfg, payload), exo::PermanentError);
 }

@@ -1,6 +1,7 @@
 #include "core/key_derivation.hpp"
 
 #include "core/errors.hpp"
+#include "core/text.hpp"
 
 namespace exo {
 namespace {
@@ -28,36 +29,18 @@ std::string required_text(JsonPayload& payload, const std::string& pointer, cons
     return *text;
 }
 
-// Structural UTF-8 check (lead byte, then continuation bytes 10xxxxxx).
-bool valid_utf8(const std::string& s) {
-    std::size_t i = 0;
-    while (i < s.size()) {
-        auto c = static_cast<unsigned char>(s[i]);
-        std::size_t extra = c < 0x80           ? 0
-                            : (c >> 5) == 0x6  ? 1
-                            : (c >> 4) == 0xE  ? 2
-                            : (c >> 3) == 0x1E ? 3
-                                               : 4;
-        if (extra == 4 || i + extra >= s.size() + (extra == 0)) return false;
-        for (std::size_t k = 1; k <= extra; ++k)
-            if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return false;
-        i += extra + 1;
-    }
-    return true;
+// The stored form of a key or entity, refused if PostgreSQL's btree could not hold it.
+std::string storable(std::string_view value, const char* what) {
+    std::string stored = stored_key(value);
+    if (stored.size() > kMaxStoredKeyBytes)
+        throw PermanentError(std::string(what) + " is " + std::to_string(stored.size()) +
+                             " bytes once stored, over the limit of " +
+                             std::to_string(kMaxStoredKeyBytes) +
+                             ": point the binding at a shorter, unique field");
+    return stored;
 }
 
 }  // namespace
-
-std::string text_safe(std::string value) {
-    if (value.find('\0') == std::string::npos && valid_utf8(value)) return value;
-    static constexpr char kHex[] = "0123456789abcdef";
-    std::string out = "binary:";
-    for (unsigned char c : value) {
-        out += kHex[c >> 4];
-        out += kHex[c & 0xF];
-    }
-    return out;
-}
 
 std::string derive_idempotency_key(const KeySource& source, const Record& record,
                                    JsonPayload& payload) {
@@ -68,10 +51,10 @@ std::string derive_idempotency_key(const KeySource& source, const Record& record
                 throw PermanentError("idempotency key: record has no header '" + source.name + "'");
             if (!h->value || h->value->empty())
                 throw PermanentError("idempotency key: header '" + source.name + "' is empty");
-            return text_safe(*h->value);
+            return storable(*h->value, "idempotency key");
         }
         case KeySourceKind::json:
-            return text_safe(required_text(payload, source.name, "idempotency key"));
+            return storable(required_text(payload, source.name, "idempotency key"), "idempotency key");
         case KeySourceKind::coordinates:
             return record.topic.value + "/" + std::to_string(record.partition.value) + "/" +
                    std::to_string(record.offset.value);
@@ -81,7 +64,8 @@ std::string derive_idempotency_key(const KeySource& source, const Record& record
 
 SequenceValue extract_sequence(const SequenceConfig& config, JsonPayload& payload) {
     SequenceValue out;
-    out.entity = text_safe(required_text(payload, config.entity_pointer, "sequence entity"));
+    out.entity =
+        storable(required_text(payload, config.entity_pointer, "sequence entity"), "sequence entity");
     const nlohmann::json* v = payload.at(config.value_pointer);
     if (v == nullptr) throw PermanentError("sequence: payload has no " + config.value_pointer);
     if (!v->is_number_integer())

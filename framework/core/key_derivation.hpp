@@ -1,5 +1,5 @@
 #pragma once
-// Deriving a record's idempotency key from its binding (DESIGN.md section 5.1).
+// Deriving a record's idempotency key from its binding (docs/design.md section 5.1).
 // Pure: no I/O. A record without a usable key is bad input: PermanentError with
 // the reason (the pipeline dead-letters it), never a guessed key.
 #include <cstdint>
@@ -11,13 +11,11 @@
 
 namespace exo {
 
-// Keys are stored as PostgreSQL text, which cuts a value at its first NUL byte
-// and refuses invalid UTF-8; two binary keys could then collide. A key that is
-// not NUL-free UTF-8 (e.g. a raw 16-byte UUID header) is therefore used as
-// "binary:" + lowercase hex; any other key is used as it is.
-std::string text_safe(std::string value);
-
-// Throws PermanentError naming what is missing or malformed.
+// Keys and entities come back in their stored form (core/text.hpp: stored_key),
+// so PostgreSQL and Redis can hold them and two different inputs never share one.
+//
+// Throws PermanentError naming what is missing or malformed, and for a key whose
+// stored form exceeds kMaxStoredKeyBytes (it could not be written as a dedup row).
 std::string derive_idempotency_key(const KeySource& source, const Record& record,
                                    JsonPayload& payload);
 
@@ -27,7 +25,8 @@ struct SequenceValue {
 };
 
 // The entity id (string or integer) and sequence number (non-negative integer)
-// the binding points at. Throws PermanentError if either is missing or mistyped.
+// the binding points at. Throws PermanentError if either is missing or mistyped,
+// or if the stored entity exceeds kMaxStoredKeyBytes.
 SequenceValue extract_sequence(const SequenceConfig& config, JsonPayload& payload);
 
 }  // namespace exo

@@ -1,7 +1,5 @@
 #include "redis/claim_store.hpp"
 
-#include <charconv>
-#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -29,86 +27,6 @@ void require_positive(std::chrono::milliseconds d, const char* what) {
                                     std::to_string(d.count()) + " ms");
 }
 
-bool is_text(const RedisReply& r) {
-    return r.type == RedisReply::Type::string || r.type == RedisReply::Type::status;
-}
-
-std::string describe(const RedisReply& r) {
-    switch (r.type) {
-        case RedisReply::Type::string:
-            return "\"" + r.str + "\"";
-        case RedisReply::Type::status:
-            return "status " + r.str;
-        case RedisReply::Type::error:
-            return "error " + r.str;
-        case RedisReply::Type::integer:
-            return "integer " + std::to_string(r.integer);
-        case RedisReply::Type::nil:
-            return "nil";
-        case RedisReply::Type::array: {
-            std::string out = "[";
-            for (const auto& e : r.elements) out += (out.size() > 1 ? ", " : "") + describe(e);
-            return out + "]";
-        }
-    }
-    return "?";
-}
-
-// One bad reply throws for the whole batch although the other calls of its
-// pipeline did run. Retrying the batch is safe: a re-claim by the same owner is
-// re-entrant, a repeated complete answers OK, and a repeated release answers LOST,
-// which callers only count.
-[[noreturn]] void bad_reply(const char* script, const std::string& redis_key, const RedisReply& r) {
-    if (r.type == RedisReply::Type::error)
-        throw RedisReplyError(std::string(script) + " on key '" + redis_key +
-                              "' answered with an error: " + r.str +
-                              "; that call did not complete: put the batch back and retry");
-    throw RedisReplyError(std::string(script) + " on key '" + redis_key +
-                          "' gave an unexpected reply " + describe(r) +
-                          "; is another version of exo using the same keys?");
-}
-
-std::optional<std::int64_t> parse_int(const std::string& s) {
-    std::int64_t v = 0;
-    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
-    return v;
-}
-
-ClaimResult parse_claim(const RedisReply& r, const std::string& redis_key) {
-    if (r.type != RedisReply::Type::array || r.elements.size() != 2 || !is_text(r.elements[0]) ||
-        !is_text(r.elements[1]))
-        bad_reply("claim.lua", redis_key, r);
-    const std::string& status = r.elements[0].str;
-    const std::string& value = r.elements[1].str;
-    ClaimResult out;
-    if (status == "ACQUIRED" || status == "TAKEN_OVER") {
-        auto token = parse_int(value);
-        if (!token || *token <= 0) bad_reply("claim.lua", redis_key, r);
-        out.status = status == "ACQUIRED" ? ClaimStatus::acquired : ClaimStatus::taken_over;
-        out.token = FencingToken{*token};
-    } else if (status == "DUPLICATE" || status == "DEAD_LETTERED") {
-        out.status = status == "DUPLICATE" ? ClaimStatus::duplicate : ClaimStatus::dead_lettered;
-        out.stored_result = value;
-    } else if (status == "CONFLICT") {
-        auto ms = parse_int(value);
-        if (!ms || *ms <= 0) bad_reply("claim.lua", redis_key, r);
-        out.status = ClaimStatus::conflict;
-        out.retry_after = std::chrono::milliseconds{*ms};
-    } else {
-        bad_reply("claim.lua", redis_key, r);
-    }
-    return out;
-}
-
-FinishStatus parse_finish(const char* script, const RedisReply& r, const std::string& redis_key) {
-    if (is_text(r)) {
-        if (r.str == "OK") return FinishStatus::ok;
-        if (r.str == "LOST") return FinishStatus::lost;
-    }
-    bad_reply(script, redis_key, r);
-}
-
 }  // namespace
 
 ClaimStore::ClaimStore(RedisConnection& redis, std::string key_prefix, std::string group,
@@ -123,7 +41,25 @@ ClaimStore::ClaimStore(RedisConnection& redis, std::string key_prefix, std::stri
       release_script_(embedded_script("release.lua")) {}
 
 std::string ClaimStore::redis_key(const std::string& idempotency_key) const {
-    return key_prefix_ + ":" + group_ + ":" + idempotency_key;
+    return claim_key(key_prefix_, group_, idempotency_key);
+}
+
+std::string claim_key_part(std::string_view part) {
+    std::string out;
+    out.reserve(part.size());
+    for (char c : part) {
+        if (c == '%')
+            out += "%25";
+        else if (c == ':')
+            out += "%3A";
+        else
+            out += c;
+    }
+    return out;
+}
+
+std::string claim_key(std::string_view prefix, std::string_view group, std::string_view key) {
+    return claim_key_part(prefix) + ":" + claim_key_part(group) + ":" + claim_key_part(key);
 }
 
 std::vector<ClaimResult> ClaimStore::claim(const std::vector<std::string>& keys,
@@ -137,7 +73,7 @@ std::vector<ClaimResult> ClaimStore::claim(const std::vector<std::string>& keys,
     std::vector<ClaimResult> out;
     out.reserve(replies.size());
     for (std::size_t i = 0; i < replies.size(); ++i)
-        out.push_back(parse_claim(replies[i], calls[i][1]));
+        out.push_back(parse_claim_reply(replies[i], calls[i][1]));
     return out;
 }
 
@@ -153,7 +89,7 @@ std::vector<FinishStatus> ClaimStore::extend(const std::vector<TokenRequest>& cl
     std::vector<FinishStatus> out;
     out.reserve(replies.size());
     for (std::size_t i = 0; i < replies.size(); ++i)
-        out.push_back(parse_finish("extend.lua", replies[i], calls[i][1]));
+        out.push_back(parse_finish_reply("extend.lua", replies[i], calls[i][1]));
     return out;
 }
 
@@ -169,7 +105,7 @@ std::vector<FinishStatus> ClaimStore::complete(const std::vector<CompleteRequest
     std::vector<FinishStatus> out;
     out.reserve(replies.size());
     for (std::size_t i = 0; i < replies.size(); ++i)
-        out.push_back(parse_finish("complete.lua", replies[i], calls[i][1]));
+        out.push_back(parse_finish_reply("complete.lua", replies[i], calls[i][1]));
     return out;
 }
 
@@ -182,7 +118,7 @@ std::vector<FinishStatus> ClaimStore::release(const std::vector<TokenRequest>& c
     std::vector<FinishStatus> out;
     out.reserve(replies.size());
     for (std::size_t i = 0; i < replies.size(); ++i)
-        out.push_back(parse_finish("release.lua", replies[i], calls[i][1]));
+        out.push_back(parse_finish_reply("release.lua", replies[i], calls[i][1]));
     return out;
 }
 

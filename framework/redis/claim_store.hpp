@@ -1,34 +1,22 @@
 #pragma once
-// The Redis claim protocol of DESIGN.md section 3: one hash per (group,
+// The Redis claim protocol of docs/design.md section 3: one hash per (group,
 // idempotency key), changed only by the Lua scripts in lua/ (EVALSHA, reloaded
 // on NOSCRIPT). Every call takes a batch and costs one round trip.
 //
 // Thread-safety: none; one ClaimStore per worker, like its RedisConnection.
 // Errors: every method throws RedisError (see redis_error.hpp) when Redis cannot
 // be reached or answers with an error; no claim state is then known to have changed.
+// Replies are read by claim_reply.hpp, which says which ones are accepted.
 #include <chrono>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/types.hpp"
+#include "redis/claim_reply.hpp"  // ClaimResult, FinishStatus
 #include "redis/redis_connection.hpp"
 
 namespace exo {
-
-enum class ClaimStatus {
-    acquired,       // new key: ours, with `token`
-    taken_over,     // PROCESSING past its lease: ours, with a higher `token`
-    duplicate,      // COMPLETED: `stored_result` holds the handler's result
-    conflict,       // PROCESSING by another live owner: retry after `retry_after`
-    dead_lettered,  // DEAD_LETTERED earlier: `stored_result` holds the reason
-};
-
-struct ClaimResult {
-    ClaimStatus status = ClaimStatus::conflict;
-    FencingToken token{0};                     // acquired / taken_over
-    std::string stored_result;                 // duplicate / dead_lettered
-    std::chrono::milliseconds retry_after{0};  // conflict: remaining lease
-};
 
 enum class FinalState { completed, dead_lettered };
 
@@ -44,9 +32,13 @@ struct TokenRequest {
     FencingToken token;
 };
 
-// ok: the script did what was asked. lost: the claim is no longer ours (taken over,
-// expired, or Redis flushed): PostgreSQL decides, so callers count and log it.
-enum class FinishStatus { ok, lost };
+// The Redis key of a claim: prefix, group and idempotency key, each with '%' and
+// ':' percent-encoded, joined by ':'. Escaping each part makes the key
+// unambiguous: group "billing" + key "eu:42" and group "billing:eu" + key "42"
+// must never share a claim (the second would be answered DUPLICATE and its
+// handler skipped). Pure; the parts may hold any bytes.
+std::string claim_key(std::string_view prefix, std::string_view group, std::string_view key);
+std::string claim_key_part(std::string_view part);
 
 class ClaimStore {
 public:

@@ -1,0 +1,77 @@
+#include "core/text.hpp"
+
+#include <algorithm>
+
+namespace exo {
+namespace {
+
+constexpr std::string_view kBinaryPrefix = "binary:";
+
+// Length of the well-formed UTF-8 sequence starting at s[i] (RFC 3629, table 3-7
+// of the Unicode standard), or 0 if there is none. NUL counts as ill-formed.
+std::size_t sequence_length(std::string_view s, std::size_t i) noexcept {
+    auto byte = [&](std::size_t k) -> unsigned {
+        return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0x100;
+    };
+    auto in = [](unsigned b, unsigned lo, unsigned hi) { return b >= lo && b <= hi; };
+    const unsigned b0 = byte(0);
+    if (b0 == 0) return 0;
+    if (b0 < 0x80) return 1;
+    if (in(b0, 0xC2, 0xDF)) return in(byte(1), 0x80, 0xBF) ? 2 : 0;
+    if (in(b0, 0xE0, 0xEF)) {
+        const unsigned lo = b0 == 0xE0 ? 0xA0 : 0x80;  // E0: no overlong forms
+        const unsigned hi = b0 == 0xED ? 0x9F : 0xBF;  // ED: no surrogates
+        return in(byte(1), lo, hi) && in(byte(2), 0x80, 0xBF) ? 3 : 0;
+    }
+    if (in(b0, 0xF0, 0xF4)) {
+        const unsigned lo = b0 == 0xF0 ? 0x90 : 0x80;  // F0: no overlong forms
+        const unsigned hi = b0 == 0xF4 ? 0x8F : 0xBF;  // F4: nothing above U+10FFFF
+        return in(byte(1), lo, hi) && in(byte(2), 0x80, 0xBF) && in(byte(3), 0x80, 0xBF) ? 4 : 0;
+    }
+    return 0;  // C0, C1, F5..FF and stray continuation bytes
+}
+
+}  // namespace
+
+bool is_postgres_text(std::string_view s) noexcept {
+    for (std::size_t i = 0; i < s.size();) {
+        const std::size_t n = sequence_length(s, i);
+        if (n == 0) return false;
+        i += n;
+    }
+    return true;
+}
+
+std::string stored_key(std::string_view value) {
+    if (is_postgres_text(value) && value.substr(0, kBinaryPrefix.size()) != kBinaryPrefix)
+        return std::string(value);
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out(kBinaryPrefix);
+    out.reserve(kBinaryPrefix.size() + 2 * value.size());
+    for (unsigned char c : value) {
+        out += kHex[c >> 4];
+        out += kHex[c & 0xF];
+    }
+    return out;
+}
+
+std::string printable_text(std::string_view s, std::size_t max_bytes) {
+    static constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+    static constexpr std::string_view kCut = "...";
+    std::string out;
+    out.reserve(std::min(s.size(), max_bytes) + kCut.size());
+    for (std::size_t i = 0; i < s.size() && out.size() <= max_bytes;) {
+        const std::size_t n = sequence_length(s, i);
+        out += n == 0 ? kReplacement : s.substr(i, n);
+        i += n == 0 ? 1 : n;
+    }
+    if (out.size() <= max_bytes) return out;
+    // Cut on a character boundary (never inside a multi-byte sequence), then mark it.
+    std::size_t cut = max_bytes > kCut.size() ? max_bytes - kCut.size() : 0;
+    while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;
+    out.resize(cut);
+    if (out.size() + kCut.size() <= max_bytes) out += kCut;
+    return out;
+}
+
+}  // namespace exo

@@ -1,0 +1,94 @@
+#include "redis/claim_reply.hpp"
+
+#include <charconv>
+#include <cstdint>
+#include <optional>
+
+namespace exo {
+
+namespace {
+
+bool is_text(const RedisReply& r) {
+    return r.type == RedisReply::Type::string || r.type == RedisReply::Type::status;
+}
+
+std::string describe(const RedisReply& r) {
+    switch (r.type) {
+        case RedisReply::Type::string:
+            return "\"" + r.str + "\"";
+        case RedisReply::Type::status:
+            return "status " + r.str;
+        case RedisReply::Type::error:
+            return "error " + r.str;
+        case RedisReply::Type::integer:
+            return "integer " + std::to_string(r.integer);
+        case RedisReply::Type::nil:
+            return "nil";
+        case RedisReply::Type::array: {
+            std::string out = "[";
+            for (const auto& e : r.elements) out += (out.size() > 1 ? ", " : "") + describe(e);
+            return out + "]";
+        }
+    }
+    return "?";
+}
+
+// One bad reply throws for the whole batch although the other calls of its
+// pipeline did run. Retrying the batch is safe: a re-claim by the same owner is
+// re-entrant, a repeated complete answers OK, and a repeated release answers LOST,
+// which callers only count.
+[[noreturn]] void bad_reply(const char* script, const std::string& redis_key, const RedisReply& r) {
+    if (r.type == RedisReply::Type::error)
+        throw RedisReplyError(std::string(script) + " on key '" + redis_key +
+                              "' answered with an error: " + r.str +
+                              "; that call did not complete: put the batch back and retry");
+    throw RedisReplyError(std::string(script) + " on key '" + redis_key +
+                          "' gave an unexpected reply " + describe(r) +
+                          "; is another version of exo using the same keys?");
+}
+
+std::optional<std::int64_t> parse_int(const std::string& s) {
+    std::int64_t v = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
+    return v;
+}
+
+}  // namespace
+
+ClaimResult parse_claim_reply(const RedisReply& r, const std::string& redis_key) {
+    if (r.type != RedisReply::Type::array || r.elements.size() != 2 || !is_text(r.elements[0]) ||
+        !is_text(r.elements[1]))
+        bad_reply("claim.lua", redis_key, r);
+    const std::string& status = r.elements[0].str;
+    const std::string& value = r.elements[1].str;
+    ClaimResult out;
+    if (status == "ACQUIRED" || status == "TAKEN_OVER") {
+        auto token = parse_int(value);
+        if (!token || *token <= 0) bad_reply("claim.lua", redis_key, r);
+        out.status = status == "ACQUIRED" ? ClaimStatus::acquired : ClaimStatus::taken_over;
+        out.token = FencingToken{*token};
+    } else if (status == "DUPLICATE" || status == "DEAD_LETTERED") {
+        out.status = status == "DUPLICATE" ? ClaimStatus::duplicate : ClaimStatus::dead_lettered;
+        out.stored_result = value;
+    } else if (status == "CONFLICT") {
+        auto ms = parse_int(value);
+        if (!ms || *ms <= 0) bad_reply("claim.lua", redis_key, r);
+        out.status = ClaimStatus::conflict;
+        out.retry_after = std::chrono::milliseconds{*ms};
+    } else {
+        bad_reply("claim.lua", redis_key, r);
+    }
+    return out;
+}
+
+FinishStatus parse_finish_reply(const char* script, const RedisReply& r,
+                                const std::string& redis_key) {
+    if (is_text(r)) {
+        if (r.str == "OK") return FinishStatus::ok;
+        if (r.str == "LOST") return FinishStatus::lost;
+    }
+    bad_reply(script, redis_key, r);
+}
+
+}  // namespace exo

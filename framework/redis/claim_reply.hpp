@@ -1,0 +1,51 @@
+#pragma once
+// What the claim scripts (lua/*.lua) answer, read into plain values. Pure: no I/O
+// and no hiredis, so it is unit-tested and fuzzed without a server; ClaimStore
+// (claim_store.hpp) sends the scripts and hands each reply to these functions.
+//
+// Errors: anything but a reply the scripts can give (an error reply, nil, another
+// shape, an unknown status, a token or lease that is not a positive integer) throws
+// RedisReplyError, whose message names the script, the Redis key and the reply.
+// Thread-safety: the functions share no state.
+#include <chrono>
+#include <string>
+
+#include "core/types.hpp"
+#include "redis/redis_connection.hpp"  // RedisReply; declares no hiredis type
+
+namespace exo {
+
+enum class ClaimStatus {
+    acquired,       // new key: ours, with `token`
+    taken_over,     // PROCESSING past its lease: ours, with a higher `token`
+    duplicate,      // COMPLETED: `stored_result` holds the handler's result
+    conflict,       // PROCESSING by another live owner: retry after `retry_after`
+    dead_lettered,  // DEAD_LETTERED earlier: `stored_result` holds the reason
+};
+
+struct ClaimResult {
+    ClaimStatus status = ClaimStatus::conflict;
+    FencingToken token{0};                     // acquired / taken_over: > 0
+    std::string stored_result;                 // duplicate / dead_lettered (may be empty)
+    std::chrono::milliseconds retry_after{0};  // conflict: remaining lease, > 0
+};
+
+// ok: the script did what was asked. lost: the claim is no longer ours (taken over,
+// expired, or Redis flushed): PostgreSQL decides, so callers count and log it.
+enum class FinishStatus { ok, lost };
+
+// claim.lua's reply for one key: a two-element array of text (bulk string or
+// status) {STATUS, VALUE}, where STATUS is one of
+//   ACQUIRED / TAKEN_OVER  VALUE = the fencing token, a decimal integer > 0;
+//   DUPLICATE              VALUE = the stored result;
+//   DEAD_LETTERED          VALUE = the stored reason;
+//   CONFLICT               VALUE = the remaining lease in ms, a decimal integer > 0.
+// `redis_key` only labels the error message. Throws RedisReplyError otherwise.
+ClaimResult parse_claim_reply(const RedisReply& reply, const std::string& redis_key);
+
+// The reply of extend.lua, complete.lua or release.lua (named by `script`, for the
+// message): the text "OK" or "LOST". Throws RedisReplyError otherwise.
+FinishStatus parse_finish_reply(const char* script, const RedisReply& reply,
+                                const std::string& redis_key);
+
+}  // namespace exo
