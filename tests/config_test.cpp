@@ -785,3 +785,189 @@ bindings:
         }
     }
 }
+
+namespace {
+
+// kMinimal with `lines` inserted at the top of the postgres section (line 5 on).
+std::string with_postgres(std::string_view lines) {
+    std::string yaml(kMinimal);
+    yaml.replace(yaml.find("  uri:"), 0, lines);
+    return yaml;
+}
+
+}  // namespace
+
+TEST_SUITE("config") {
+    TEST_CASE("postgres session timeouts and keepalives default to bounded values") {
+        const Config c = parse(kMinimal);
+        CHECK(c.postgres.connect_timeout == 5000ms);
+        CHECK(c.postgres.statement_timeout == 60000ms);
+        CHECK(c.postgres.lock_timeout == 5000ms);
+        CHECK(c.postgres.idle_in_transaction_timeout == 300000ms);
+        CHECK(c.postgres.keepalives_idle == 30000ms);
+        CHECK(c.postgres.keepalives_interval == 10000ms);
+        CHECK(c.postgres.keepalives_count == 3);
+        CHECK(c.postgres.tcp_user_timeout == 60000ms);
+    }
+
+    TEST_CASE("every postgres session key is read, ${VAR} included") {
+        const Config c = parse(with_postgres(R"(  connect_timeout_ms: 3000
+  statement_timeout_ms: 20000
+  lock_timeout_ms: "${LOCK_MS}"
+  idle_in_transaction_timeout_ms: 90000
+  keepalives_idle_ms: 15000
+  keepalives_interval_ms: 4000
+  keepalives_count: 5
+  tcp_user_timeout_ms: 35000
+)"),
+                               env_of({{"LOCK_MS", "1500"}}));
+        CHECK(c.postgres.connect_timeout == 3000ms);
+        CHECK(c.postgres.statement_timeout == 20000ms);
+        CHECK(c.postgres.lock_timeout == 1500ms);
+        CHECK(c.postgres.idle_in_transaction_timeout == 90000ms);
+        CHECK(c.postgres.keepalives_idle == 15000ms);
+        CHECK(c.postgres.keepalives_interval == 4000ms);
+        CHECK(c.postgres.keepalives_count == 5);
+        CHECK(c.postgres.tcp_user_timeout == 35000ms);
+    }
+
+    TEST_CASE("0 turns off each server timeout and leaves each keepalive setting to the OS") {
+        const Config c = parse(with_postgres(R"(  statement_timeout_ms: 0
+  lock_timeout_ms: 0
+  idle_in_transaction_timeout_ms: 0
+  keepalives_idle_ms: 0
+  keepalives_interval_ms: 0
+  keepalives_count: 0
+  tcp_user_timeout_ms: 0
+)"));
+        CHECK(c.postgres.statement_timeout == 0ms);
+        CHECK(c.postgres.lock_timeout == 0ms);
+        CHECK(c.postgres.idle_in_transaction_timeout == 0ms);
+        CHECK(c.postgres.keepalives_idle == 0ms);
+        CHECK(c.postgres.keepalives_interval == 0ms);
+        CHECK(c.postgres.keepalives_count == 0);
+        CHECK(c.postgres.tcp_user_timeout == 0ms);
+    }
+
+    TEST_CASE("a connect timeout of 0 or below libpq's 2 s minimum is refused") {
+        CHECK(errors_of(with_postgres("  connect_timeout_ms: 0\n"))
+                  .find("exo.yaml:5: postgres.connect_timeout_ms: must be at least 2000, got 0") !=
+              std::string::npos);
+        CHECK(errors_of(with_postgres("  connect_timeout_ms: 1000\n"))
+                  .find("exo.yaml:5: postgres.connect_timeout_ms: must be at least 2000") !=
+              std::string::npos);
+    }
+
+    TEST_CASE("settings libpq takes in whole seconds refuse a value it would round") {
+        const ConfigError e = error_of(with_postgres(R"(  connect_timeout_ms: 2500
+  keepalives_idle_ms: 1500
+  keepalives_interval_ms: 999
+  tcp_user_timeout_ms: 1500
+)"));
+        REQUIRE(e.problems().size() == 3);
+        const std::string text = e.what();
+        CHECK(text.find("exo.yaml:5: postgres.connect_timeout_ms: libpq takes whole seconds here: "
+                        "write a multiple of 1000 (e.g. 3000), got 2500") != std::string::npos);
+        CHECK(text.find("exo.yaml:6: postgres.keepalives_idle_ms: libpq takes whole seconds "
+                        "here: write a multiple of 1000 (e.g. 2000), got 1500") !=
+              std::string::npos);
+        CHECK(text.find("exo.yaml:7: postgres.keepalives_interval_ms: libpq takes whole seconds "
+                        "here: write a multiple of 1000 (e.g. 1000), got 999") !=
+              std::string::npos);
+    }
+
+    TEST_CASE("negative or malformed session timeouts are each reported with path and line") {
+        const ConfigError e = error_of(with_postgres(R"(  statement_timeout_ms: -1
+  lock_timeout_ms: 5s
+  idle_in_transaction_timeout_ms: -300000
+  tcp_user_timeout_ms: -5
+  keepalives_count: three
+)"));
+        REQUIRE(e.problems().size() == 5);
+        const std::string text = e.what();
+        CHECK(text.find("exo.yaml:5: postgres.statement_timeout_ms: must be at least 0, got -1") !=
+              std::string::npos);
+        CHECK(text.find("exo.yaml:6: postgres.lock_timeout_ms: expected a duration in whole "
+                        "milliseconds (e.g. 1500), got '5s'; write 5000") != std::string::npos);
+        CHECK(text.find("exo.yaml:7: postgres.idle_in_transaction_timeout_ms: must be at least 0, "
+                        "got -300000") != std::string::npos);
+        CHECK(text.find("exo.yaml:8: postgres.tcp_user_timeout_ms: must be at least 0") !=
+              std::string::npos);
+        CHECK(text.find("exo.yaml:9: postgres.keepalives_count: expected a whole number") !=
+              std::string::npos);
+    }
+
+    TEST_CASE("keepalive values beyond what the kernel accepts are refused") {
+        const ConfigError e = error_of(with_postgres(R"(  keepalives_idle_ms: 32768000
+  keepalives_interval_ms: 40000000
+  keepalives_count: 128
+)"));
+        REQUIRE(e.problems().size() == 3);
+        const std::string text = e.what();
+        CHECK(
+            text.find("exo.yaml:5: postgres.keepalives_idle_ms: must be between 0 and 32767000") !=
+            std::string::npos);
+        CHECK(text.find("exo.yaml:6: postgres.keepalives_interval_ms: must be between 0 and "
+                        "32767000") != std::string::npos);
+        CHECK(text.find("exo.yaml:7: postgres.keepalives_count: must be between 0 and 127, got "
+                        "128") != std::string::npos);
+    }
+
+    TEST_CASE("a statement timeout not above the lock timeout is refused") {
+        CHECK(errors_of(with_postgres("  statement_timeout_ms: 5000\n"))
+                  .find("exo.yaml:5: postgres.statement_timeout_ms: statement_timeout_ms (5000) "
+                        "must be greater than lock_timeout_ms (5000), or a wait for a row lock "
+                        "fails as a statement timeout") != std::string::npos);
+        // Only the lock timeout given: the problem is named where it was written.
+        CHECK(errors_of(with_postgres("  lock_timeout_ms: 90000\n"))
+                  .find("exo.yaml:5: postgres.lock_timeout_ms: statement_timeout_ms (60000) must "
+                        "be greater than lock_timeout_ms (90000)") != std::string::npos);
+        // Either at 0 means no conflict.
+        CHECK_NOTHROW(
+            parse(with_postgres("  statement_timeout_ms: 0\n  lock_timeout_ms: 90000\n")));
+        CHECK_NOTHROW(parse(with_postgres("  statement_timeout_ms: 1000\n  lock_timeout_ms: 0\n")));
+    }
+
+    TEST_CASE("a misspelled postgres session key gets a did-you-mean") {
+        CHECK(errors_of(with_postgres("  lock_timout_ms: 100\n"))
+                  .find("exo.yaml:5: postgres.lock_timout_ms: unknown key 'lock_timout_ms'; did "
+                        "you mean 'lock_timeout_ms'?") != std::string::npos);
+        CHECK(errors_of(with_postgres("  keepalive_count: 3\n"))
+                  .find("did you mean 'keepalives_count'?") != std::string::npos);
+    }
+}
+
+TEST_SUITE("config") {
+    TEST_CASE("a group id too long for the dedup index is refused with its path and line") {
+        std::string yaml(kMinimal);
+        yaml.replace(yaml.find("exo-ledger"), 10, std::string(600, 'g'));
+        const std::string e = errors_of(yaml);
+        INFO(e);
+        CHECK(e.find("kafka.group_id: is 600 bytes; at most 512") != std::string::npos);
+    }
+
+    TEST_CASE("a group id PostgreSQL cannot store is refused") {
+        std::string yaml(kMinimal);
+        yaml.replace(yaml.find("exo-ledger"), 10, "\"bad\\x00group\"");
+        CHECK(errors_of(yaml).find("kafka.group_id: must be valid UTF-8") != std::string::npos);
+    }
+}
+
+TEST_SUITE("config") {
+    TEST_CASE("a NUL byte quoted from the input does not cut the error message short") {
+        std::string yaml(kMinimal);
+        yaml.replace(yaml.find("topic: payments"), 15, "topic: \"pay\\0ments\"");
+        yaml += "pipeline: {workers: -1}\n";
+        const ConfigError e = error_of(yaml);
+        const std::string what = e.what();
+        CHECK(what.find('\0') == std::string::npos);
+        CHECK(what.find("pipeline.workers") != std::string::npos);  // the problem after it
+        CHECK(what.find("pay\xEF\xBF\xBDments") != std::string::npos);
+    }
+
+    TEST_CASE("a duration with a unit too large for any integer is refused without overflow") {
+        std::string yaml(kMinimal);
+        yaml += "claim: {lease_ms: 999999999999d}\n";
+        CHECK(errors_of(yaml).find("claim.lease_ms") != std::string::npos);
+    }
+}

@@ -17,6 +17,7 @@
 #include "kafka/group_progress.hpp"
 #include "kafka/producer.hpp"
 #include "kafka/rdkafka_handles.hpp"
+#include "pg/session.hpp"
 #include "workload/payments_workload.hpp"
 
 namespace exo {
@@ -88,8 +89,8 @@ int demo_check_command(int argc, char** argv, std::stop_token stop) {
         return 1;
     }
 
-    pqxx::connection c(config.postgres.uri);
-    pqxx::nontransaction tx(c);
+    auto c = open_postgres_session(config.postgres);
+    pqxx::nontransaction tx(*c);
     std::map<std::string, std::int64_t> actual;
     for (const auto& row : tx.exec("SELECT account_id, balance FROM accounts"))
         actual[row[0].as<std::string>()] = row[1].as<std::int64_t>();

@@ -11,6 +11,7 @@
 #include "app/config_loading.hpp"
 #include "core/backoff.hpp"
 #include "pg/migrations.hpp"
+#include "pg/session.hpp"
 #include "pipeline/daemon.hpp"
 #include "pipeline/failpoints.hpp"
 
@@ -23,8 +24,8 @@ bool schema_ready(const Config& config, std::stop_token stop) {
     Backoff backoff{config.pipeline.retry_backoff_initial, config.pipeline.retry_backoff_max};
     for (int attempt = 1; !stop.stop_requested(); ++attempt) {
         try {
-            pqxx::connection c(config.postgres.uri);
-            auto pending = pending_migrations(c);
+            auto c = open_postgres_session(config.postgres);
+            auto pending = pending_migrations(*c);
             if (pending.empty()) return true;
             throw UsageError("the database lacks migration " + pending.front() + " (and " +
                              std::to_string(pending.size() - 1) +
@@ -56,8 +57,14 @@ int migrate_command(int argc, char** argv) {
     Arguments args("migrate", argc, argv, 2, {"config"});
     auto registry = make_registry();
     Config config = load_config(args.required("config"), registry);
-    pqxx::connection c(config.postgres.uri);
-    auto applied = apply_migrations(c);
+    // The record-level limits do not fit a migration: an index build may run
+    // for minutes, and a second `exo migrate` must wait on the advisory lock
+    // for the first, not fail after lock_timeout. 0 leaves the server's settings.
+    PostgresConfig session = config.postgres;
+    session.statement_timeout = std::chrono::milliseconds(0);
+    session.lock_timeout = std::chrono::milliseconds(0);
+    auto c = open_postgres_session(session);
+    auto applied = apply_migrations(*c);
     if (applied.empty()) spdlog::info("schema is up to date");
     for (const auto& name : applied) spdlog::info("applied migration {}", name);
     return 0;

@@ -44,16 +44,52 @@ struct RedisConfig {
     int db = 0;
     milliseconds connect_timeout{2000};
     milliseconds command_timeout{2000};  // per round trip (a pipeline counts once)
-    std::string key_prefix = "exo";      // claim keys are <prefix>:<group>:<key>
+    std::string key_prefix = "exo";      // claim keys: <prefix>:<group>:<key>, each escaped
 };
 
 enum class RedisDownPolicy { pause, postgres_only };
 
+// Every exo PostgreSQL session is opened by pg/session.hpp with these settings.
+// A parameter the uri sets itself (e.g. ?keepalives_idle=5, or options=-c
+// lock_timeout=1s) wins over the value here.
 struct PostgresConfig {
     std::string uri;  // libpq connection string or URI; required
     // How long dedup rows are kept. Must exceed claim.completed_ttl: the Redis
     // COMPLETED record is only a cache of this row.
     std::chrono::hours dedup_retention{24 * 30};
+
+    // libpq connect_timeout: the longest one connection attempt (per host) may
+    // take. Whole seconds, at least 2 (libpq reads 1 as 2); 0 is refused, since
+    // "wait forever" lets a server that accepts TCP and never answers hold a
+    // worker, and shutdown, indefinitely.
+    milliseconds connect_timeout{5000};
+    // Server-side limits, set on the session right after connecting (whole ms).
+    // 0: exo sets nothing, so the server's (or the role's) setting applies, which
+    // is "no limit" unless a DBA chose one.
+    //   statement_timeout: any one statement. Must exceed lock_timeout, or a lock
+    //   wait would be reported as a statement timeout.
+    //   lock_timeout: a wait for a lock (a dedup or sequence row held by another
+    //   transaction, live or frozen). The record gets control back with SQLSTATE
+    //   55P03 and is NACKed like a Redis CONFLICT instead of stalling its worker.
+    //   idle_in_transaction_timeout: how long a session may sit idle inside a
+    //   transaction before the SERVER ends it. This is what releases the row
+    //   locks of a frozen or partitioned exo process. Must exceed the longest
+    //   pause a handler makes between two statements of its transaction (an HTTP
+    //   call, say), or that handler's session is killed mid-batch.
+    milliseconds statement_timeout{60000};
+    milliseconds lock_timeout{5000};
+    milliseconds idle_in_transaction_timeout{300000};
+    // TCP keepalives and TCP_USER_TIMEOUT, so a dead server or a cut network is
+    // noticed in about a minute instead of the OS's ~2 hours. libpq takes
+    // keepalives_idle / keepalives_interval in whole seconds and tcp_user_timeout
+    // in ms. 0: the operating system's default. Ignored on Unix-domain sockets.
+    // With TCP_USER_TIMEOUT set, Linux drops the connection once data (or a
+    // probe) stays unacknowledged that long, so keep it near
+    // idle + interval * count (the defaults: 30 + 10 * 3 = 60 s).
+    milliseconds keepalives_idle{30000};      // silence before the first probe
+    milliseconds keepalives_interval{10000};  // between unanswered probes
+    int keepalives_count = 3;                 // unanswered probes before the connection is dead
+    milliseconds tcp_user_timeout{60000};
 };
 
 struct ClaimConfig {

@@ -1,5 +1,7 @@
 #include "config/config_parser.hpp"
 
+#include "core/text.hpp"
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -202,7 +204,8 @@ std::optional<long long> with_unit_as_ms(std::string_view text) {
     const auto factor = factors.find(unit);
     if (factor == factors.end()) return std::nullopt;
     const double ms = number * factor->second;
-    if (ms != std::floor(ms)) return std::nullopt;
+    // Beyond long long the cast is undefined; such a value is no useful suggestion.
+    if (ms != std::floor(ms) || !(ms < 9.2e18)) return std::nullopt;
     return static_cast<long long>(ms);
 }
 
@@ -488,7 +491,16 @@ const Keys kKafkaKeys = {"bootstrap_servers", "mock", "group_id", "commit_interv
 const Keys kMockKeys = {"brokers", "topics", "bootstrap_file"};
 const Keys kRedisKeys = {
     "host", "port", "password", "db", "connect_timeout_ms", "command_timeout_ms", "key_prefix"};
-const Keys kPostgresKeys = {"uri", "dedup_retention_days"};
+const Keys kPostgresKeys = {"uri",
+                            "dedup_retention_days",
+                            "connect_timeout_ms",
+                            "statement_timeout_ms",
+                            "lock_timeout_ms",
+                            "idle_in_transaction_timeout_ms",
+                            "keepalives_idle_ms",
+                            "keepalives_interval_ms",
+                            "keepalives_count",
+                            "tcp_user_timeout_ms"};
 const Keys kClaimKeys = {"lease_ms", "completed_ttl_ms"};
 const Keys kPipelineKeys = {"workers",
                             "batch_size",
@@ -622,6 +634,15 @@ KafkaConfig read_kafka(const Reader& kafka) {
     }
     if (kafka.require("group_id", "name the consumer group, e.g. group_id: exo-ledger")) {
         kafka.read("group_id", out.group_id, Text::non_empty);
+        // The group is part of every dedup row's primary key (with a key of up to
+        // kMaxStoredKeyBytes): it must be text PostgreSQL stores, short enough for
+        // the index.
+        if (!is_postgres_text(out.group_id))
+            kafka.problem("group_id", "must be valid UTF-8 without NUL characters");
+        else if (out.group_id.size() > kMaxGroupIdBytes)
+            kafka.problem("group_id", "is " + std::to_string(out.group_id.size()) +
+                                          " bytes; at most " + std::to_string(kMaxGroupIdBytes) +
+                                          " fit beside an idempotency key in the dedup index");
     }
     kafka.read("commit_interval_ms", out.commit_interval, kPositiveMs);
     out.properties = read_properties(kafka.map("properties", std::nullopt));
@@ -640,12 +661,59 @@ RedisConfig read_redis(const Reader& redis) {
     return out;
 }
 
+// libpq takes connect_timeout and the keepalive times in whole seconds: a value
+// it would round is refused rather than silently changed.
+void require_whole_seconds(const Reader& postgres, std::string_view key, milliseconds& value,
+                           milliseconds fallback) {
+    if (value.count() % 1000 == 0) return;
+    const long long up = (value.count() / 1000 + 1) * 1000;
+    postgres.problem(key, "libpq takes whole seconds here: write a multiple of 1000 (e.g. " +
+                              std::to_string(up) + "), got " + std::to_string(value.count()));
+    value = fallback;
+}
+
 PostgresConfig read_postgres(const Reader& postgres) {
     PostgresConfig out;
+    const PostgresConfig defaults;
     if (postgres.require("uri", "give the connection, e.g. uri: postgresql://exo@localhost/exo")) {
         postgres.read("uri", out.uri, Text::non_empty);
     }
     postgres.read_days("dedup_retention_days", out.dedup_retention, kPositiveDays);
+
+    // libpq reads a connect_timeout of 1 s as 2 s, and 0 as "wait forever".
+    postgres.read("connect_timeout_ms", out.connect_timeout, Bounds{2000, INT_MAX});
+    require_whole_seconds(postgres, "connect_timeout_ms", out.connect_timeout,
+                          defaults.connect_timeout);
+    // PostgreSQL stores these three as int milliseconds.
+    postgres.read("statement_timeout_ms", out.statement_timeout, kNonNegative);
+    postgres.read("lock_timeout_ms", out.lock_timeout, kNonNegative);
+    postgres.read("idle_in_transaction_timeout_ms", out.idle_in_transaction_timeout, kNonNegative);
+    // Linux caps TCP_KEEPIDLE and TCP_KEEPINTVL at 32767 s and TCP_KEEPCNT at 127;
+    // beyond that setsockopt fails and so would every connection.
+    postgres.read("keepalives_idle_ms", out.keepalives_idle, Bounds{0, 32767000});
+    require_whole_seconds(postgres, "keepalives_idle_ms", out.keepalives_idle,
+                          defaults.keepalives_idle);
+    postgres.read("keepalives_interval_ms", out.keepalives_interval, Bounds{0, 32767000});
+    require_whole_seconds(postgres, "keepalives_interval_ms", out.keepalives_interval,
+                          defaults.keepalives_interval);
+    postgres.read("keepalives_count", out.keepalives_count, Bounds{0, 127});
+    postgres.read("tcp_user_timeout_ms", out.tcp_user_timeout, kNonNegative);
+
+    // The statement timer starts before the lock wait's, so with statement_timeout
+    // <= lock_timeout a statement stuck on a row lock fails as "canceling
+    // statement due to statement timeout" (retried as a failure) instead of as
+    // 55P03 (NACKed as contention).
+    if (out.statement_timeout.count() > 0 && out.lock_timeout.count() > 0 &&
+        out.statement_timeout <= out.lock_timeout) {
+        const std::string_view key =
+            postgres.has("statement_timeout_ms") ? "statement_timeout_ms" : "lock_timeout_ms";
+        postgres.problem(key,
+                         "statement_timeout_ms (" + std::to_string(out.statement_timeout.count()) +
+                             ") must be greater than lock_timeout_ms (" +
+                             std::to_string(out.lock_timeout.count()) +
+                             "), or a wait for a row lock fails as a statement timeout: raise "
+                             "statement_timeout_ms, lower lock_timeout_ms, or set either to 0");
+    }
     return out;
 }
 
@@ -808,7 +876,7 @@ std::vector<BindingConfig> read_bindings(const Reader& top,
     return out;
 }
 
-// DESIGN.md §2: the Redis COMPLETED record is a cache of the dedup row, so the row
+// docs/design.md section 2: the Redis COMPLETED record is a cache of the dedup row, so the row
 // must outlive it, or a redelivery after the row is gone would run again.
 void check_retention(const Config& config, const Reader& claim, const Reader& postgres) {
     if (config.claim.completed_ttl < config.postgres.dedup_retention) return;
@@ -881,7 +949,25 @@ std::optional<std::string> getenv_lookup(const std::string& name) {
 
 }  // namespace
 
+namespace {
+
+// Messages quote the input, which may hold any bytes (a "\0" escape, a binary
+// file): made valid UTF-8 without NUL, so what() is not cut short and a
+// terminal or log shows every problem.
+std::vector<ConfigProblem> printable(std::vector<ConfigProblem> problems) {
+    for (auto& p : problems) {
+        p.path = printable_text(p.path, 1024);
+        p.message = printable_text(p.message, 4096);
+    }
+    return problems;
+}
+
+}  // namespace
+
 ConfigError::ConfigError(std::string source, std::vector<ConfigProblem> problems)
+    : ConfigError(printable_text(source, 4096), printable(std::move(problems)), Printable{}) {}
+
+ConfigError::ConfigError(std::string source, std::vector<ConfigProblem> problems, Printable)
     : UsageError(format_problems(source, problems)),
       source_(std::move(source)),
       problems_(std::move(problems)) {}

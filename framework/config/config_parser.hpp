@@ -23,7 +23,8 @@ struct ConfigProblem {
 // Bad configuration: the process cannot start (a UsageError, exit code 2).
 // what() lists every problem, one per line, as "<source>:<line>: <path>: <message>"
 // (":<line>" is left out when the line is unknown, "<path>: " when the problem
-// concerns the whole document).
+// concerns the whole document). Bytes that are not valid UTF-8, and NUL, are
+// shown as U+FFFD: messages quote the input.
 class ConfigError : public UsageError {
 public:
     ConfigError(std::string source, std::vector<ConfigProblem> problems);
@@ -32,6 +33,9 @@ public:
     const std::vector<ConfigProblem>& problems() const noexcept { return problems_; }
 
 private:
+    struct Printable {};  // the problems are already made printable
+    ConfigError(std::string source, std::vector<ConfigProblem> problems, Printable);
+
     std::string source_;
     std::vector<ConfigProblem> problems_;
 };
