@@ -1,4 +1,4 @@
-// DESIGN.md section 6, one test per row, against real Redis, PostgreSQL and a
+// docs/design.md section 6, one test per row, against real Redis, PostgreSQL and a
 // mock Kafka cluster over TCP. Outage tests stop and restart the servers of
 // scripts/services.sh on their ports.
 #include <doctest/doctest.h>
@@ -10,11 +10,16 @@
 #include "kafka/consumer.hpp"
 #include "kafka/group_progress.hpp"
 #include "pipeline_harness.hpp"
+#include "records.hpp"
 #include "support.hpp"
 
 using namespace std::chrono_literals;
 using exo::testing::PipelineHarness;
 using exo::testing::RunningDaemon;
+using exo::testing::eventually;
+using exo::testing::header;
+using exo::testing::payment;
+using exo::testing::read_topic;
 
 namespace {
 
@@ -22,45 +27,6 @@ namespace {
 constexpr int kApiProduce = 0;
 constexpr int kApiFetch = 1;
 constexpr int kApiOffsetCommit = 8;
-
-exo::PaymentMessage payment(const std::string& event, const std::string& account,
-                            std::int64_t amount, std::int64_t sequence, int partition = 0) {
-    return {{event, account, "CREDIT", amount, sequence}, partition, false};
-}
-
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-        if (pred()) return true;
-        std::this_thread::sleep_for(20ms);
-    }
-    return pred();
-}
-
-std::vector<exo::Record> read_topic(const std::string& bootstrap, const std::string& topic,
-                                    std::size_t expected) {
-    struct Ignore : exo::RebalanceListener {
-        void on_assigned(const std::vector<exo::TopicPartition>&) override {}
-        void on_revoked(const std::vector<exo::TopicPartition>&, bool) override {}
-    } listener;
-    exo::KafkaConsumer consumer({bootstrap,
-                                 exo::testing::unique_name("reader"),
-                                 {topic},
-                                 {{"session.timeout.ms", "6000"}, {"fetch.wait.max.ms", "20"}}},
-                                listener);
-    std::vector<exo::Record> got;
-    auto deadline = std::chrono::steady_clock::now() + 30s;
-    while (got.size() < expected && std::chrono::steady_clock::now() < deadline)
-        for (auto& r : consumer.poll(100, 200ms)) got.push_back(std::move(r));
-    consumer.close();
-    return got;
-}
-
-std::string header(const exo::Record& r, const char* name) {
-    auto* h = r.header(name);
-    return h && h->value ? *h->value : "(missing)";
-}
 
 std::pair<std::vector<exo::PaymentMessage>, std::vector<exo::PaymentMessage>> halves(
     const exo::PaymentWorkload& w) {

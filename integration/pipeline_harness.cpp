@@ -50,6 +50,8 @@ PipelineHarness::PipelineHarness(HarnessOptions options) : options_(std::move(op
     auto slow_for = options_.slow_for;
     registry_.add("misbehaving_ledger",
                   [slow_for] { return std::make_unique<MisbehavingLedger>(slow_for); });
+    registry_.add("unprepared_ledger",
+                  [slow_for] { return std::make_unique<UnpreparedLedger>(slow_for); });
 
     auto redis = redis_options();
     config_.kafka.bootstrap_servers = cluster_->bootstrap_servers();

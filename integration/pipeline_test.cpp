@@ -1,5 +1,5 @@
 // The exactly-once pipeline end to end, against real Redis, PostgreSQL and a
-// mock Kafka cluster over TCP: DESIGN.md sections 1-5 and the failure-matrix
+// mock Kafka cluster over TCP: docs/design.md sections 1-5 and the failure-matrix
 // rows that do not need an outage.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -13,19 +13,16 @@
 #include "kafka/group_progress.hpp"
 #include "pg/migrations.hpp"
 #include "pipeline_harness.hpp"
+#include "records.hpp"
 #include "redis/redis_connection.hpp"
 #include "support.hpp"
 
 using namespace std::chrono_literals;
 using exo::testing::PipelineHarness;
 using exo::testing::RunningDaemon;
+using exo::testing::payment;
 
 namespace {
-
-exo::PaymentMessage payment(const std::string& event, const std::string& account,
-                            std::int64_t amount, std::int64_t sequence) {
-    return {{event, account, "CREDIT", amount, sequence}, 0, false};
-}
 
 std::string claim_state(const PipelineHarness& h, const std::string& key) {
     exo::RedisConnection redis(exo::testing::redis_options());

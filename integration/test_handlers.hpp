@@ -1,13 +1,26 @@
 #pragma once
 // Handlers for failure tests: the ledger, misbehaving on cue. The cue is the
 // event id's prefix, so one workload can mix well-behaved and faulty records.
-//   slow-*    sleeps `slow_for` before applying (a long handler, a held key)
-//   flaky-*   throws RetryableError on attempts 1 and 2, succeeds on attempt 3
-//   poison-*  throws PermanentError (a record that can never apply)
-//   divzero-* runs a failing statement through exec() (not exec_prepared): the
-//             way most libpqxx code is written, and the way that used to make
-//             libpqxx abort the whole batch transaction
+//   slow-*      sleeps `slow_for` before applying (a long handler, a held key)
+//   flaky-*     throws RetryableError on attempts 1 and 2, succeeds on attempt 3
+//   poison-*    throws PermanentError (a record that can never apply)
+//   divzero-*   runs a failing statement through exec() (not exec_prepared): the
+//               way most libpqxx code is written, and the way that used to make
+//               libpqxx abort the whole batch transaction
+//   swallow-*   applies, then runs a failing statement and swallows its error
+//               (`catch (const pqxx::sql_error&) {}`): the transaction is aborted
+//   badtext-*   throws PermanentError whose text is not valid UTF-8
+//   deferred-*  applies, then writes a row that breaks a DEFERRABLE INITIALLY
+//               DEFERRED foreign key: the batch's COMMIT fails, no statement does
+//               (needs the tables of create_deferred_tables())
+//   throwint-*  throws an int, not a std::exception
+//   badresult-* applies and sets a result that is not valid UTF-8
+//   gated-*     (UnpreparedLedger) see below
+// Every call of handle() is counted in handle_calls; calls with ctx.rerun() in
+// rerun_calls (per process: tests compare differences).
+#include <atomic>
 #include <chrono>
+#include <pqxx/pqxx>
 #include <thread>
 
 #include "core/errors.hpp"
@@ -15,23 +28,63 @@
 
 namespace exo::testing {
 
-class MisbehavingLedger final : public Handler {
+inline std::atomic<int> handle_calls{0};
+inline std::atomic<int> rerun_calls{0};
+
+// The tables deferred-* writes to, in the harness's schema (search_path).
+inline void create_deferred_tables(const std::string& uri) {
+    pqxx::connection c(uri);
+    pqxx::nontransaction tx(c);
+    tx.exec("CREATE TABLE deferred_parents (id text PRIMARY KEY)");
+    tx.exec(
+        "CREATE TABLE deferred_children (id text PRIMARY KEY, parent text REFERENCES "
+        "deferred_parents (id) DEFERRABLE INITIALLY DEFERRED)");
+}
+
+class MisbehavingLedger : public Handler {
 public:
     explicit MisbehavingLedger(std::chrono::milliseconds slow_for) : slow_for_(slow_for) {}
     void prepare(pqxx::connection_base& c) override { ledger_.prepare(c); }
     void handle(HandlerContext& ctx) override {
+        handle_calls++;
+        if (ctx.rerun()) rerun_calls++;
         const auto& key = ctx.idempotency_key();
-        if (key.rfind("slow-", 0) == 0) std::this_thread::sleep_for(slow_for_);
-        if (key.rfind("flaky-", 0) == 0 && ctx.attempt() < 3)
+        auto cue = [&](const char* prefix) { return key.rfind(prefix, 0) == 0; };
+        if (cue("slow-")) std::this_thread::sleep_for(slow_for_);
+        if (cue("flaky-") && ctx.attempt() < 3)
             throw RetryableError("flaky: attempt " + std::to_string(ctx.attempt()));
-        if (key.rfind("poison-", 0) == 0) throw PermanentError("poison record refused");
-        if (key.rfind("divzero-", 0) == 0) ctx.transaction().exec("SELECT 1 / 0");
+        if (cue("poison-")) throw PermanentError("poison record refused");
+        if (cue("badtext-")) throw PermanentError("refused: \xC0\x80 \xED\xA0\x80 \xFF end");
+        if (cue("throwint-")) throw 42;
+        if (cue("divzero-")) ctx.transaction().exec("SELECT 1 / 0");
         ledger_.handle(ctx);
+        if (cue("swallow-")) {
+            try {
+                ctx.transaction().exec("SELECT 1 / 0");
+            } catch (const pqxx::sql_error&) {
+                // The common idiom this cue reproduces: "it failed, never mind".
+            }
+        }
+        if (cue("deferred-"))
+            ctx.transaction().exec_params("INSERT INTO deferred_children VALUES ($1, 'missing')",
+                                          key);
+        if (cue("badresult-")) ctx.set_result("\xFF\xFE result");
     }
 
 private:
     handlers::LedgerHandler ledger_;
     std::chrono::milliseconds slow_for_;
+};
+
+// The ledger, whose prepare() fails until the table prepare_gate exists: a
+// handler deployed before its migration.
+class UnpreparedLedger final : public MisbehavingLedger {
+public:
+    using MisbehavingLedger::MisbehavingLedger;
+    void prepare(pqxx::connection_base& c) override {
+        pqxx::nontransaction(c).exec("SELECT 1 FROM prepare_gate LIMIT 1");
+        MisbehavingLedger::prepare(c);
+    }
 };
 
 }  // namespace exo::testing

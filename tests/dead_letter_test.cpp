@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/text.hpp"
 #include "pipeline/dead_letter.hpp"
 
 using namespace exo;
@@ -98,4 +99,31 @@ TEST_SUITE("make_dead_letter") {
         make_dead_letter(original, "payments.dlq", "boom", "evt-1");
         CHECK(original.record.headers.size() == 3);
     }
+}
+
+TEST_CASE("a dead letter's reason is capped and made valid UTF-8") {
+    auto out = exo::make_dead_letter(failed_record(), "payments.dlq",
+                                     std::string(100000, 'x') + "\xC0\x80", "evt-1");
+    const auto* h = [&]() -> const exo::RecordHeader* {
+        for (const auto& x : out.headers)
+            if (x.name == "exo-error") return &x;
+        return nullptr;
+    }();
+    REQUIRE(h != nullptr);
+    CHECK(h->value->size() <= exo::kMaxDeadLetterReasonBytes);
+    CHECK(exo::is_postgres_text(*h->value));
+}
+
+TEST_CASE("a dead letter too large with its value is sent without it, saying how large it was") {
+    auto record = failed_record();
+    auto out = exo::make_dead_letter(record, "payments.dlq", "too large", "evt-1",
+                                     exo::DeadLetterValue::omitted);
+    CHECK(out.value.empty());
+    bool found = false;
+    for (const auto& h : out.headers)
+        if (h.name == "exo-value-omitted") {
+            found = true;
+            CHECK(*h.value == std::to_string(record.record.value.size()));
+        }
+    CHECK(found);
 }

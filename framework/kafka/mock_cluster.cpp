@@ -61,4 +61,8 @@ void MockCluster::push_request_errors(int api_key, int count, rd_kafka_resp_err_
                                             errors.size(), errors.data());
 }
 
+void MockCluster::clear_request_errors(int api_key) {
+    rd_kafka_mock_clear_request_errors(cluster_.get(), static_cast<std::int16_t>(api_key));
+}
+
 }  // namespace exo

@@ -29,6 +29,8 @@ public:
     void set_broker_up(int broker_id);
     // The next `count` requests of `api_key` (RD_KAFKAP_*) fail with `error`.
     void push_request_errors(int api_key, int count, rd_kafka_resp_err_t error);
+    // Drops the errors of `api_key` that were pushed and not yet used.
+    void clear_request_errors(int api_key);
 
     rd_kafka_mock_cluster_t* raw() const { return cluster_.get(); }
 

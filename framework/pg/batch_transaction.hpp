@@ -11,11 +11,20 @@
 // destructor rolls back what was not committed (best effort, never throws).
 // Errors: every method throws pqxx exceptions (classify with classify_pg_error).
 // A COMMIT whose answer is lost throws pqxx::broken_connection: the outcome is
-// then unknown and the caller must retry through the dedup rows.
+// then unknown and the caller must retry through the dedup rows. COMMIT of a
+// transaction that a failed statement aborted (someone swallowed its error;
+// PostgreSQL would answer ROLLBACK without an error) throws CommitRefused:
+// nothing was applied, and nothing may be reported as done.
 #include <pqxx/connection>
 #include <pqxx/nontransaction>
+#include <stdexcept>
 
 namespace exo {
+
+class CommitRefused : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
 
 class BatchTransaction {
 public:

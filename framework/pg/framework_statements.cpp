@@ -1,5 +1,6 @@
 #include "pg/framework_statements.hpp"
 
+#include <algorithm>
 #include <pqxx/pqxx>
 
 namespace exo {
@@ -11,6 +12,8 @@ constexpr const char* kUpdateProcessed = "exo_update_processed";
 constexpr const char* kStartLatest = "exo_start_record_latest";
 constexpr const char* kStartStrict = "exo_start_record_strict";
 constexpr const char* kDeleteProcessed = "exo_delete_processed";
+constexpr const char* kRecordGap = "exo_record_gap";
+constexpr const char* kClearGap = "exo_clear_gap";
 
 // Dedup row and sequence step in one statement: the sequence moves only if the
 // dedup row was inserted (a duplicate must never advance it), and only by the
@@ -51,10 +54,22 @@ void prepare_framework_statements(pqxx::connection_base& c) {
               "UPDATE exo_processed SET outcome = $3, result = NULLIF($4, '')"
               " WHERE consumer_group = $1 AND idempotency_key = $2");
     c.prepare(kStartLatest, start_sql("true", "s.last_sequence < EXCLUDED.last_sequence"));
+    // "last + 1 = next" would overflow bigint at last = INT64_MAX and fail the
+    // record instead of answering STALE; "next - 1" cannot (next >= 0).
     c.prepare(kStartStrict,
-              start_sql("$9::bigint = 1", "s.last_sequence + 1 = EXCLUDED.last_sequence"));
+              start_sql("$9::bigint = 1", "s.last_sequence = EXCLUDED.last_sequence - 1"));
     c.prepare(kDeleteProcessed,
               "DELETE FROM exo_processed WHERE consumer_group = $1 AND idempotency_key = $2");
+    // The first sighting is kept (DO NOTHING); its age is measured in server time.
+    c.prepare(kRecordGap,
+              "WITH ins AS (INSERT INTO exo_sequence_gaps (consumer_group, idempotency_key)"
+              " VALUES ($1, $2) ON CONFLICT (consumer_group, idempotency_key) DO NOTHING"
+              " RETURNING first_seen)"
+              " SELECT floor(extract(epoch FROM now() - coalesce((SELECT first_seen FROM ins),"
+              " (SELECT first_seen FROM exo_sequence_gaps WHERE consumer_group = $1"
+              " AND idempotency_key = $2), now())) * 1000)::bigint");
+    c.prepare(kClearGap,
+              "DELETE FROM exo_sequence_gaps WHERE consumer_group = $1 AND idempotency_key = $2");
 }
 
 const char* to_sql(ProcessedOutcome o) {
@@ -120,6 +135,24 @@ void delete_processed(pqxx::transaction_base& tx, const std::string& group,
 void update_processed(pqxx::transaction_base& tx, const std::string& group, const std::string& key,
                       ProcessedOutcome outcome, const std::string& result) {
     tx.exec_prepared(kUpdateProcessed, group, key, to_sql(outcome), result);
+}
+
+std::chrono::milliseconds record_gap(pqxx::transaction_base& tx, const std::string& group,
+                                     const std::string& key) {
+    auto r = tx.exec_prepared(kRecordGap, group, key);
+    return std::chrono::milliseconds(std::max<std::int64_t>(0, r[0][0].as<std::int64_t>()));
+}
+
+void clear_gap(pqxx::transaction_base& tx, const std::string& group, const std::string& key) {
+    tx.exec_prepared(kClearGap, group, key);
+}
+
+std::size_t prune_gaps(pqxx::transaction_base& tx, std::chrono::hours retention, int limit) {
+    auto r = tx.exec_params(
+        "DELETE FROM exo_sequence_gaps WHERE ctid IN (SELECT ctid FROM exo_sequence_gaps"
+        " WHERE first_seen < now() - make_interval(hours => $1) LIMIT $2)",
+        static_cast<int>(retention.count()), limit);
+    return r.affected_rows();
 }
 
 std::size_t prune_processed(pqxx::transaction_base& tx, std::chrono::hours retention, int limit) {

@@ -1,8 +1,9 @@
 #pragma once
-// The framework's own SQL inside a record's transaction (DESIGN.md sections 2
+// The framework's own SQL inside a record's transaction (docs/design.md sections 2
 // and 4): the dedup row and the sequence check. Statements are prepared once
 // per connection by prepare_framework_statements() and run by name.
 // All functions throw pqxx exceptions (classify with classify_pg_error).
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -69,6 +70,17 @@ RecordStart start_record(pqxx::transaction_base& tx, const ProcessedRow& row,
 // Removes a dedup row written earlier in this transaction (a record whose
 // sequence gap makes it wait: it was not applied).
 void delete_processed(pqxx::transaction_base& tx, const std::string& group, const std::string& key);
+
+// Strict sequences: records that `key` waits for a predecessor (first sighting
+// kept) and returns how long ago, in server time, it was first seen waiting.
+// Part of the caller's transaction: a rolled-back sighting never happened.
+std::chrono::milliseconds record_gap(pqxx::transaction_base& tx, const std::string& group,
+                                     const std::string& key);
+// Forgets the sighting (the record was dead-lettered for its gap).
+void clear_gap(pqxx::transaction_base& tx, const std::string& group, const std::string& key);
+// Deletes sightings older than the retention (records long since applied), at
+// most `limit` per call. Returns the number deleted.
+std::size_t prune_gaps(pqxx::transaction_base& tx, std::chrono::hours retention, int limit);
 
 // Deletes dedup rows older than the retention, at most `limit` per call.
 // Returns the number deleted.

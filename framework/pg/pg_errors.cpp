@@ -13,6 +13,7 @@ PgFailure classify_pg_error(const std::exception& e) {
         // Class 08: connection exception; 57P01-03: admin shutdown, crash, cannot connect now.
         if (state.rfind("08", 0) == 0 || state.rfind("57P", 0) == 0)
             return PgFailure::connection_lost;
+        if (state == "55P03") return PgFailure::contention;
         // Class 22: data exception: the record's data cannot be stored, ever.
         if (state.rfind("22", 0) == 0) return PgFailure::permanent;
         return PgFailure::retryable;
@@ -26,12 +27,19 @@ const char* to_string(PgFailure f) {
             return "connection lost";
         case PgFailure::outcome_unknown:
             return "outcome unknown";
+        case PgFailure::contention:
+            return "contention";
         case PgFailure::retryable:
             return "retryable";
         case PgFailure::permanent:
             return "permanent";
     }
     return "?";
+}
+
+bool is_aborted_transaction(const std::exception& e) {
+    const auto* sql = dynamic_cast<const pqxx::sql_error*>(&e);
+    return sql != nullptr && sql->sqlstate() == "25P02";
 }
 
 }  // namespace exo

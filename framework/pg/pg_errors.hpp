@@ -13,6 +13,11 @@ enum class PgFailure {
     // COMMIT was sent but its answer never came (pqxx::in_doubt_error): the
     // batch may or may not be applied. Retry it: the dedup rows tell which.
     outcome_unknown,
+    // lock_timeout ran out (55P03): another transaction, live or frozen, holds a
+    // row this record needs (its dedup row or its entity's sequence). Nothing is
+    // wrong with the record: roll it back and NACK it like a Redis CONFLICT,
+    // without counting an attempt.
+    contention,
     // Serialization failure, deadlock, or another error that may pass: roll the
     // record back and retry it with backoff, up to max_attempts.
     retryable,
@@ -22,5 +27,10 @@ enum class PgFailure {
 
 PgFailure classify_pg_error(const std::exception& e);
 const char* to_string(PgFailure f);
+
+// True for SQLSTATE 25P02 (in_failed_sql_transaction): a statement failed
+// earlier in this transaction and its error was swallowed; every statement until
+// the rollback fails with this. The fault is the earlier statement's.
+bool is_aborted_transaction(const std::exception& e);
 
 }  // namespace exo

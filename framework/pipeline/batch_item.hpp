@@ -33,10 +33,8 @@ struct BatchItem {
     Fate fate = Fate::pending;
     Outcome outcome = Outcome::none;
     bool previously_dead_lettered = false;  // the dedup row says DEAD_LETTERED
-    // Dead letters normally record the key as DEAD_LETTERED (row and claim), so
-    // redeliveries are not dead-lettered again. A sequence-gap timeout says
-    // nothing about the event itself: a later copy of it may still apply.
-    bool record_dead_letter_key = true;
+    bool in_transaction = false;   // taken into this batch's transaction (not settled by Redis)
+    bool handler_ran = false;      // handle() was called in this batch (a re-run is a rerun)
     std::string result;                  // handler result, or the stored one
     std::string error;                   // why requeued / dead-lettered
     std::chrono::milliseconds delay{0};  // requeue: hold the partition this long
@@ -47,7 +45,7 @@ struct BatchItem {
         fate = Fate::pending;
         outcome = Outcome::none;
         previously_dead_lettered = false;
-        record_dead_letter_key = true;
+        pending.dead_letter.reset();
         result.clear();
         error.clear();
         delay = std::chrono::milliseconds(0);
@@ -66,9 +64,11 @@ struct BatchItem {
         delay = d;
         error = std::move(why);
     }
-    void dead_letter(std::string why) {
+    // The record is a dead letter; the verdict stays with it until it is recorded.
+    void dead_letter(std::string why, bool record_key = true, bool clears_gap = false) {
         fate = Fate::dead_letter;
-        error = std::move(why);
+        error = why;
+        pending.dead_letter = DeadLetterVerdict{std::move(why), record_key, clears_gap};
     }
 };
 

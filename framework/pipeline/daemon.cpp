@@ -34,6 +34,16 @@ std::string describe(const std::vector<TopicPartition>& parts) {
     return s.empty() ? "none" : s;
 }
 
+// The dead-letter producer: the consumer's properties (security settings), and a
+// delivery timeout below the worker's 30 s flush, so a dead letter whose flush
+// gave up has failed for good instead of being delivered later, beside the copy
+// the retry produces.
+ProducerOptions dead_letter_producer(const std::string& bootstrap, const KafkaConfig& kafka) {
+    ProducerOptions options{bootstrap, kafka.properties};
+    options.properties.try_emplace("message.timeout.ms", "25000");
+    return options;
+}
+
 }  // namespace
 
 Daemon::Daemon(const Config& config, const HandlerRegistry& handlers, Failpoints& failpoints,
@@ -43,7 +53,7 @@ Daemon::Daemon(const Config& config, const HandlerRegistry& handlers, Failpoints
     for (int i = 0; i < config.pipeline.workers; ++i) {
         WorkerContext ctx{config_,
                           handlers,
-                          ProducerOptions{bootstrap_, config.kafka.properties},
+                          dead_letter_producer(bootstrap_, config.kafka),
                           stats_,
                           failpoints,
                           [this](const std::vector<FinishedOffset>& done) {
@@ -216,8 +226,11 @@ void Daemon::update_readiness() {
             spdlog::info("ready: {} partition(s) assigned, dependencies answering",
                          assigned_.size());
         else
-            spdlog::warn("not ready: {}", assigned_.empty() ? "no partitions assigned"
-                                                            : "a dependency is not answering");
+            spdlog::warn("not ready: {}",
+                         assigned_.empty()
+                             ? "no partitions assigned"
+                             : "a dependency is not answering, a handler cannot prepare, or a "
+                               "partition is stalled (see the error above)");
     }
 }
 

@@ -1,6 +1,7 @@
 #pragma once
-// The dead-letter record (DESIGN.md section 6): the original key, value and
+// The dead-letter record (docs/design.md section 6): the original key, value and
 // headers, plus why and where from. Pure: producing it is the worker's job.
+#include <cstddef>
 #include <string>
 
 #include "kafka/producer.hpp"
@@ -8,9 +9,24 @@
 
 namespace exo {
 
-// Headers added: exo-error, exo-attempts, exo-original-topic,
-// exo-original-partition, exo-original-offset and, when known, exo-idempotency-key.
+// The longest exo-error header, in bytes: an exception text can be arbitrarily
+// long (a handler may put a payload in it), and every byte counts against the
+// DLQ topic's message size limit.
+inline constexpr std::size_t kMaxDeadLetterReasonBytes = 2048;
+
+enum class DeadLetterValue {
+    original,  // the original value, as consumed
+    // Left out: the original plus exo's headers exceed the message size limit.
+    // Header exo-value-omitted holds the original size in bytes; the original
+    // stays readable at its coordinates in the source topic.
+    omitted,
+};
+
+// Headers added: exo-error (valid UTF-8, at most kMaxDeadLetterReasonBytes),
+// exo-attempts, exo-original-topic, exo-original-partition, exo-original-offset,
+// exo-idempotency-key when known, and exo-value-omitted when the value is left out.
 OutgoingRecord make_dead_letter(const PendingRecord& pending, const std::string& dlq_topic,
-                                const std::string& error, const std::string& idempotency_key);
+                                const std::string& error, const std::string& idempotency_key,
+                                DeadLetterValue value = DeadLetterValue::original);
 
 }  // namespace exo

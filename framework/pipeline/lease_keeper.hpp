@@ -1,6 +1,6 @@
 #pragma once
 // Renews the Redis claims of the batch a worker is running, every lease/3, so a
-// live worker with a slow handler is never taken over (DESIGN.md section 3,
+// live worker with a slow handler is never taken over (docs/design.md section 3,
 // `extend`). Runs on its own thread with its own Redis connection: the worker's
 // thread is busy inside the handler exactly when renewal matters.
 //

@@ -1,20 +1,41 @@
 #pragma once
 #include <chrono>
+#include <optional>
+#include <string>
 
 #include "core/record.hpp"
 
 namespace exo {
 
+// Why a record goes to its dead-letter topic, decided once and kept across
+// retries of the dead-letter step, so its handler never runs again.
+struct DeadLetterVerdict {
+    std::string reason;
+    // Dead letters normally record the key as DEAD_LETTERED (dedup row and claim),
+    // so redeliveries are not dead-lettered again. A sequence-gap timeout says
+    // nothing about the event itself (a later copy may still apply), and a record
+    // without a storable key has nothing to record: both are false.
+    bool record_key = true;
+    // A strict-sequence gap timed out: its exo_sequence_gaps row goes with it.
+    bool clears_gap = false;
+};
+
 // A polled record on its way through the pipeline, with what the retries so
 // far have learned about it.
 struct PendingRecord {
     Record record;
-    int attempts = 0;   // handler runs that failed retryably
-    int nacks = 0;      // times another owner held the key (CONFLICT)
+    // Failed tries, each bounded by the binding's max_attempts: the handler failed
+    // retryably, or a step around it failed (SAVEPOINT, COMMIT) for this record.
+    int attempts = 0;
+    int nacks = 0;      // times another owner held the key (CONFLICT, lock timeout)
     int gap_waits = 0;  // times parked for a missing predecessor
     std::chrono::steady_clock::time_point polled_at = std::chrono::steady_clock::now();
-    // Strict sequences: when the record was first held back for a gap.
-    std::chrono::steady_clock::time_point gap_since{};
+    std::optional<DeadLetterVerdict> dead_letter{};  // set: only the dead-letter step is left
+    int dead_letter_failures = 0;  // tries to record the verdict that failed
+    bool stalled = false;          // dead_letter_failures reached the bound: reported once
+    // Its batch's COMMIT failed without saying which record was at fault: run it
+    // in a transaction of its own, so a failure is its own and counts for it alone.
+    bool solo = false;
 };
 
 }  // namespace exo

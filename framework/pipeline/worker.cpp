@@ -8,9 +8,11 @@
 
 #include "core/errors.hpp"
 #include "core/key_derivation.hpp"
+#include "core/text.hpp"
 #include "pg/batch_transaction.hpp"
 #include "pg/framework_statements.hpp"
 #include "pg/pg_errors.hpp"
+#include "pg/session.hpp"
 #include "pipeline/dead_letter.hpp"
 #include "redis/redis_error.hpp"
 
@@ -21,11 +23,26 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 // Issued before each record; the release of the previous record's savepoint
-// rides in the same round trip. COMMIT commits an open savepoint, so the last
-// one is never released explicitly.
+// rides in the same round trip. The last one is released before COMMIT, which
+// is where a swallowed error of the last record's handler shows.
 constexpr const char* kFirstSavepoint = "SAVEPOINT exo_record";
 constexpr const char* kNextSavepoint = "RELEASE SAVEPOINT exo_record; SAVEPOINT exo_record";
+constexpr const char* kReleaseSavepoint = "RELEASE SAVEPOINT exo_record";
 constexpr const char* kRollbackRecord = "ROLLBACK TO SAVEPOINT exo_record";
+
+// A handler's prepare() failed for a reason other than the connection: no record
+// of the worker can run until it succeeds, and none of them is at fault.
+class HandlerPrepareError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+std::string swallowed_error(const std::string& handler) {
+    return "handler '" + handler +
+           "' caught a database error and went on: PostgreSQL aborted the transaction, so "
+           "nothing it wrote can commit. Let the error propagate, or run the statement that may "
+           "fail in its own pqxx::subtransaction";
+}
 
 std::shared_ptr<spdlog::logger> worker_logger(int index) {
     auto name = "worker-" + std::to_string(index);
@@ -88,47 +105,90 @@ void Worker::run_batch(std::vector<PendingRecord> batch) {
     for (auto& r : batch) items.emplace_back(std::move(r));
     ctx_.stats.batches++;
 
+    bool committed = false;
     try {
         prepare_items(items);
         claim_step(items);
         ctx_.failpoints.hit("after_claim");
         lease_keeper_.hold(open_claims(items));
         transaction_step(items);
+        committed = true;
+    } catch (const std::exception& e) {
+        batch_failed(items, e);
+    }
+    if (committed) {
         ctx_.failpoints.hit("after_pg_commit");
         complete_step(items);
         lease_keeper_.hold(open_claims(items));  // completed claims need no renewal
-        dead_letter_step(items);
         healthy_ = true;
-        other_failures_ = 0;
         if (pg_down_logged_) log_->info("PostgreSQL is reachable again");
         pg_down_logged_ = false;
-    } catch (const std::exception& e) {
-        // A dependency failed for the whole batch: nothing in it is known to be
-        // durable except what a committed transaction wrote, and the dedup rows
-        // make running those again harmless. Put everything back and wait.
-        ctx_.stats.batch_failures++;
-        healthy_ = false;
-        bool pg_gone = dynamic_cast<const pqxx::broken_connection*>(&e) != nullptr ||
-                       (dynamic_cast<const pqxx::failure*>(&e) != nullptr &&
-                        classify_pg_error(e) != PgFailure::retryable &&
-                        classify_pg_error(e) != PgFailure::permanent);
-        if (pg_gone) drop_postgres();
-        bool redis_gone = dynamic_cast<const RedisError*>(&e) != nullptr;
-        int failures = pg_gone      ? ++pg_failures_
-                       : redis_gone ? ++redis_failures_
-                                    : ++other_failures_;
-        auto delay = retry_delay(failures);
-        // Once per outage, not once per retry: an operator needs the state change.
-        if (!pg_gone || !pg_down_logged_)
-            log_->warn("batch of {} put back, retrying in {} ms: {}", items.size(), delay.count(),
-                       e.what());
-        if (pg_gone) pg_down_logged_ = true;
-        for (auto& item : items) item.requeue(delay, e.what());
     }
+    // Dead letters decided before a failure (a bad key, a record out of attempts)
+    // are recorded whatever happened to the rest of the batch.
+    dead_letter_step(items);
     lease_keeper_.clear();
     // A batch in hand is always finished, even when stopping: its claims and offsets settle.
     release_step(items);
     hand_back(items);
+}
+
+void Worker::batch_failed(std::deque<BatchItem>& items, const std::exception& e) {
+    ctx_.stats.batch_failures++;
+    const bool prepare_failed = dynamic_cast<const HandlerPrepareError*>(&e) != nullptr;
+    const bool redis_gone = dynamic_cast<const RedisError*>(&e) != nullptr;
+    const PgFailure pg = classify_pg_error(e);
+    const bool pg_gone =
+        !prepare_failed && !redis_gone &&
+        (dynamic_cast<const pqxx::broken_connection*>(&e) != nullptr ||
+         (dynamic_cast<const pqxx::failure*>(&e) != nullptr &&
+          (pg == PgFailure::connection_lost || pg == PgFailure::outcome_unknown)));
+    if (pg_gone || prepare_failed) drop_postgres();
+    // A dependency down, or a handler that cannot prepare, is nobody's record's
+    // fault: everything waits, uncounted, and the worker says it is not healthy.
+    // Anything else failed around the records of the transaction (a SAVEPOINT,
+    // a ROLLBACK TO): it counts as an attempt of each of them.
+    const bool counted = !pg_gone && !redis_gone && !prepare_failed;
+    std::chrono::milliseconds delay{0};
+    if (pg_gone) delay = retry_delay(++pg_failures_);
+    if (redis_gone) delay = retry_delay(++redis_failures_);
+    if (prepare_failed) delay = ctx_.config.pipeline.retry_backoff_max;
+    if (!counted) healthy_ = false;
+
+    const std::string why = printable_text(e.what());
+    if (prepare_failed) {
+        if (!prepare_failing_)
+            log_->error("{}; {} records wait and the worker reports not ready until it succeeds "
+                        "(retried every {} ms)",
+                        why, items.size(), delay.count());
+        prepare_failing_ = true;
+    } else if (!pg_gone || !pg_down_logged_) {
+        // Once per outage, not once per retry: an operator needs the state change.
+        log_->warn("batch of {} put back ({}): {}", items.size(),
+                   counted ? "counted as an attempt of its records" : "dependency down", why);
+    }
+    if (pg_gone) pg_down_logged_ = true;
+
+    for (auto& item : items) {
+        if (!item.in_transaction) {
+            // Settled before the transaction (a Redis duplicate, a bad key, a
+            // CONFLICT): those answers stand.
+            if (item.fate == Fate::pending) item.requeue(delay, why);
+            continue;
+        }
+        item.reset_to_pending();
+        if (!counted) {
+            item.requeue(delay, why);
+            continue;
+        }
+        const int attempts = ++item.pending.attempts;
+        if (attempts >= item.binding->max_attempts) {
+            item.dead_letter("gave up after " + std::to_string(attempts) + " attempts: " + why);
+        } else {
+            ctx_.stats.retries++;
+            item.requeue(retry_delay(attempts), why);
+        }
+    }
 }
 
 void Worker::prepare_items(std::deque<BatchItem>& items) {
@@ -146,7 +206,9 @@ void Worker::prepare_items(std::deque<BatchItem>& items) {
         try {
             item.key = derive_idempotency_key(item.binding->key, item.pending.record, item.payload);
         } catch (const PermanentError& e) {
-            item.dead_letter(e.what());
+            // No storable key: nothing to claim or record, so such a dead letter
+            // is at-least-once (a redelivery before the offset commits repeats it).
+            item.dead_letter(e.what(), /*record_key=*/false);
             continue;
         }
         // One claim per key per batch: a repeated key waits for the next batch,
@@ -219,41 +281,121 @@ void Worker::claim_step(std::deque<BatchItem>& items) {
 }
 
 void Worker::transaction_step(std::deque<BatchItem>& items) {
-    std::vector<std::size_t> pending;
-    for (std::size_t i = 0; i < items.size(); ++i)
-        if (items[i].fate == Fate::pending) pending.push_back(i);
-    if (pending.empty()) return;
-    // Records rarely fail, so the batch first runs without savepoints; if one
-    // fails, everything it did is rolled back and the batch runs again with a
-    // savepoint per record, where the failure rolls back alone.
-    if (run_transaction(items, pending, /*careful=*/false)) return;
-    for (auto i : pending) items[i].reset_to_pending();
-    run_transaction(items, pending, /*careful=*/true);
+    // Records run in partition order: a record that must run alone ends the group
+    // before it, runs, and a new group starts after it.
+    std::vector<std::size_t> group;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        auto& item = items[i];
+        if (item.fate != Fate::pending) continue;
+        if (item.pending.dead_letter) {
+            // Already judged in an earlier try; only its dead-letter step failed.
+            item.fate = Fate::dead_letter;
+            item.error = item.pending.dead_letter->reason;
+            continue;
+        }
+        item.in_transaction = true;
+        if (!item.pending.solo) {
+            group.push_back(i);
+            continue;
+        }
+        run_group(items, group);
+        group.clear();
+        run_group(items, {i});
+    }
+    run_group(items, group);
 }
 
-bool Worker::run_transaction(std::deque<BatchItem>& items, const std::vector<std::size_t>& pending,
-                             bool careful) {
+void Worker::run_group(std::deque<BatchItem>& items, const std::vector<std::size_t>& group) {
+    if (group.empty()) return;
+    std::string why;
+    // Records rarely fail, so a group first runs without savepoints; if one
+    // fails, everything it did is rolled back and the group runs again with a
+    // savepoint per record, where the failure rolls back alone. (handle() then
+    // runs twice for the records before it: HandlerContext::rerun() says so.)
+    const bool solo = group.size() == 1 && items[group.front()].pending.solo;
+    if (!solo && run_transaction(items, group, /*careful=*/false, why)) return;
+    for (auto i : group)
+        if (items[i].in_transaction) items[i].reset_to_pending();
+    if (run_transaction(items, group, /*careful=*/true, why)) return;
+
+    // The COMMIT failed (a deferred constraint, or the server rolled back) and
+    // says nothing of which record caused it.
+    if (group.size() == 1) {
+        auto i = group.front();
+        items[i].reset_to_pending();
+        record_failed(items, i, false, "COMMIT failed: " + why);
+        return;
+    }
+    // Isolate it: each record that had run goes once more in a transaction of its
+    // own, so the one that fails COMMIT fails alone and pays alone.
+    log_->warn("COMMIT of {} records failed ({}); running each in its own transaction",
+               group.size(), printable_text(why));
+    for (auto i : group) {
+        auto& item = items[i];
+        if (item.fate == Fate::finished || item.fate == Fate::park) {
+            item.reset_to_pending();
+            item.pending.solo = true;
+        }
+    }
+    for (auto i : group)
+        if (items[i].fate == Fate::pending) run_group(items, {i});
+}
+
+bool Worker::run_transaction(std::deque<BatchItem>& items, const std::vector<std::size_t>& group,
+                             bool careful, std::string& why) {
     BatchTransaction batch(postgres());
     auto& tx = batch.statements();
-    bool first = true;
-    for (auto i : pending) {
+    std::optional<std::size_t> previous;  // careful: the record whose savepoint is open
+    for (auto i : group) {
         auto& item = items[i];
         if (item.fate != Fate::pending) continue;  // held behind an earlier record
         if (careful) {
-            tx.exec(first ? kFirstSavepoint : kNextSavepoint);
-            ctx_.stats.postgres_round_trips++;
-            first = false;
+            savepoint(tx, previous ? kNextSavepoint : kFirstSavepoint, items, previous);
+            previous = i;
+            if (item.fate != Fate::pending) continue;  // held behind the record just blamed
         }
         if (!run_one(tx, item, items, i, careful)) {
             batch.rollback();
             ctx_.stats.postgres_round_trips += 2;  // BEGIN and ROLLBACK
+            why = item.error;
             return false;
         }
     }
-    batch.commit();
+    // The last record's handler may have left the transaction aborted too.
+    if (careful && previous) savepoint(tx, kReleaseSavepoint, items, previous);
     ctx_.stats.postgres_round_trips += 2;  // BEGIN and COMMIT
+    try {
+        batch.commit();
+    } catch (const std::exception& e) {
+        const auto kind = classify_pg_error(e);
+        if (dynamic_cast<const CommitRefused*>(&e) == nullptr &&
+            (kind == PgFailure::connection_lost || kind == PgFailure::outcome_unknown))
+            throw;  // the dedup rows decide on the retry
+        why = e.what();
+        return false;
+    }
     pg_failures_ = 0;
     return true;
+}
+
+void Worker::savepoint(pqxx::transaction_base& tx, const char* statement,
+                       std::deque<BatchItem>& items, std::optional<std::size_t> previous) {
+    ctx_.stats.postgres_round_trips++;
+    try {
+        tx.exec(statement);
+        return;
+    } catch (const std::exception& e) {
+        // 25P02: the transaction was already aborted when this statement came.
+        // Every statement of the previous record succeeded, as far as exo saw,
+        // so its handler ran one that failed and swallowed the error.
+        if (!previous || !items[*previous].handler_ran || !is_aborted_transaction(e)) throw;
+    }
+    tx.exec(kRollbackRecord);  // to the previous record's savepoint: it is still open
+    ctx_.stats.postgres_round_trips++;
+    auto& blamed = items[*previous];
+    blamed.reset_to_pending();
+    record_failed(items, *previous, false, swallowed_error(blamed.binding->handler));
+    if (statement != kReleaseSavepoint) tx.exec(statement);
 }
 
 bool Worker::run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<BatchItem>& items,
@@ -306,14 +448,17 @@ bool Worker::run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<Bat
                 tx.exec(kRollbackRecord);
             else
                 delete_processed(tx, row.consumer_group, item.key);
-            ctx_.stats.postgres_round_trips++;
-            auto now = Clock::now();
-            if (item.pending.gap_since == Clock::time_point{}) item.pending.gap_since = now;
-            if (now - item.pending.gap_since >= binding.sequence->gap_timeout) {
-                item.record_dead_letter_key = false;
+            // When it was first seen waiting is kept in PostgreSQL (server time),
+            // so the timeout survives rebalances and restarts; a sighting in a
+            // transaction that rolls back never happened.
+            const auto waited = record_gap(tx, row.consumer_group, item.key);
+            ctx_.stats.postgres_round_trips += 2;
+            if (waited >= binding.sequence->gap_timeout) {
                 item.dead_letter("sequence gap for " + seq.entity + ": " +
-                                 std::to_string(seq.sequence) +
-                                 " never became next within gap_timeout");
+                                     std::to_string(seq.sequence) + " never became next within " +
+                                     std::to_string(binding.sequence->gap_timeout.count()) +
+                                     " ms (gap_timeout)",
+                                 /*record_key=*/false, /*clears_gap=*/true);
             } else {
                 // Parked, not held: the predecessor may be right behind it.
                 // Capped at 1 s so a filled gap is noticed soon.
@@ -322,10 +467,16 @@ bool Worker::run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<Bat
             }
             return true;
         }
-        HandlerContext hctx(tx, record, item.key, item.payload, *log_, item.pending.attempts + 1);
+        HandlerContext hctx(tx, record, item.key, item.payload, *log_, item.pending.attempts + 1,
+                            item.handler_ran);
+        item.handler_ran = true;
         ctx_.stats.postgres_round_trips++;  // a handler's statements, at least one
         handlers_.at(binding.handler)->handle(hctx);
         if (!hctx.result().empty()) {
+            if (!is_postgres_text(hctx.result()))
+                throw PermanentError("handler '" + binding.handler +
+                                     "' set a result PostgreSQL cannot store (invalid UTF-8 or a "
+                                     "NUL byte): encode binary results, e.g. as hex or base64");
             update_processed(tx, row.consumer_group, item.key, ProcessedOutcome::applied,
                              hctx.result());
             ctx_.stats.postgres_round_trips++;
@@ -338,27 +489,63 @@ bool Worker::run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<Bat
                          : dynamic_cast<const RetryableError*>(&e) ? PgFailure::retryable
                                                                    : classify_pg_error(e);
         if (kind == PgFailure::connection_lost || kind == PgFailure::outcome_unknown) throw;
-        if (!careful) return false;
+        const std::string why = is_aborted_transaction(e) ? swallowed_error(binding.handler)
+                                                          : printable_text(e.what());
+        if (!careful) {
+            item.error = why;
+            return false;
+        }
         tx.exec(kRollbackRecord);
         ctx_.stats.postgres_round_trips++;
-        item.pending.attempts++;
-        if (kind == PgFailure::permanent) {
-            item.dead_letter(e.what());
-            return true;
+        if (kind == PgFailure::contention)
+            record_contended(items, index, why);
+        else
+            record_failed(items, index, kind == PgFailure::permanent, why);
+        return true;
+    } catch (...) {
+        // Not a std::exception: nothing says what it means, so it is retried.
+        if (!careful) {
+            item.error = "handler threw an exception that is not a std::exception";
+            return false;
         }
-        if (item.pending.attempts >= binding.max_attempts) {
-            item.dead_letter("gave up after " + std::to_string(item.pending.attempts) +
-                             " attempts: " + e.what());
-            return true;
-        }
-        ctx_.stats.retries++;
-        auto delay = retry_delay(item.pending.attempts);
-        log_->info("{} attempt {} failed, retrying in {} ms: {}", item.key, item.pending.attempts,
-                   delay.count(), e.what());
-        item.requeue(delay, e.what());
-        hold_rest_of_partition(items, index);
+        tx.exec(kRollbackRecord);
+        ctx_.stats.postgres_round_trips++;
+        record_failed(items, index, false,
+                      "handler '" + binding.handler +
+                          "' threw an exception that is not a std::exception");
         return true;
     }
+}
+
+void Worker::record_failed(std::deque<BatchItem>& items, std::size_t index, bool permanent,
+                           const std::string& why) {
+    auto& item = items[index];
+    const int attempts = ++item.pending.attempts;
+    if (permanent) {
+        item.dead_letter(why);
+        return;
+    }
+    if (attempts >= item.binding->max_attempts) {
+        item.dead_letter("gave up after " + std::to_string(attempts) + " attempts: " + why);
+        return;
+    }
+    ctx_.stats.retries++;
+    auto delay = retry_delay(attempts);
+    log_->info("{} attempt {} failed, retrying in {} ms: {}", item.key, attempts, delay.count(),
+               why);
+    item.requeue(delay, why);
+    hold_rest_of_partition(items, index);
+}
+
+void Worker::record_contended(std::deque<BatchItem>& items, std::size_t index,
+                              const std::string& why) {
+    // Like a Redis CONFLICT: another transaction (live, or frozen until the
+    // server ends it) holds a row this record needs. Not the record's fault.
+    auto& item = items[index];
+    item.pending.nacks++;
+    ctx_.stats.conflicts++;
+    item.requeue(retry_delay(item.pending.nacks), "a row lock is held elsewhere: " + why);
+    hold_rest_of_partition(items, index);
 }
 
 void Worker::complete_step(std::deque<BatchItem>& items) {
@@ -394,54 +581,147 @@ void Worker::dead_letter_step(std::deque<BatchItem>& items) {
     for (auto& item : items)
         if (item.fate == Fate::dead_letter) dead.push_back(&item);
     if (dead.empty()) return;
+
+    // The DEAD_LETTERED row is written first and committed only after Kafka
+    // acknowledged the dead letter: a row PostgreSQL refuses is found before
+    // anything is produced, and a produce that fails leaves no row behind.
+    std::vector<BatchItem*> produced;
+    std::vector<BatchItem*> known;  // the dedup row already existed: nothing to produce
     try {
+        BatchTransaction batch(postgres());
+        auto& tx = batch.statements();
+        const auto& group = ctx_.config.kafka.group_id;
         for (auto* item : dead) {
-            std::string topic = item->binding ? item->binding->dead_letter_topic
-                                              : item->pending.record.topic.value + ".dlq";
-            dead_letters_.produce(make_dead_letter(item->pending, topic, item->error, item->key));
+            const auto& verdict = *item->pending.dead_letter;
+            tx.exec("SAVEPOINT exo_dead_letter");
+            try {
+                if (!item->key.empty() && verdict.record_key) {
+                    const auto& r = item->pending.record;
+                    auto existing = insert_processed(
+                        tx, {group, item->key, item->token.value_or(FencingToken{0}),
+                             r.topic_partition(), r.offset, ProcessedOutcome::dead_lettered,
+                             printable_text(verdict.reason)});
+                    if (existing) {
+                        // Applied by another copy meanwhile, or dead-lettered by an
+                        // earlier try whose acknowledgement we lost: done either way.
+                        item->previously_dead_lettered = existing->outcome == "DEAD_LETTERED";
+                        item->result = existing->result;
+                        known.push_back(item);
+                        tx.exec("RELEASE SAVEPOINT exo_dead_letter");
+                        continue;
+                    }
+                }
+                if (verdict.clears_gap && !item->key.empty()) clear_gap(tx, group, item->key);
+                produce_dead_letter(*item);
+                tx.exec("RELEASE SAVEPOINT exo_dead_letter");
+                produced.push_back(item);
+            } catch (const std::exception& e) {
+                const auto kind = classify_pg_error(e);
+                if (dynamic_cast<const pqxx::failure*>(&e) != nullptr &&
+                    (kind == PgFailure::connection_lost || kind == PgFailure::outcome_unknown))
+                    throw;
+                tx.exec("ROLLBACK TO SAVEPOINT exo_dead_letter");
+                dead_letter_unrecorded(*item, printable_text(e.what()));
+            }
         }
-        dead_letters_.flush(milliseconds(30000));
+        if (!produced.empty()) dead_letters_.flush(milliseconds(30000));
+        batch.commit();
     } catch (const std::exception& e) {
-        // Not acknowledged by Kafka: the record must not be skipped. Try again later.
-        ctx_.stats.dead_letter_failures++;
-        auto delay = retry_delay(++other_failures_);
-        log_->error("dead-letter produce failed, {} records kept and retried in {} ms: {}",
-                    dead.size(), delay.count(), e.what());
-        for (auto* item : dead) item->requeue(delay, e.what());
+        // Nothing of this step is durable (a produced dead letter may be, which
+        // makes it at-least-once: the retry finds no row and produces again).
+        const auto kind = classify_pg_error(e);
+        const bool pg_gone =
+            dynamic_cast<const pqxx::failure*>(&e) != nullptr &&
+            (kind == PgFailure::connection_lost || kind == PgFailure::outcome_unknown);
+        if (pg_gone) drop_postgres();
+        const std::string why = printable_text(e.what());
+        const auto delay = pg_gone ? retry_delay(++pg_failures_) : milliseconds(0);
+        for (auto* item : dead) {
+            if (item->fate != Fate::dead_letter) continue;  // already counted above
+            if (pg_gone)
+                item->requeue(delay, why);  // a dependency outage: not the record's try
+            else
+                dead_letter_unrecorded(*item, why);
+        }
         return;
     }
-    // Durable record of the dead letter, so a redelivery after Redis loss does not
-    // produce it again (records without a key have no row: they are at-least-once).
-    {
-        BatchTransaction batch(postgres());
-        for (auto* item : dead) {
-            if (item->key.empty() || !item->record_dead_letter_key) continue;
-            const auto& r = item->pending.record;
-            insert_processed(
-                batch.statements(),
-                {ctx_.config.kafka.group_id, item->key, item->token.value_or(FencingToken{0}),
-                 r.topic_partition(), r.offset, ProcessedOutcome::dead_lettered, item->error});
-        }
-        batch.commit();
-    }
+
     std::vector<CompleteRequest> requests;
-    for (auto* item : dead) {
+    auto settle = [&](BatchItem* item, bool was_produced) {
         const auto& r = item->pending.record;
-        log_->error("dead-lettered {}[{}]@{} (key '{}'): {}", r.topic.value, r.partition.value,
-                    r.offset.value, item->key, item->error);
-        ctx_.stats.dead_lettered++;
-        item->finish(Outcome::dead_lettered);
-        if (item->token && item->record_dead_letter_key) {
-            requests.push_back({item->key, *item->token, item->error, FinalState::dead_lettered});
+        const auto& verdict = *item->pending.dead_letter;
+        if (was_produced) {
+            log_->error("dead-lettered {}[{}]@{} (key '{}'): {}", r.topic.value, r.partition.value,
+                        r.offset.value, item->key, verdict.reason);
+            ctx_.stats.dead_lettered++;
+            item->finish(Outcome::dead_lettered);
+        } else {
+            item->finish(item->previously_dead_lettered ? Outcome::dead_lettered
+                                                        : Outcome::duplicate_postgres);
+        }
+        if (item->token && verdict.record_key) {
+            requests.push_back({item->key, *item->token,
+                                was_produced ? printable_text(verdict.reason) : item->result,
+                                item->previously_dead_lettered || was_produced
+                                    ? FinalState::dead_lettered
+                                    : FinalState::completed});
             item->token.reset();
         }
-    }
+    };
+    for (auto* item : produced) settle(item, true);
+    for (auto* item : known) settle(item, false);
     if (requests.empty() || !redis_) return;
     try {
         claims_->complete(requests, ctx_.config.claim.completed_ttl);
     } catch (const RedisError& e) {
         log_->warn("could not mark {} claims dead-lettered: {}", requests.size(), e.what());
     }
+}
+
+void Worker::produce_dead_letter(const BatchItem& item) {
+    const auto& verdict = *item.pending.dead_letter;
+    const std::string topic = item.binding ? item.binding->dead_letter_topic
+                                           : item.pending.record.topic.value + ".dlq";
+    try {
+        dead_letters_.produce(make_dead_letter(item.pending, topic, verdict.reason, item.key));
+    } catch (const KafkaError& e) {
+        if (e.code() != RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE) throw;
+        // The original plus exo's headers exceed message.max.bytes: the reason and
+        // coordinates matter more than a copy of a value Kafka still holds.
+        dead_letters_.produce(make_dead_letter(item.pending, topic, verdict.reason, item.key,
+                                               DeadLetterValue::omitted));
+    }
+}
+
+void Worker::dead_letter_unrecorded(BatchItem& item, const std::string& why) {
+    // The verdict stays: the next try only records it, the handler does not run again.
+    auto& p = item.pending;
+    const int failures = ++p.dead_letter_failures;
+    ctx_.stats.dead_letter_failures++;
+    const int bound = item.binding ? item.binding->max_attempts : 1;
+    const auto& r = p.record;
+    if (failures < bound) {
+        auto delay = retry_delay(failures);
+        log_->warn("could not record {}[{}]@{} as a dead letter (try {} of {}), retrying in {} ms: {}",
+                   r.topic.value, r.partition.value, r.offset.value, failures, bound,
+                   delay.count(), why);
+        item.requeue(delay, why);
+        return;
+    }
+    // Nothing more exo can do alone: stop this partition where everyone sees it,
+    // and keep trying slowly so it resumes by itself once the cause is fixed.
+    const auto delay = ctx_.config.pipeline.retry_backoff_max;
+    if (!p.stalled)
+        log_->error(
+            "partition {}[{}] STALLED at offset {} (key '{}'): the record could not be recorded "
+            "even as a dead letter after {} tries: {}. Nothing behind it is committed and exo "
+            "reports not ready; it retries every {} ms. Fix the cause: the dead-letter topic '{}' "
+            "must exist and accept this record, and PostgreSQL must accept its dead-letter row.",
+            r.topic.value, r.partition.value, r.offset.value, item.key, failures, why,
+            delay.count(),
+            item.binding ? item.binding->dead_letter_topic : r.topic.value + ".dlq");
+    p.stalled = true;
+    item.requeue(delay, why);
 }
 
 void Worker::release_step(std::deque<BatchItem>& items) {
@@ -471,6 +751,7 @@ void Worker::hand_back(std::deque<BatchItem>& items) {
     for (auto& item : items) {
         switch (item.fate) {
             case Fate::finished:
+                if (item.pending.stalled) inbox_.clear_stalled(item.partition());
                 finished.push_back({item.partition(), item.pending.record.offset});
                 ctx_.stats.latency.record(std::chrono::duration_cast<std::chrono::microseconds>(
                     now - item.pending.polled_at));
@@ -530,15 +811,17 @@ void Worker::prune_if_due() {
     try {
         std::size_t total = 0;
         // Small chunks, each its own transaction: never one long lock-holding delete.
-        for (int chunk = 0; chunk < 100; ++chunk) {
-            BatchTransaction batch(postgres());
-            auto deleted =
-                prune_processed(batch.statements(), ctx_.config.postgres.dedup_retention, 1000);
-            batch.commit();
-            total += deleted;
-            if (deleted < 1000) break;
+        for (auto* prune : {&prune_processed, &prune_gaps}) {
+            for (int chunk = 0; chunk < 100; ++chunk) {
+                BatchTransaction batch(postgres());
+                auto deleted = (*prune)(batch.statements(), ctx_.config.postgres.dedup_retention,
+                                        1000);
+                batch.commit();
+                total += deleted;
+                if (deleted < 1000) break;
+            }
         }
-        if (total > 0) log_->info("pruned {} dedup rows older than the retention", total);
+        if (total > 0) log_->info("pruned {} dedup rows and gap sightings older than the retention", total);
     } catch (const std::exception& e) {
         next_prune_ = now + std::chrono::minutes(1);
         log_->warn("pruning dedup rows failed, will retry: {}", e.what());
@@ -568,10 +851,20 @@ bool Worker::claims_available() {
 pqxx::connection& Worker::postgres() {
     if (pg_ && pg_->is_open()) return *pg_;
     pg_.reset();
-    auto conn = std::make_unique<pqxx::connection>(ctx_.config.postgres.uri);
+    auto conn = open_postgres_session(ctx_.config.postgres);
     prepare_framework_statements(*conn);
-    for (auto& [_, handler] : handlers_) handler->prepare(*conn);
+    for (auto& [name, handler] : handlers_) {
+        try {
+            handler->prepare(*conn);
+        } catch (const std::exception& e) {
+            if (classify_pg_error(e) == PgFailure::connection_lost) throw;
+            throw HandlerPrepareError("handler '" + name + "' failed in prepare(): " + e.what() +
+                                      "; fix the handler's statements or apply its migration");
+        }
+    }
     pg_ = std::move(conn);
+    if (prepare_failing_) log_->info("handlers prepared again");
+    prepare_failing_ = false;
     return *pg_;
 }
 

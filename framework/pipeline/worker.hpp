@@ -1,9 +1,17 @@
 #pragma once
 // One pipeline worker: a thread with its own Redis and PostgreSQL connections
-// and its own handler instances, running DESIGN.md section 5 on batches taken
-// from its inbox: key -> claim (one pipelined round trip) -> one transaction
-// with a savepoint per record (dedup row, sequence check, handler) -> commit ->
-// complete claims (one round trip) -> dead letters -> report finished offsets.
+// and its own handler instances, running the protocol of docs/design.md
+// section 5 on batches taken from its inbox: key -> claim (one pipelined round
+// trip) -> one transaction (dedup row, sequence check, handler per record) ->
+// commit -> complete claims (one round trip) -> dead letters -> report finished
+// offsets.
+//
+// Every record leaves a batch with a fate, and every failure is bounded (the
+// failure matrix, docs/design.md section 6): a record's own failures and the
+// failures of steps around it (SAVEPOINT, COMMIT) count as its attempts; only
+// dependency outages (Redis, PostgreSQL unreachable) and a handler that cannot
+// prepare pause without counting, loudly (not healthy). A record that cannot
+// be recorded even as a dead letter stalls its partition, loudly.
 //
 // Lifecycle: start() launches the thread; it runs until the stop token is
 // requested, finishing the batch in hand. Connections are opened lazily and
@@ -67,8 +75,10 @@ public:
     // over after one lease instead of waiting for this batch (PostgreSQL then
     // decides which transaction wins).
     void abandon_leases() { lease_keeper_.clear(); }
-    // True while the worker's dependencies answered on their last use.
-    bool healthy() const { return healthy_.load(); }
+    // True while the worker's dependencies answered on their last use, its
+    // handlers prepared, and none of its partitions is stalled.
+    // Thread-safe.
+    bool healthy() const { return healthy_.load() && inbox_.stalled_partitions() == 0; }
 
 private:
     void run(std::stop_token stop);
@@ -78,19 +88,39 @@ private:
     void prepare_items(std::deque<BatchItem>& items);
     void claim_step(std::deque<BatchItem>& items);
     void transaction_step(std::deque<BatchItem>& items);
-    // One transaction over the pending items. `careful`: a savepoint per record,
-    // so a failing record rolls back alone. Otherwise none (two round trips per
-    // record fewer); returns false, with the transaction aborted, as soon as a
-    // record fails, and the caller re-runs the batch carefully.
-    bool run_transaction(std::deque<BatchItem>& items, const std::vector<std::size_t>& pending,
-                         bool careful);
+    // The records `group` (indices into items, in partition order) in one
+    // transaction: first optimistically, without savepoints; if a record fails,
+    // again with a savepoint per record so the failure rolls back alone; if the
+    // COMMIT itself fails, each record once more in a transaction of its own.
+    void run_group(std::deque<BatchItem>& items, const std::vector<std::size_t>& group);
+    // One transaction over the pending items of `group`. `careful`: a savepoint
+    // per record. Returns false, with the transaction rolled back, when it did
+    // not commit: in the optimistic pass as soon as a record fails; in either
+    // pass when COMMIT fails for a reason that is not a lost connection
+    // (`why` says which). A lost connection throws.
+    bool run_transaction(std::deque<BatchItem>& items, const std::vector<std::size_t>& group,
+                         bool careful, std::string& why);
     // Returns false only in the optimistic pass, when the record failed.
     bool run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<BatchItem>& items,
                  std::size_t index, bool careful);
+    // Careful pass: the savepoint before the record at `index` (or after the
+    // last record), blaming `previous` if its handler left the transaction aborted.
+    void savepoint(pqxx::transaction_base& tx, const char* statement, std::deque<BatchItem>& items,
+                   std::optional<std::size_t> previous);
     void complete_step(std::deque<BatchItem>& items);
     void dead_letter_step(std::deque<BatchItem>& items);
     void release_step(std::deque<BatchItem>& items);
     void hand_back(std::deque<BatchItem>& items);
+
+    // The failure matrix's answers for one record.
+    void record_failed(std::deque<BatchItem>& items, std::size_t index, bool permanent,
+                       const std::string& why);
+    void record_contended(std::deque<BatchItem>& items, std::size_t index, const std::string& why);
+    void dead_letter_unrecorded(BatchItem& item, const std::string& why);
+    // A failure of the whole batch (a dependency, a handler's prepare(), a step
+    // outside every record's own): requeue or count, per the failure's kind.
+    void batch_failed(std::deque<BatchItem>& items, const std::exception& e);
+    void produce_dead_letter(const BatchItem& item);
 
     // Requeues later pending items of the same partition: order is per partition.
     static std::vector<TokenRequest> open_claims(const std::deque<BatchItem>& items);
@@ -125,8 +155,8 @@ private:
     bool redis_down_logged_ = false;
     std::unique_ptr<pqxx::connection> pg_;
     int pg_failures_ = 0;
-    int other_failures_ = 0;  // batch failures of neither Redis nor PostgreSQL (e.g. the DLQ)
     bool pg_down_logged_ = false;
+    bool prepare_failing_ = false;  // a handler's prepare() failed on the current connection try
     std::chrono::steady_clock::time_point next_prune_{};
     std::atomic<bool> healthy_{true};
 

@@ -120,6 +120,7 @@ void WorkerInbox::finish_batch(std::vector<PendingRecord> requeue,
         for (auto it = requeue.rbegin(); it != requeue.rend(); ++it) {
             auto tp = it->record.topic_partition();
             if (dropped_during_batch_.count(tp)) continue;
+            if (it->stalled) stalled_.insert(tp);
             queues_[tp].push_front(std::move(*it));
         }
         for (const auto& [tp, until] : hold_until)
@@ -138,6 +139,7 @@ bool WorkerInbox::drop_partitions(const std::vector<TopicPartition>& partitions,
         queues_.erase(tp);
         parked_.erase(tp);
         held_until_.erase(tp);
+        stalled_.erase(tp);
         if (in_batch_.count(tp)) dropped_during_batch_.insert(tp);
     }
     return changed_.wait_until(lock, deadline, [&] {
@@ -169,6 +171,16 @@ std::size_t WorkerInbox::queued_total() const {
 bool WorkerInbox::batch_in_progress() const {
     std::lock_guard lock(mutex_);
     return !in_batch_.empty();
+}
+
+std::size_t WorkerInbox::stalled_partitions() const {
+    std::lock_guard lock(mutex_);
+    return stalled_.size();
+}
+
+void WorkerInbox::clear_stalled(const TopicPartition& tp) {
+    std::lock_guard lock(mutex_);
+    stalled_.erase(tp);
 }
 
 }  // namespace exo

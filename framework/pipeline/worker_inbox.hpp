@@ -62,6 +62,13 @@ public:
     std::size_t queued(const TopicPartition& tp) const;
     std::size_t parked(const TopicPartition& tp) const;
     std::size_t queued_total() const;
+    // Partitions held by a stalled record (PendingRecord::stalled: it could not
+    // be recorded even as a dead letter, so nothing behind it may pass), from
+    // the finish_batch that requeued it until clear_stalled() or a drop; a retry
+    // in progress does not make the partition look healthy.
+    std::size_t stalled_partitions() const;
+    // The stalled record of `tp` reached an outcome.
+    void clear_stalled(const TopicPartition& tp);
     bool batch_in_progress() const;
 
 private:
@@ -73,6 +80,7 @@ private:
     std::map<TopicPartition, Clock::time_point> held_until_;
     std::map<TopicPartition, std::vector<Parked>> parked_;  // sorted by offset
     std::set<TopicPartition> in_batch_;
+    std::set<TopicPartition> stalled_;
     std::set<TopicPartition> dropped_during_batch_;
     std::size_t rotation_ = 0;      // first partition of the next batch, for fairness
     std::uint64_t generation_ = 0;  // bumped on every change a waiting worker must see
