@@ -14,6 +14,8 @@ set -euo pipefail
 PACKAGES=(
     # toolchain
     build-essential cmake ninja-build pkg-config clang-format
+    # the fuzz targets (scripts/fuzz.sh): clang++ and its libFuzzer and sanitizer runtimes
+    clang libclang-rt-dev
     # libraries
     librdkafka-dev libpqxx-dev libyaml-cpp-dev libspdlog-dev libfmt-dev doctest-dev
     libhiredis-dev nlohmann-json3-dev

@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # THE test command (README, and CI through .ci/run): installs the Debian packages, builds,
-# runs the unit tests, starts throw-away Redis/PostgreSQL/mock Kafka (scripts/services.sh) in a
-# fresh temporary directory, runs the integration tests against them, and stops and removes
-# the services whatever happens (success, failure, Ctrl-C, SIGTERM).
+# runs the unit tests and, for a bounded time, the fuzz targets (scripts/fuzz.sh), starts
+# throw-away Redis/PostgreSQL/mock Kafka (scripts/services.sh) in a fresh temporary directory,
+# runs the integration tests against them, and stops and removes the services whatever
+# happens (success, failure, Ctrl-C, SIGTERM).
 #
 #   scripts/test.sh [doctest options for the integration tests, e.g. --test-case='*claim*']
 #
 # The last line printed is always `N passed, N failed`: the doctest test-case counts of both
-# suites added up (CI reads it). A stage that could not run or finish (install, build, service
-# start, a suite that crashed or timed out without failing a test case) counts as 1 failed.
+# suites added up, plus the fuzz stage as one test case (CI reads it). A stage that could not
+# run or finish (install, build, service start, a suite that crashed or timed out without
+# failing a test case) counts as 1 failed.
 # Exit status: 0 only if every stage ran and no test case failed.
 #
 # Environment: EXO_BUILD_DIR (default <repo>/build), EXO_UNIT_TIMEOUT (s, default 600),
-# EXO_INTEGRATION_TIMEOUT (s, default 2700).
+# EXO_INTEGRATION_TIMEOUT (s, default 2700), EXO_FUZZ_SECONDS (per fuzz target, default 20;
+# the fuzz build goes to EXO_FUZZ_BUILD_DIR, default <repo>/build-fuzz).
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
@@ -20,6 +23,7 @@ SCRIPTS="$REPO_ROOT/scripts"
 export EXO_BUILD_DIR="${EXO_BUILD_DIR:-$REPO_ROOT/build}"
 UNIT_TIMEOUT="${EXO_UNIT_TIMEOUT:-600}"
 INTEGRATION_TIMEOUT="${EXO_INTEGRATION_TIMEOUT:-2700}"
+FUZZ_SECONDS="${EXO_FUZZ_SECONDS:-20}"
 
 PASSED=0
 FAILED=0
@@ -108,21 +112,54 @@ run_suite() {
     return "$rc"
 }
 
+# run_fuzz: build and run the fuzz targets for FUZZ_SECONDS each (scripts/fuzz.sh), with its
+# output shown; counts as 1 passed test case if no target found anything, else 1 failed.
+run_fuzz() {
+    local rcfile="$WORK/fuzz.rc" rc=1
+    SUITE_PIDFILE="$WORK/fuzz.pid"
+    # Like run_suite: in the background so Ctrl-C/SIGTERM reach our trap at once. The limit
+    # is generous (the build plus every target one after the other); fuzz.sh stops its
+    # fuzzers on SIGTERM.
+    {
+        timeout -k 30 "$((600 + 4 * FUZZ_SECONDS))" "$SCRIPTS/fuzz.sh" "$FUZZ_SECONDS" 2>&1 &
+        echo "$!" >"$SUITE_PIDFILE"
+        fuzz_rc=0
+        wait "$!" || fuzz_rc=$?
+        echo "$fuzz_rc" >"$rcfile"
+    } &
+    wait "$!" || true
+    SUITE_PIDFILE=""
+    [[ -s "$rcfile" ]] && rc="$(cat "$rcfile")"
+    local outcome="nothing found"
+    if ((rc == 0)); then
+        PASSED=$((PASSED + 1))
+    else
+        FAILED=$((FAILED + 1))
+        outcome="FAILED (see above)"
+        ((rc == 124 || rc == 137)) && outcome="FAILED: timed out"
+    fi
+    note "fuzz targets: $outcome, exit status $rc ($((SECONDS - STAGE_START)) s)"
+    return "$rc"
+}
+
 cd "$REPO_ROOT"
 
-banner "1/5 install dependencies (scripts/install-deps.sh)"
+banner "1/6 install dependencies (scripts/install-deps.sh)"
 "$SCRIPTS/install-deps.sh"
 
-banner "2/5 build (scripts/build.sh)"
+banner "2/6 build (scripts/build.sh)"
 "$SCRIPTS/build.sh"
 note "build took $((SECONDS - STAGE_START)) s"
 
 overall=0
 
-banner "3/5 unit tests ($EXO_BUILD_DIR/exo_unit_tests)"
+banner "3/6 unit tests ($EXO_BUILD_DIR/exo_unit_tests)"
 run_suite unit "$UNIT_TIMEOUT" "$EXO_BUILD_DIR/exo_unit_tests" || overall=1
 
-banner "4/5 start Redis, PostgreSQL, mock Kafka (scripts/services.sh)"
+banner "4/6 fuzz targets, ${FUZZ_SECONDS} s each (scripts/fuzz.sh)"
+run_fuzz || overall=1
+
+banner "5/6 start Redis, PostgreSQL, mock Kafka (scripts/services.sh)"
 SVC_DIR="$(mktemp -d "${TMPDIR:-/tmp}/exo-services.XXXXXX")"
 if ! "$SCRIPTS/services.sh" start "$SVC_DIR"; then
     note "ERROR: the services did not start (see above); the integration tests cannot run"
@@ -132,7 +169,7 @@ fi
 source "$SVC_DIR/services.env"
 note "Redis 127.0.0.1:$EXO_REDIS_PORT, PostgreSQL $EXO_POSTGRES_URI, Kafka ${EXO_KAFKA_BOOTSTRAP:-?}"
 
-banner "5/5 integration tests ($EXO_BUILD_DIR/exo_integration_tests${*:+ $*})"
+banner "6/6 integration tests ($EXO_BUILD_DIR/exo_integration_tests${*:+ $*})"
 if ! run_suite integration "$INTEGRATION_TIMEOUT" "$EXO_BUILD_DIR/exo_integration_tests" "$@"; then
     overall=1
     note "service logs, for the failures above:"
