@@ -175,7 +175,7 @@ Config BenchWorld::pipeline_config(const Isolation& iso, const std::string& topi
     Config c;  // config.hpp defaults for everything not set here
     c.kafka.bootstrap_servers = bootstrap();
     c.kafka.group_id = iso.group;
-    // The mock cluster's settings from DESIGN.md section 8 / config/exo.yaml: a
+    // The mock cluster's settings from docs/design.md section 8 / config/exo.yaml: a
     // rejoin waits session.timeout.ms - 1 s, an empty fetch waits fetch.wait.max.ms.
     c.kafka.properties = {{"session.timeout.ms", "6000"},
                           {"heartbeat.interval.ms", "1000"},

@@ -1,7 +1,7 @@
 -- exo's own tables. Applied by `exo migrate`; the daemon refuses to start
 -- until every embedded migration is applied.
 
--- The correctness fence (DESIGN.md section 2): one row per (consumer group,
+-- The correctness fence (docs/design.md section 2): one row per (consumer group,
 -- idempotency key), inserted in the same transaction as the handler's effects.
 CREATE TABLE exo_processed (
     consumer_group  text        NOT NULL,
@@ -18,7 +18,7 @@ CREATE TABLE exo_processed (
 -- Retention pruning deletes by age.
 CREATE INDEX exo_processed_processed_at ON exo_processed (processed_at);
 
--- Sequence-based optimistic concurrency (DESIGN.md section 4): the highest
+-- Sequence-based optimistic concurrency (docs/design.md section 4): the highest
 -- sequence applied per (handler, entity).
 CREATE TABLE exo_sequences (
     handler       text   NOT NULL,

@@ -12,7 +12,7 @@ namespace exo {
 namespace {
 
 // exo owns these: auto-commit or auto-store would commit offsets of records whose
-// outcome is not durable yet (DESIGN.md section 1), and the group is the config's.
+// outcome is not durable yet (docs/design.md section 1), and the group is the config's.
 constexpr std::array<std::string_view, 3> kReservedProperties = {"group.id", "enable.auto.commit",
                                                                  "enable.auto.offset.store"};
 
