@@ -9,6 +9,7 @@
 
 #include "kafka/producer.hpp"
 #include "kafka/rdkafka_handles.hpp"
+#include "ledger_migrations.hpp"
 #include "pg/migrations.hpp"
 #include "redis/redis_connection.hpp"
 
@@ -139,7 +140,10 @@ Isolation BenchWorld::isolate(const std::string& scenario) {
     }
     iso.uri = with_search_path(options_.postgres_uri, iso.schema);
     pqxx::connection c(iso.uri);
-    apply_migrations(c);
+    std::vector<Migration> ledger;
+    for (const auto& m : handlers::kLedgerMigrations)
+        ledger.push_back({std::string(m.name), std::string(m.sql)});
+    apply_migrations(c, ledger);
     return iso;
 }
 

@@ -31,7 +31,7 @@ void TimedLedgerHandler::handle(HandlerContext& ctx) {
 }
 
 void register_timed_ledger(HandlerRegistry& registry, LatencyRecorder& recorder) {
-    registry.add("ledger", [&recorder] {
+    registry.add("ledger", [&recorder](const HandlerOptions&) {
         return std::make_unique<TimedLedgerHandler>(recorder.new_series());
     });
 }

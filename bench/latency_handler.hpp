@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "handlers/ledger.hpp"
+#include "ledger.hpp"
 #include "pipeline/handler_registry.hpp"
 
 namespace exo::bench {

@@ -14,7 +14,7 @@
 #include <thread>
 #include <unordered_map>
 
-#include "handlers/register_handlers.hpp"
+#include "ledger.hpp"
 #include "kafka/group_progress.hpp"
 #include "kafka/producer.hpp"
 #include "latency_handler.hpp"
@@ -168,7 +168,9 @@ ScenarioResult run_pipeline_scenario(BenchWorld& world, const Isolation& iso,
     if (paced)
         register_timed_ledger(registry, recorder);
     else
-        handlers::register_all(registry);
+        registry.add("ledger", [](const HandlerOptions&) {
+            return std::make_unique<handlers::LedgerHandler>();
+        });
 
     begin_memory_window();
     r.memory_before = read_memory();

@@ -10,7 +10,7 @@
 
 #include "core/key_derivation.hpp"
 #include "core/payload.hpp"
-#include "handlers/ledger.hpp"
+#include "ledger.hpp"
 #include "pg/framework_statements.hpp"
 #include "pg_round_trips.hpp"
 #include "set_based_prototype.hpp"

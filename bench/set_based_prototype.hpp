@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "bench_world.hpp"
-#include "handlers/ledger.hpp"
+#include "ledger.hpp"
 #include "postgres_bare.hpp"
 
 namespace exo::bench {

@@ -1,6 +1,6 @@
-#include "handlers/ledger.hpp"
+#include "ledger.hpp"
 
-#include "core/errors.hpp"
+#include <exo/errors.hpp>
 
 namespace exo::handlers {
 namespace {
@@ -40,6 +40,11 @@ Payment parse(const nlohmann::json& doc) {
 
 }  // namespace
 
+LedgerHandler::LedgerHandler(const HandlerOptions& options)
+    : max_amount_(options.integer("max_amount", std::numeric_limits<std::int64_t>::max())) {
+    if (max_amount_ < 0) options.fail("max_amount", "must be at least 0");
+}
+
 void LedgerHandler::prepare(pqxx::connection_base& connection) {
     // One round trip: upsert the account with the signed amount and write the
     // entry. The CTE order does not matter for correctness: the entry's FK is
@@ -56,6 +61,9 @@ void LedgerHandler::prepare(pqxx::connection_base& connection) {
 
 void LedgerHandler::handle(HandlerContext& ctx) {
     Payment p = parse(ctx.json());
+    if (p.amount > max_amount_)
+        throw PermanentError("payment amount " + std::to_string(p.amount) +
+                             " is above this binding's max_amount " + std::to_string(max_amount_));
     std::int64_t signed_amount = p.type == "CREDIT" ? p.amount : -p.amount;
     // No set_result(): a duplicate needs no answer beyond "already applied", and
     // a stored result would cost an UPDATE per record.

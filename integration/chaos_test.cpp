@@ -32,7 +32,7 @@ TEST_CASE(
     int launches = 0;
     auto launch = [&](std::map<std::string, std::string> env = {}) {
         return std::make_unique<ChildProcess>(
-            EXO_BINARY, std::vector<std::string>{"run", "--config", config_file}, env,
+            exo::testing::exo_binary(), std::vector<std::string>{"run", "--config", config_file}, env,
             "/tmp/" + h.schema() + "-" + std::to_string(launches++) + ".log");
     };
     std::vector<std::unique_ptr<ChildProcess>> daemons;

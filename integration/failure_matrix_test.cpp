@@ -80,7 +80,7 @@ TEST_CASE(
     auto config_file = "/tmp/" + h.schema() + ".yaml";
     auto log_file = "/tmp/" + h.schema() + ".log";
     std::ofstream(config_file) << h.config_yaml();
-    exo::testing::ChildProcess child(EXO_BINARY, {"run", "--config", config_file},
+    exo::testing::ChildProcess child(exo::testing::exo_binary(), {"run", "--config", config_file},
                                      {{"EXO_FAILPOINTS", "after_claim=stop"}}, log_file);
     REQUIRE(eventually([&] { return child.stopped(); }, 30s));
 
@@ -327,7 +327,7 @@ TEST_CASE("SIGTERM drains, commits and exits 0 within the shutdown bound") {
     h.produce(w);
     auto config_file = "/tmp/" + h.schema() + ".yaml";
     std::ofstream(config_file) << h.config_yaml();
-    exo::testing::ChildProcess child(EXO_BINARY, {"run", "--config", config_file}, {},
+    exo::testing::ChildProcess child(exo::testing::exo_binary(), {"run", "--config", config_file}, {},
                                      "/tmp/" + h.schema() + ".log");
     REQUIRE(h.wait_until_consumed(60s));
     auto started = std::chrono::steady_clock::now();

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "app/mock_kafka_command.hpp"
-#include "integration/support.hpp"
+#include "support.hpp"
 #include "kafka/consumer.hpp"
 #include "kafka/mock_cluster.hpp"
 #include "kafka/producer.hpp"

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "handlers/register_handlers.hpp"
 #include "kafka/group_progress.hpp"
 #include "pg/migrations.hpp"
 #include "support.hpp"
@@ -41,17 +40,21 @@ PipelineHarness::PipelineHarness(HarnessOptions options) : options_(std::move(op
     uri_ = with_search_path(testing::postgres_uri(), schema_);
     {
         pqxx::connection c(uri_);
-        apply_migrations(c);
+        apply_migrations(c, ledger_migrations());
     }
     cluster_ = std::make_unique<MockCluster>(options_.brokers);
     cluster_->create_topic(topic_, options_.partitions);
     cluster_->create_topic(topic_ + ".dlq", 1);
-    handlers::register_all(registry_);
+    registry_.add("ledger", [](const HandlerOptions&) {
+        return std::make_unique<handlers::LedgerHandler>();
+    });
     auto slow_for = options_.slow_for;
-    registry_.add("misbehaving_ledger",
-                  [slow_for] { return std::make_unique<MisbehavingLedger>(slow_for); });
-    registry_.add("unprepared_ledger",
-                  [slow_for] { return std::make_unique<UnpreparedLedger>(slow_for); });
+    registry_.add("misbehaving_ledger", [slow_for](const HandlerOptions&) {
+        return std::make_unique<MisbehavingLedger>(slow_for);
+    });
+    registry_.add("unprepared_ledger", [slow_for](const HandlerOptions&) {
+        return std::make_unique<UnpreparedLedger>(slow_for);
+    });
 
     auto redis = redis_options();
     config_.kafka.bootstrap_servers = cluster_->bootstrap_servers();

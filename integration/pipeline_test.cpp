@@ -84,7 +84,7 @@ TEST_CASE(
     auto config_file = "/tmp/" + h.schema() + ".yaml";
     std::ofstream(config_file) << h.config_yaml();
     {
-        exo::testing::ChildProcess child(EXO_BINARY, {"run", "--config", config_file},
+        exo::testing::ChildProcess child(exo::testing::exo_binary(), {"run", "--config", config_file},
                                          {{"EXO_FAILPOINTS", "after_pg_commit=kill"}},
                                          "/tmp/" + h.schema() + ".log");
         auto status = child.wait(60s);
@@ -221,8 +221,8 @@ TEST_CASE(
 TEST_CASE("exo migrate applies every migration once and is idempotent") {
     PipelineHarness h({.name = "migrate"});  // applied all migrations already
     pqxx::connection c(h.postgres_uri());
-    CHECK(exo::apply_migrations(c).empty());
-    CHECK(exo::pending_migrations(c).empty());
+    CHECK(exo::apply_migrations(c, exo::testing::ledger_migrations()).empty());
+    CHECK(exo::pending_migrations(c, exo::testing::ledger_migrations()).empty());
     CHECK(h.count("SELECT count(*) FROM exo_schema_migrations") >= 2);
 }
 

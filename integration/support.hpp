@@ -12,6 +12,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "ledger_migrations.hpp"
+#include "pg/migrations.hpp"
 #include "redis/redis_connection.hpp"
 
 namespace exo::testing {
@@ -39,6 +41,22 @@ inline std::string postgres_uri() {
 // Standalone `exo mock-kafka` broker started by scripts/services.sh.
 inline std::string kafka_bootstrap() {
     return required_env("EXO_KAFKA_BOOTSTRAP");
+}
+
+// The `exo` binary that child-process tests run: $EXO_BINARY (scripts/test.sh
+// sets it to the one handlers/ built against the installed package), else this
+// build's own.
+inline std::string exo_binary() {
+    const char* v = std::getenv("EXO_BINARY");
+    return v != nullptr && *v != '\0' ? v : EXO_DEFAULT_BINARY;
+}
+
+// The example application's migrations (handlers/sql), as its binary carries them.
+inline std::vector<Migration> ledger_migrations() {
+    std::vector<Migration> out;
+    for (const auto& m : handlers::kLedgerMigrations)
+        out.push_back({std::string(m.name), std::string(m.sql)});
+    return out;
 }
 
 // "prefix-<pid>-<n>-<ms>": unique across tests and test runs.

@@ -24,7 +24,7 @@
 #include <thread>
 
 #include "core/errors.hpp"
-#include "handlers/ledger.hpp"
+#include "ledger.hpp"
 
 namespace exo::testing {
 

@@ -5,7 +5,7 @@
 # build/exo_bench with the arguments given, and stops and removes the services whatever happens.
 # exo_bench starts its own in-process mock Kafka cluster.
 #
-#   scripts/bench.sh                        the issue-4 workload: 200000 records, 3 runs
+#   scripts/bench.sh                        the standard workload: 200000 records, 3 runs
 #   scripts/bench.sh --records 20000 --runs 1 --only exo-default,postgres-bare
 #   scripts/bench.sh --help                 exo_bench's options
 #
@@ -32,7 +32,7 @@ note() { printf '[bench] %s\n' "$*" >&2; }
 for arg in "$@"; do
     if [[ "$arg" == --help || "$arg" == -h ]]; then
         if [[ ! -x "$BENCH" ]]; then
-            "$SCRIPTS/build.sh" --target exo_bench >&2
+            EXO_BUILD_BENCH=ON "$SCRIPTS/build.sh" --target exo_bench >&2
         fi
         exec "$BENCH" --help
     fi
@@ -62,7 +62,7 @@ banner "1/4 install dependencies"
 "$SCRIPTS/install-deps.sh"
 
 banner "2/4 build exo_bench"
-"$SCRIPTS/build.sh" --target exo_bench
+EXO_BUILD_BENCH=ON "$SCRIPTS/build.sh" --target exo_bench
 [[ -x "$BENCH" ]] || fail "$BENCH was not built"
 
 banner "3/4 start Redis and PostgreSQL"

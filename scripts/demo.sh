@@ -99,8 +99,9 @@ cd "$REPO_ROOT"
 banner "1/7 install dependencies"
 "$SCRIPTS/install-deps.sh"
 
-banner "2/7 build"
+banner "2/7 build (exo, then handlers/ against the installed exo, as a team builds its consumer)"
 "$SCRIPTS/build.sh"
+EXO="$("$SCRIPTS/build-example.sh")"
 [[ -x "$EXO" ]] || fail "$EXO was not built"
 [[ -f "$CONFIG" ]] || fail "config $CONFIG not found"
 

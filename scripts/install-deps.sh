@@ -8,24 +8,31 @@
 # units this run newly installed are disabled. exo's scripts never use those services; they
 # start their own on free ports (scripts/services.sh).
 #
-# Uses sudo when not run as root. Environment: EXO_APT_EXTRA="pkg ..." adds packages.
+# Uses sudo when not run as root. Environment: EXO_APT_SET=build installs only what building
+# exo and a consumer needs (the Dockerfile's build stage); all (the default) adds the test and
+# demo servers and tools. EXO_APT_EXTRA="pkg ..." adds packages.
 set -euo pipefail
 
 PACKAGES=(
     # toolchain
-    build-essential cmake ninja-build pkg-config clang-format
-    # the fuzz targets (scripts/fuzz.sh): clang++ and its libFuzzer and sanitizer runtimes
-    clang libclang-rt-dev
+    build-essential cmake ninja-build pkg-config
     # libraries
     librdkafka-dev libpqxx-dev libyaml-cpp-dev libspdlog-dev libfmt-dev doctest-dev
-    libhiredis-dev nlohmann-json3-dev
-    # servers run by scripts/services.sh (redis-cli is in redis-tools; pg_isready, psql and
-    # createdb in postgresql-client)
-    redis-server redis-tools postgresql postgresql-client
-    # used by the scripts: ss (iproute2), runuser (util-linux), shuf/timeout/mktemp
-    # (coreutils), ps (procps)
-    iproute2 util-linux coreutils procps
+    libhiredis-dev nlohmann-json3-dev libssl-dev
 )
+if [[ "${EXO_APT_SET:-all}" != build ]]; then
+    PACKAGES+=(
+        clang-format
+        # the fuzz targets (scripts/fuzz.sh): clang++ and its libFuzzer and sanitizer runtimes
+        clang libclang-rt-dev
+        # servers run by scripts/services.sh (redis-cli is in redis-tools; pg_isready, psql and
+        # createdb in postgresql-client)
+        redis-server redis-tools postgresql postgresql-client
+        # used by the scripts: ss (iproute2), runuser (util-linux), shuf/timeout/mktemp
+        # (coreutils), ps (procps)
+        iproute2 util-linux coreutils procps
+    )
+fi
 # shellcheck disable=SC2206  # word splitting is the point: a list of package names
 PACKAGES+=(${EXO_APT_EXTRA:-})
 

@@ -147,19 +147,24 @@ cd "$REPO_ROOT"
 banner "1/6 install dependencies (scripts/install-deps.sh)"
 "$SCRIPTS/install-deps.sh"
 
-banner "2/6 build (scripts/build.sh)"
+banner "2/7 build (scripts/build.sh), then handlers/ against the installed exo (scripts/build-example.sh)"
 "$SCRIPTS/build.sh"
-note "build took $((SECONDS - STAGE_START)) s"
+# The integration tests' child processes and the example's own tests use the binary built
+# out of tree, exactly as a team builds its consumer: that is what proves the package works.
+EXAMPLE_BUILD_DIR="$EXO_BUILD_DIR/example"
+export EXO_BINARY
+EXO_BINARY="$(EXO_EXAMPLE_TESTS=ON EXO_EXAMPLE_BUILD_DIR="$EXAMPLE_BUILD_DIR" "$SCRIPTS/build-example.sh")"
+note "build took $((SECONDS - STAGE_START)) s; exo for child processes: $EXO_BINARY"
 
 overall=0
 
-banner "3/6 unit tests ($EXO_BUILD_DIR/exo_unit_tests)"
+banner "3/7 unit tests ($EXO_BUILD_DIR/exo_unit_tests)"
 run_suite unit "$UNIT_TIMEOUT" "$EXO_BUILD_DIR/exo_unit_tests" || overall=1
 
-banner "4/6 fuzz targets, ${FUZZ_SECONDS} s each (scripts/fuzz.sh)"
+banner "4/7 fuzz targets, ${FUZZ_SECONDS} s each (scripts/fuzz.sh)"
 run_fuzz || overall=1
 
-banner "5/6 start Redis, PostgreSQL, mock Kafka (scripts/services.sh)"
+banner "5/7 start Redis, PostgreSQL, mock Kafka (scripts/services.sh)"
 SVC_DIR="$(mktemp -d "${TMPDIR:-/tmp}/exo-services.XXXXXX")"
 if ! "$SCRIPTS/services.sh" start "$SVC_DIR"; then
     note "ERROR: the services did not start (see above); the integration tests cannot run"
@@ -169,12 +174,15 @@ fi
 source "$SVC_DIR/services.env"
 note "Redis 127.0.0.1:$EXO_REDIS_PORT, PostgreSQL $EXO_POSTGRES_URI, Kafka ${EXO_KAFKA_BOOTSTRAP:-?}"
 
-banner "6/6 integration tests ($EXO_BUILD_DIR/exo_integration_tests${*:+ $*})"
+banner "6/7 integration tests ($EXO_BUILD_DIR/exo_integration_tests${*:+ $*})"
 if ! run_suite integration "$INTEGRATION_TIMEOUT" "$EXO_BUILD_DIR/exo_integration_tests" "$@"; then
     overall=1
     note "service logs, for the failures above:"
     "$SCRIPTS/services.sh" logs "$SVC_DIR" 30 || true
 fi
+
+banner "7/7 the example's own handler tests ($EXAMPLE_BUILD_DIR/ledger_tests, exo/testing.hpp)"
+run_suite example 600 "$EXAMPLE_BUILD_DIR/ledger_tests" || overall=1
 
 banner "done"
 stop_services

@@ -16,7 +16,8 @@ constexpr const char* kHelp = R"(exo: a Kafka consumer whose handlers have an ex
 
 Usage:
   exo run --config FILE          run the daemon until SIGTERM/SIGINT (exit 0 after a clean drain)
-  exo migrate --config FILE      apply the embedded SQL migrations (idempotent)
+  exo migrate --config FILE      apply exo's migrations, then the application's (idempotent)
+  exo check-config --config FILE validate the configuration and every binding's handler options
   exo mock-kafka [--brokers N] [--topic NAME:PARTITIONS]... [--bootstrap-file FILE]
                                  run librdkafka's mock cluster as a standalone broker until SIGTERM
   exo demo-produce (--bootstrap SERVERS | --bootstrap-file FILE) --expected-file FILE
@@ -32,7 +33,7 @@ Failpoints for crash tests: EXO_FAILPOINTS=after_pg_commit=kill[@N].
 
 }  // namespace
 
-int run_cli(int argc, char** argv) {
+int run_cli(int argc, char** argv, const AppSetup& setup) {
     // Before any thread exists, so every thread inherits the blocked signals.
     std::stop_source stop;
     SignalWatcher signals(stop);
@@ -50,11 +51,13 @@ int run_cli(int argc, char** argv) {
             std::cout << "exo " << EXO_VERSION << "\n";
             return 0;
         }
-        if (command == "run") return run_command(argc, argv, stop.get_token());
-        if (command == "migrate") return migrate_command(argc, argv);
+        if (command == "run") return run_command(argc, argv, setup, stop.get_token());
+        if (command == "migrate") return migrate_command(argc, argv, setup);
+        if (command == "check-config") return check_config_command(argc, argv, setup);
         if (command == "mock-kafka") return mock_kafka_command(argc, argv, stop.get_token());
         if (command == "demo-produce") return demo_produce_command(argc, argv);
-        if (command == "demo-check") return demo_check_command(argc, argv, stop.get_token());
+        if (command == "demo-check")
+            return demo_check_command(argc, argv, setup, stop.get_token());
         std::cerr << "exo: unknown command '" << command << "'\n\n" << kHelp;
         return 2;
     } catch (const UsageError& e) {

@@ -3,12 +3,15 @@
 // UsageError (exit 2) for bad flags or config.
 #include <stop_token>
 
+#include "app/app_setup.hpp"
+
 namespace exo {
 
-int run_command(int argc, char** argv, std::stop_token stop);
-int migrate_command(int argc, char** argv);
+int run_command(int argc, char** argv, const AppSetup& setup, std::stop_token stop);
+int migrate_command(int argc, char** argv, const AppSetup& setup);
+int check_config_command(int argc, char** argv, const AppSetup& setup);
 int mock_kafka_command(int argc, char** argv, std::stop_token stop);
 int demo_produce_command(int argc, char** argv);
-int demo_check_command(int argc, char** argv, std::stop_token stop);
+int demo_check_command(int argc, char** argv, const AppSetup& setup, std::stop_token stop);
 
 }  // namespace exo

@@ -8,15 +8,8 @@
 #include <sstream>
 
 #include "config/config_parser.hpp"
-#include "handlers/register_handlers.hpp"
 
 namespace exo {
-
-HandlerRegistry make_registry() {
-    HandlerRegistry registry;
-    handlers::register_all(registry);
-    return registry;
-}
 
 Config load_config(const std::string& path, const HandlerRegistry& registry) {
     Config config = parse_config_file(path, registry.names());

@@ -12,8 +12,6 @@
 
 namespace exo {
 
-// The handlers of handlers/, registered once.
-HandlerRegistry make_registry();
 // Parses FILE (throws ConfigError, a UsageError) and applies logging.level.
 Config load_config(const std::string& path, const HandlerRegistry& registry);
 

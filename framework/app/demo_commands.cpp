@@ -63,11 +63,10 @@ int demo_produce_command(int argc, char** argv) {
     return 0;
 }
 
-int demo_check_command(int argc, char** argv, std::stop_token stop) {
+int demo_check_command(int argc, char** argv, const AppSetup& setup, std::stop_token stop) {
     Arguments args("demo-check", argc, argv, 2,
                    {"config", "bootstrap", "bootstrap-file", "expected-file", "timeout"});
-    auto registry = make_registry();
-    Config config = load_config(args.required("config"), registry);
+    Config config = load_config(args.required("config"), setup.handlers);
     std::ifstream in(args.required("expected-file"));
     if (!in) throw UsageError("cannot read --expected-file");
     auto expected = nlohmann::json::parse(in);

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <pqxx/pqxx>
+#include <cstdio>
 #include <thread>
 
 #include "app/arguments.hpp"
@@ -20,16 +21,18 @@ namespace {
 
 // PostgreSQL may still be starting: wait for it (it is the correctness fence,
 // nothing runs without it) but refuse to run on an old schema.
-bool schema_ready(const Config& config, std::stop_token stop) {
+bool schema_ready(const Config& config, const std::vector<Migration>& migrations,
+                  std::stop_token stop) {
     Backoff backoff{config.pipeline.retry_backoff_initial, config.pipeline.retry_backoff_max};
     for (int attempt = 1; !stop.stop_requested(); ++attempt) {
         try {
             auto c = open_postgres_session(config.postgres);
-            auto pending = pending_migrations(*c);
+            auto pending = pending_migrations(*c, migrations);
             if (pending.empty()) return true;
-            throw UsageError("the database lacks migration " + pending.front() + " (and " +
-                             std::to_string(pending.size() - 1) +
-                             " more): run `exo migrate --config FILE` first");
+            std::string names;
+            for (const auto& name : pending) names += (names.empty() ? "" : ", ") + name;
+            throw UsageError("the database lacks migration(s) " + names +
+                             ": run `migrate --config FILE` with this binary first");
         } catch (const pqxx::broken_connection& e) {
             auto delay = backoff.delay(attempt, 0.5);
             spdlog::warn("PostgreSQL unreachable, retrying in {} ms: {}", delay.count(), e.what());
@@ -41,22 +44,21 @@ bool schema_ready(const Config& config, std::stop_token stop) {
 
 }  // namespace
 
-int run_command(int argc, char** argv, std::stop_token stop) {
+int run_command(int argc, char** argv, const AppSetup& setup, std::stop_token stop) {
     Arguments args("run", argc, argv, 2, {"config"});
-    auto registry = make_registry();
-    Config config = load_config(args.required("config"), registry);
-    if (!schema_ready(config, stop)) return 0;
+    Config config = load_config(args.required("config"), setup.handlers);
+    if (!schema_ready(config, setup.all_migrations(), stop)) return 0;
     auto failpoints = Failpoints::from_environment();
     KafkaEndpoint kafka(config);
-    Daemon daemon(config, registry, failpoints, kafka.bootstrap_servers());
+    Daemon daemon(config, setup.handlers, failpoints, kafka.bootstrap_servers());
     daemon.run(stop);
     return 0;
 }
 
-int migrate_command(int argc, char** argv) {
+int migrate_command(int argc, char** argv, const AppSetup& setup) {
     Arguments args("migrate", argc, argv, 2, {"config"});
-    auto registry = make_registry();
-    Config config = load_config(args.required("config"), registry);
+    Config config = load_config(args.required("config"), setup.handlers);
+    const auto migrations = setup.all_migrations();
     // The record-level limits do not fit a migration: an index build may run
     // for minutes, and a second `exo migrate` must wait on the advisory lock
     // for the first, not fail after lock_timeout. 0 leaves the server's settings.
@@ -64,9 +66,20 @@ int migrate_command(int argc, char** argv) {
     session.statement_timeout = std::chrono::milliseconds(0);
     session.lock_timeout = std::chrono::milliseconds(0);
     auto c = open_postgres_session(session);
-    auto applied = apply_migrations(*c);
+    auto applied = apply_migrations(*c, migrations);
     if (applied.empty()) spdlog::info("schema is up to date");
     for (const auto& name : applied) spdlog::info("applied migration {}", name);
+    return 0;
+}
+
+int check_config_command(int argc, char** argv, const AppSetup& setup) {
+    Arguments args("check-config", argc, argv, 2, {"config"});
+    const std::string path = args.required("config");
+    Config config = load_config(path, setup.handlers);
+    // Each binding's factory once, so a bad or missing handler option fails here
+    // (exit 2) and not when the daemon starts.
+    for (const auto& binding : config.bindings) setup.handlers.create(binding.handler, binding.options);
+    std::printf("%s: valid (%zu binding(s))\n", path.c_str(), config.bindings.size());
     return 0;
 }
 

@@ -10,6 +10,8 @@
 #include <variant>
 #include <vector>
 
+#include <exo/options.hpp>
+
 namespace exo {
 
 using std::chrono::milliseconds;
@@ -136,6 +138,10 @@ struct BindingConfig {
     int max_attempts = 5;           // handler tries before dead-lettering a retryable failure
     std::string dead_letter_topic;  // default "<topic>.dlq"
     int yaml_line = 0;              // where the binding was declared, for later error messages
+    // `options:`, handed to the handler's factory as they are: their keys are the
+    // handler's, so only their shape (scalars) is checked here; the handler
+    // converts and checks values itself. Empty when the binding has none.
+    HandlerOptions options;
 };
 
 struct Config {

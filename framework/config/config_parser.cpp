@@ -230,6 +230,7 @@ std::string not_an_integer(std::string_view text, Unit unit) {
 struct Context {
     const EnvLookup& env;
     std::vector<ConfigProblem> problems;
+    std::string source;  // the config file's name: handler options label their own errors with it
 
     void add(std::string path, int line, std::string message) {
         problems.push_back({std::move(path), line, std::move(message)});
@@ -511,8 +512,8 @@ const Keys kPipelineKeys = {"workers",
                             "retry_backoff_max_ms",
                             "on_redis_down"};
 const Keys kLoggingKeys = {"level"};
-const Keys kBindingKeys = {"topic",    "handler",      "key",
-                           "sequence", "max_attempts", "dead_letter_topic"};
+const Keys kBindingKeys = {"topic",        "handler",           "key",    "sequence",
+                           "max_attempts", "dead_letter_topic", "options"};
 const Keys kKeySourceKeys = {"header", "json"};
 const Keys kSequenceKeys = {"entity", "value", "mode", "gap_timeout_ms"};
 
@@ -819,6 +820,30 @@ void read_handler(const Reader& binding, const std::vector<std::string>& handler
                                    did_you_mean(*text, names));
 }
 
+// `options:`: free keys (they are the handler's, which checks them when it reads
+// them), scalar values with ${ENV} expanded. A binding without it gets empty
+// options that still know where the binding is, so a handler's "required
+// option is missing" names a line.
+HandlerOptions read_options(const Reader& binding, const std::string& source_name) {
+    const Reader options = binding.map("options", std::nullopt);
+    std::map<std::string, HandlerOptions::Value> values;
+    options.for_each([&](const std::string& key, const YAML::Node& value, int line) {
+        const std::string path = options.path_of(key);
+        if (value.IsMap() || value.IsSequence()) {
+            options.context().add(
+                path, line,
+                "options values must be scalars (text, numbers, booleans), got " + kind_of(value));
+            return;
+        }
+        if (auto text =
+                scalar_text(options.context(), value, path, line, "text, a number or a boolean")) {
+            values[key] = {std::move(*text), line};
+        }
+    });
+    return HandlerOptions(source_name, binding.path_of("options"), std::move(values),
+                          binding.line_of("options"));
+}
+
 // `bound` maps each topic already bound to the line of its binding.
 BindingConfig read_binding(Context& ctx, const Item& item, const std::vector<std::string>& handlers,
                            std::map<std::string, int>& bound) {
@@ -844,6 +869,7 @@ BindingConfig read_binding(Context& ctx, const Item& item, const std::vector<std
     }
     if (binding.has("sequence"))
         out.sequence = read_sequence(binding.map("sequence", kSequenceKeys));
+    out.options = read_options(binding, ctx.source);
     binding.read("max_attempts", out.max_attempts, kPositive);
     if (binding.has("dead_letter_topic")) {
         read_topic(binding, "dead_letter_topic", out.dead_letter_topic);
@@ -981,7 +1007,7 @@ Config parse_config_text(std::string_view yaml, const std::string& source_name,
         const int line = e.mark.line >= 0 ? e.mark.line + 1 : 0;
         throw ConfigError(source_name, {{"", line, syntax_error_message(yaml, line, e.msg)}});
     }
-    Context ctx{env, {}};
+    Context ctx{env, {}, source_name};
     Config config = read_config(ctx, root, known_handlers);
     if (ctx.problems.empty()) return config;
     // Document order reads best; problems without a line (missing top-level

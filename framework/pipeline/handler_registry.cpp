@@ -16,10 +16,13 @@ std::vector<std::string> HandlerRegistry::names() const {
     return out;
 }
 
-std::unique_ptr<Handler> HandlerRegistry::create(const std::string& name) const {
+std::unique_ptr<Handler> HandlerRegistry::create(const std::string& name,
+                                                 const HandlerOptions& options) const {
     auto it = factories_.find(name);
     if (it == factories_.end()) throw UsageError("no handler named '" + name + "' is registered");
-    return it->second();
+    auto handler = it->second(options);
+    if (!handler) throw UsageError("the factory of handler '" + name + "' returned no handler");
+    return handler;
 }
 
 }  // namespace exo

@@ -16,8 +16,9 @@ public:
     void add(const std::string& name, HandlerFactory factory);
     std::vector<std::string> names() const;
     bool contains(const std::string& name) const { return factories_.count(name) != 0; }
-    // Throws UsageError for an unknown name.
-    std::unique_ptr<Handler> create(const std::string& name) const;
+    // The factory's handler for one binding. Throws UsageError for an unknown
+    // name or a factory that returns nothing; OptionError passes through.
+    std::unique_ptr<Handler> create(const std::string& name, const HandlerOptions& options) const;
 
 private:
     std::map<std::string, HandlerFactory> factories_;

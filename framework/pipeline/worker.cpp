@@ -62,9 +62,9 @@ Worker::Worker(int index, WorkerContext context)
       log_(worker_logger(index)),
       dead_letters_(ctx_.dead_letter_producer),
       lease_keeper_(ctx_.config, owner_, ctx_.stats, log_) {
+    // One handler per binding: bindings that share a handler class may differ in options.
     for (const auto& b : ctx_.config.bindings)
-        if (!handlers_.count(b.handler))
-            handlers_.emplace(b.handler, ctx_.handlers.create(b.handler));
+        handlers_.emplace(b.topic, ctx_.handlers.create(b.handler, b.options));
 }
 
 Worker::~Worker() {
@@ -471,7 +471,7 @@ bool Worker::run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<Bat
                             item.handler_ran);
         item.handler_ran = true;
         ctx_.stats.postgres_round_trips++;  // a handler's statements, at least one
-        handlers_.at(binding.handler)->handle(hctx);
+        handlers_.at(binding.topic)->handle(hctx);
         if (!hctx.result().empty()) {
             if (!is_postgres_text(hctx.result()))
                 throw PermanentError("handler '" + binding.handler +
@@ -853,12 +853,13 @@ pqxx::connection& Worker::postgres() {
     pg_.reset();
     auto conn = open_postgres_session(ctx_.config.postgres);
     prepare_framework_statements(*conn);
-    for (auto& [name, handler] : handlers_) {
+    for (const auto& b : ctx_.config.bindings) {
         try {
-            handler->prepare(*conn);
+            handlers_.at(b.topic)->prepare(*conn);
         } catch (const std::exception& e) {
             if (classify_pg_error(e) == PgFailure::connection_lost) throw;
-            throw HandlerPrepareError("handler '" + name + "' failed in prepare(): " + e.what() +
+            throw HandlerPrepareError("handler '" + b.handler + "' (topic " + b.topic +
+                                      ") failed in prepare(): " + e.what() +
                                       "; fix the handler's statements or apply its migration");
         }
     }

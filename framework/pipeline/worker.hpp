@@ -143,7 +143,7 @@ private:
     Backoff backoff_;
     std::mt19937_64 rng_;
     std::shared_ptr<spdlog::logger> log_;
-    std::map<std::string, std::unique_ptr<Handler>> handlers_;  // by handler name
+    std::map<std::string, std::unique_ptr<Handler>> handlers_;  // by binding topic
 
     // Its own, so a delivery failure reported during one worker's flush can never
     // be taken for (or hidden from) another worker's dead letters.

@@ -1,4 +1,5 @@
--- Tables of the example `ledger` handler (handlers/ledger.cpp).
+-- Tables of the example `ledger` handler (handlers/ledger.cpp): an application
+-- migration, applied by `exo migrate` after the framework's own.
 CREATE TABLE accounts (
     account_id text        PRIMARY KEY,
     balance    bigint      NOT NULL DEFAULT 0,   -- minor units

@@ -1,0 +1,22 @@
+#pragma once
+// What an Application was given before main(): its handlers and its migrations.
+// The commands read it; nothing changes it once a command runs.
+#include <string>
+#include <vector>
+
+#include "pg/migrations.hpp"
+#include "pipeline/handler_registry.hpp"
+
+namespace exo {
+
+struct AppSetup {
+    HandlerRegistry handlers;
+    std::vector<Migration> migrations;  // registered texts
+    std::vector<std::string> migration_dirs;
+
+    // The registered migrations plus those of every directory, read now.
+    // Throws MigrationError for an unreadable directory.
+    std::vector<Migration> all_migrations() const;
+};
+
+}  // namespace exo

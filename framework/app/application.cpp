@@ -1,0 +1,39 @@
+#include <exo/application.hpp>
+
+#include "app/app_setup.hpp"
+#include "app/cli.hpp"
+
+namespace exo {
+
+struct Application::Setup : AppSetup {};
+
+std::vector<Migration> AppSetup::all_migrations() const {
+    std::vector<Migration> out = migrations;
+    for (const auto& dir : migration_dirs)
+        for (auto& m : read_migrations_dir(dir)) out.push_back(std::move(m));
+    return out;
+}
+
+Application::Application() : setup_(std::make_unique<Setup>()) {}
+Application::~Application() = default;
+
+Application& Application::handler(std::string name, HandlerFactory factory) {
+    setup_->handlers.add(name, std::move(factory));
+    return *this;
+}
+
+Application& Application::migrations_dir(std::string dir) {
+    setup_->migration_dirs.push_back(std::move(dir));
+    return *this;
+}
+
+Application& Application::migration(std::string name, std::string sql) {
+    setup_->migrations.push_back({std::move(name), std::move(sql)});
+    return *this;
+}
+
+int Application::main(int argc, char** argv) {
+    return run_cli(argc, argv, *setup_);
+}
+
+}  // namespace exo

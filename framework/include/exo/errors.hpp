@@ -1,0 +1,37 @@
+#pragma once
+// The error vocabulary handlers and framework share. The class says what the
+// pipeline does next, not what went wrong.
+#include <stdexcept>
+#include <string>
+
+namespace exo {
+
+// Try again later: the transaction is rolled back, the claim released, and the
+// record retried with backoff up to the binding's max_attempts, then dead-lettered.
+class RetryableError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// Will never succeed (bad payload, business rule violated): rolled back and
+// dead-lettered at once.
+class PermanentError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// An infrastructure dependency (Redis, PostgreSQL, Kafka) is unavailable or
+// misbehaving. Nothing about the record is known to be wrong: the whole batch
+// is put back and retried after the dependency recovers.
+class DependencyError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// Bad configuration or usage: the process cannot start. Exit code 2.
+class UsageError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+}  // namespace exo

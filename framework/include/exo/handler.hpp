@@ -1,0 +1,102 @@
+#pragma once
+// The one extension point of exo (spdlog's base_sink shape): the framework owns
+// the protocol (claim, dedup row, sequence check, commit, offsets) and calls
+// Handler::handle() for each new record inside the batch's PostgreSQL
+// transaction; only the effects of a run that commits remain. A handler cannot reach the consumer, Redis or offsets, so it
+// cannot break the exactly-once invariant.
+//
+// What a handler may do: read and write PostgreSQL through ctx.transaction();
+// throw RetryableError / PermanentError (core/errors.hpp) or anything else
+// (treated as retryable). Effects outside PostgreSQL (HTTP, e-mail) run at least
+// once: pass ctx.idempotency_key() to such services.
+//
+// What a handler must not do: commit or roll back the transaction, or catch a
+// database error and carry on. PostgreSQL aborts the whole transaction on any
+// failed statement; a handler that swallows the error leaves it aborted, and exo
+// then treats the record as failed (retried, then dead-lettered: see
+// docs/design.md, "Swallowed database errors"). To tolerate an expected error,
+// avoid it in SQL (INSERT ... ON CONFLICT DO NOTHING), or wrap the statement in
+// your own "SAVEPOINT h" / "ROLLBACK TO SAVEPOINT h" / "RELEASE SAVEPOINT h"
+// (ctx.transaction() is a pqxx::nontransaction on an explicit BEGIN, so
+// pqxx::subtransaction does not apply).
+//
+// How often handle() runs: at least once per new record and delivery, and more
+// than once when the record is re-run: after its own retryable failure
+// (ctx.attempt() > 1), or because another record of its batch failed, which rolls
+// the whole batch back and runs it again with a savepoint per record
+// (ctx.rerun() is true). Either way only one run's effects ever commit.
+//
+// Lifecycle and threading: one Handler instance per worker thread, created by
+// its factory at start-up; prepare() runs on each new PostgreSQL connection of
+// that worker (including after a reconnect); handle() is never called
+// concurrently on one instance.
+#include <spdlog/logger.h>
+
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <pqxx/connection_base>
+#include <pqxx/transaction_base>
+#include <string>
+
+#include <exo/options.hpp>
+#include <exo/payload.hpp>
+#include <exo/record.hpp>
+
+namespace exo {
+
+class HandlerContext {
+public:
+    HandlerContext(pqxx::transaction_base& tx, const Record& record, const std::string& key,
+                   JsonPayload& payload, spdlog::logger& log, int attempt, bool rerun = false)
+        : tx_(tx),
+          record_(record),
+          key_(key),
+          payload_(payload),
+          log_(log),
+          attempt_(attempt),
+          rerun_(rerun) {}
+
+    // The batch's transaction (possibly inside a savepoint of this record). Do not
+    // commit or abort it, and do not swallow its errors (see the file comment).
+    pqxx::transaction_base& transaction() { return tx_; }
+    const Record& record() const { return record_; }
+    const std::string& idempotency_key() const { return key_; }
+    // The payload as JSON, parsed once. Throws PermanentError if it is not JSON.
+    const nlohmann::json& json() { return payload_.document(); }
+    spdlog::logger& log() { return log_; }
+    // 1 on the first try; higher after retryable failures of this record.
+    int attempt() const { return attempt_; }
+    // True when this call repeats a run of the same attempt whose effects were
+    // rolled back because another record of the batch failed.
+    bool rerun() const { return rerun_; }
+    // Stored with the dedup row and in the Redis claim; returned for duplicates.
+    void set_result(std::string result) { result_ = std::move(result); }
+    const std::string& result() const { return result_; }
+
+private:
+    pqxx::transaction_base& tx_;
+    const Record& record_;
+    const std::string& key_;
+    JsonPayload& payload_;
+    spdlog::logger& log_;
+    int attempt_;
+    bool rerun_;
+    std::string result_;
+};
+
+class Handler {
+public:
+    virtual ~Handler() = default;
+    // Prepare statements on a (new) connection. Default: nothing.
+    virtual void prepare(pqxx::connection_base& connection) { (void)connection; }
+    // Apply one record's effect. See the file comment for what it may throw.
+    virtual void handle(HandlerContext& ctx) = 0;
+};
+
+// Makes one handler for one binding: called once per worker thread and binding at
+// start-up, with that binding's `options:` (HandlerOptions). An OptionError (a bad
+// or missing option) stops the start-up with exit code 2.
+using HandlerFactory = std::function<std::unique_ptr<Handler>(const HandlerOptions& options)>;
+
+}  // namespace exo

@@ -1,0 +1,14 @@
+// The `exo` binary: exo's command line with the example handlers, built the way
+// a team builds its own consumer (README, "Your own consumer in 5 minutes").
+#include <exo/exo.hpp>
+
+#include "ledger.hpp"
+#include "ledger_migrations.hpp"
+
+int main(int argc, char** argv) {
+    exo::Application app;
+    app.handler<exo::handlers::LedgerHandler>("ledger");
+    for (const auto& m : exo::handlers::kLedgerMigrations)
+        app.migration(std::string(m.name), std::string(m.sql));
+    return app.main(argc, argv);
+}
