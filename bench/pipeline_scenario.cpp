@@ -14,10 +14,10 @@
 #include <thread>
 #include <unordered_map>
 
-#include "ledger.hpp"
 #include "kafka/group_progress.hpp"
 #include "kafka/producer.hpp"
 #include "latency_handler.hpp"
+#include "ledger.hpp"
 #include "pg_round_trips.hpp"
 #include "pipeline/daemon.hpp"
 #include "pipeline/failpoints.hpp"

@@ -7,8 +7,8 @@
 #include <set>
 #include <unordered_map>
 
+#include <exo/payload.hpp>
 #include "core/key_derivation.hpp"
-#include "core/payload.hpp"
 #include "core/sequence_decision.hpp"
 #include "pg/framework_statements.hpp"
 

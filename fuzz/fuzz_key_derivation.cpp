@@ -25,11 +25,11 @@
 #include <string_view>
 #include <vector>
 
+#include <exo/errors.hpp>
+#include <exo/payload.hpp>
+#include <exo/record.hpp>
 #include "config/config.hpp"
-#include "core/errors.hpp"
 #include "core/key_derivation.hpp"
-#include "core/payload.hpp"
-#include "core/record.hpp"
 #include "core/text.hpp"
 #include "fuzz_check.hpp"
 

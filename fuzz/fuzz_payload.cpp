@@ -19,8 +19,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/errors.hpp"
-#include "core/payload.hpp"
+#include <exo/errors.hpp>
+#include <exo/payload.hpp>
 #include "fuzz_check.hpp"
 
 namespace {

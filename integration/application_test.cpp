@@ -60,8 +60,7 @@ TEST_CASE(
         pqxx::connection c(exo::testing::postgres_uri());
         pqxx::nontransaction(c).exec("CREATE SCHEMA " + fresh);
     }
-    const std::string uri =
-        exo::testing::postgres_uri() + "?options=-csearch_path%3D" + fresh;
+    const std::string uri = exo::testing::postgres_uri() + "?options=-csearch_path%3D" + fresh;
     const std::string config = write_config(h, "", uri);
 
     auto refused = run_to_end("app_run_early", {"run", "--config", config});
@@ -76,9 +75,8 @@ TEST_CASE(
     auto names = tx.exec("SELECT name FROM exo_schema_migrations ORDER BY applied_at, name");
     std::vector<std::string> applied;
     for (const auto& row : names) applied.push_back(row[0].as<std::string>());
-    CHECK(applied ==
-          std::vector<std::string>{"0001_exo_core.sql", "0003_exo_sequence_gaps.sql",
-                                   "0002_ledger.sql"});
+    CHECK(applied == std::vector<std::string>{"0001_exo_core.sql", "0003_exo_sequence_gaps.sql",
+                                              "0002_ledger.sql"});
     CHECK(tx.exec("SELECT to_regclass('accounts') IS NOT NULL")[0][0].as<bool>());
     auto again = run_to_end("app_migrate_again", {"migrate", "--config", config});
     CHECK(again.exit_code == 0);

@@ -31,8 +31,8 @@ using Balances = std::map<std::string, std::int64_t>;
 // Kafka protocol API key of Produce (rdkafka_proto.h is not installed).
 constexpr int kApiProduce = 0;
 
-std::string payment_json(const std::string& event, const std::string& account,
-                         std::int64_t amount, std::int64_t sequence) {
+std::string payment_json(const std::string& event, const std::string& account, std::int64_t amount,
+                         std::int64_t sequence) {
     return exo::Payment{event, account, "CREDIT", amount, sequence}.json();
 }
 
@@ -91,7 +91,10 @@ TEST_CASE(
     "and apply exactly once") {
     PipelineHarness h({.name = "badutf8", .partitions = 1, .with_sequence = false});
     h.mutable_config().bindings[0].key = {exo::KeySourceKind::header, "id"};
-    const std::string overlong = "\xC0\x80" "abc", surrogate = "\xED\xA0\x80", high = "\xF5\xFF";
+    const std::string overlong =
+                          "\xC0\x80"
+                          "abc",
+                      surrogate = "\xED\xA0\x80", high = "\xF5\xFF";
     produce_raw(h, {raw(h, payment_json("e1", "acc-1", 1, 1), {{"id", overlong}}),
                     raw(h, payment_json("e2", "acc-2", 2, 1), {{"id", surrogate}}),
                     raw(h, payment_json("e3", "acc-3", 3, 1), {{"id", high}}),
@@ -154,10 +157,8 @@ TEST_CASE(
 TEST_CASE(
     "a COMMIT that fails on a deferred constraint is pinned on its record and the others of "
     "the batch apply once") {
-    PipelineHarness h({.name = "deferred",
-                       .partitions = 1,
-                       .handler = "misbehaving_ledger",
-                       .max_attempts = 2});
+    PipelineHarness h(
+        {.name = "deferred", .partitions = 1, .handler = "misbehaving_ledger", .max_attempts = 2});
     exo::testing::create_deferred_tables(h.postgres_uri());
     h.produce({payment("ok-1", "acc-1", 1, 1), payment("deferred-2", "acc-2", 2, 1),
                payment("ok-3", "acc-3", 3, 1)});
@@ -181,8 +182,8 @@ TEST_CASE("every extra run of handle() after another record of the batch failed 
     CHECK(h.balances() == Balances{{"acc-1", 1}, {"acc-2", 2}});
     const int calls = exo::testing::handle_calls - calls_before;
     const int reruns = exo::testing::rerun_calls - reruns_before;
-    CHECK(reruns >= 1);             // at least the poison record ran twice
-    CHECK(calls == 3 + reruns);     // one first run each; every other run was flagged
+    CHECK(reruns >= 1);          // at least the poison record ran twice
+    CHECK(calls == 3 + reruns);  // one first run each; every other run was flagged
 }
 
 TEST_CASE(
@@ -265,8 +266,8 @@ TEST_CASE(
     h.produce({payment("g-2", "acc-1", 5, 2)});
     {
         RunningDaemon first(h.config(), h.registry(), h.bootstrap());
-        REQUIRE(eventually(
-            [&] { return h.count("SELECT count(*) FROM exo_sequence_gaps") == 1; }, 30s));
+        REQUIRE(eventually([&] { return h.count("SELECT count(*) FROM exo_sequence_gaps") == 1; },
+                           30s));
         std::this_thread::sleep_for(5s);  // part of the timeout passes on this member
         first.stop();
         CHECK(first.stats().dead_lettered == 0);
@@ -288,9 +289,10 @@ TEST_CASE("a strict sequence already at INT64_MAX answers STALE instead of overf
     {
         pqxx::connection c(h.postgres_uri());
         pqxx::nontransaction tx(c);
-        tx.exec_params("INSERT INTO exo_sequences (handler, entity, last_sequence) VALUES"
-                       " ('ledger', 'acc-1', $1)",
-                       kMax);
+        tx.exec_params(
+            "INSERT INTO exo_sequences (handler, entity, last_sequence) VALUES"
+            " ('ledger', 'acc-1', $1)",
+            kMax);
     }
     h.produce({payment("max-1", "acc-1", 5, kMax), payment("ok-2", "acc-2", 2, 1)});
     const Counts d = consume_all(h);
@@ -320,12 +322,11 @@ TEST_CASE(
     CHECK(d.stats().dead_lettered == 0);
 }
 
-TEST_CASE("a handler that throws something other than a std::exception is retried, then "
-          "dead-lettered, and the daemon lives on") {
-    PipelineHarness h({.name = "throwint",
-                       .partitions = 1,
-                       .handler = "misbehaving_ledger",
-                       .max_attempts = 2});
+TEST_CASE(
+    "a handler that throws something other than a std::exception is retried, then "
+    "dead-lettered, and the daemon lives on") {
+    PipelineHarness h(
+        {.name = "throwint", .partitions = 1, .handler = "misbehaving_ledger", .max_attempts = 2});
     h.produce({payment("throwint-1", "acc-1", 1, 1), payment("ok-2", "acc-2", 2, 1)});
     consume_all(h);
     CHECK(h.balances() == Balances{{"acc-2", 2}});
@@ -343,11 +344,16 @@ TEST_CASE(
     auto workload = exo::generate_payments({.count = 600, .accounts = 30, .partitions = 4});
     std::mt19937_64 rng(7);
     auto any = [&](auto& options) { return options[rng() % std::size(options)]; };
-    const char* cues[] = {"poison-", "swallow-", "badtext-", "throwint-", "divzero-",
-                          "badresult-", "deferred-"};
-    const std::string broken_json[] = {"", "{", "not json", "{\"eventId\": \"\\ud800\"}",
-                                       std::string("\xC0\x80", 2), std::string(3, '\0'),
-                                       "[1,2,3]", "{\"eventId\": {\"nested\": 1}}"};
+    const char* cues[] = {"poison-",  "swallow-",   "badtext-", "throwint-",
+                          "divzero-", "badresult-", "deferred-"};
+    const std::string broken_json[] = {"",
+                                       "{",
+                                       "not json",
+                                       "{\"eventId\": \"\\ud800\"}",
+                                       std::string("\xC0\x80", 2),
+                                       std::string(3, '\0'),
+                                       "[1,2,3]",
+                                       "{\"eventId\": {\"nested\": 1}}"};
 
     std::vector<exo::OutgoingRecord> stream;
     int poison = 0;
@@ -362,8 +368,8 @@ TEST_CASE(
         std::string value;
         switch (poison % 4) {
             case 0:  // a handler that throws, swallows, or breaks a limit
-                value = payment_json(std::string(any(cues)) + std::to_string(poison), account,
-                                     1, 1);
+                value =
+                    payment_json(std::string(any(cues)) + std::to_string(poison), account, 1, 1);
                 break;
             case 1:  // not JSON, or JSON without a usable key
                 value = any(broken_json);
@@ -377,7 +383,8 @@ TEST_CASE(
                         std::to_string(1 + rng() % 9) + "}";
                 break;
         }
-        stream.push_back({h.topic(), partition, account, value, {{"bin", std::string("\xFF\0\xC0", 3)}}});
+        stream.push_back(
+            {h.topic(), partition, account, value, {{"bin", std::string("\xFF\0\xC0", 3)}}});
         ++poison;
     }
     produce_raw(h, stream);

@@ -32,8 +32,8 @@ TEST_CASE(
     int launches = 0;
     auto launch = [&](std::map<std::string, std::string> env = {}) {
         return std::make_unique<ChildProcess>(
-            exo::testing::exo_binary(), std::vector<std::string>{"run", "--config", config_file}, env,
-            "/tmp/" + h.schema() + "-" + std::to_string(launches++) + ".log");
+            exo::testing::exo_binary(), std::vector<std::string>{"run", "--config", config_file},
+            env, "/tmp/" + h.schema() + "-" + std::to_string(launches++) + ".log");
     };
     std::vector<std::unique_ptr<ChildProcess>> daemons;
     for (int i = 0; i < 3; ++i) daemons.push_back(launch());

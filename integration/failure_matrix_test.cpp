@@ -14,12 +14,12 @@
 #include "support.hpp"
 
 using namespace std::chrono_literals;
-using exo::testing::PipelineHarness;
-using exo::testing::RunningDaemon;
 using exo::testing::eventually;
 using exo::testing::header;
 using exo::testing::payment;
+using exo::testing::PipelineHarness;
 using exo::testing::read_topic;
+using exo::testing::RunningDaemon;
 
 namespace {
 
@@ -327,8 +327,8 @@ TEST_CASE("SIGTERM drains, commits and exits 0 within the shutdown bound") {
     h.produce(w);
     auto config_file = "/tmp/" + h.schema() + ".yaml";
     std::ofstream(config_file) << h.config_yaml();
-    exo::testing::ChildProcess child(exo::testing::exo_binary(), {"run", "--config", config_file}, {},
-                                     "/tmp/" + h.schema() + ".log");
+    exo::testing::ChildProcess child(exo::testing::exo_binary(), {"run", "--config", config_file},
+                                     {}, "/tmp/" + h.schema() + ".log");
     REQUIRE(h.wait_until_consumed(60s));
     auto started = std::chrono::steady_clock::now();
     child.signal(SIGTERM);

@@ -19,10 +19,10 @@
 #include <vector>
 
 #include "app/mock_kafka_command.hpp"
-#include "support.hpp"
 #include "kafka/consumer.hpp"
 #include "kafka/mock_cluster.hpp"
 #include "kafka/producer.hpp"
+#include "support.hpp"
 
 namespace {
 

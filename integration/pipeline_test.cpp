@@ -7,8 +7,8 @@
 #include <fstream>
 #include <pqxx/pqxx>
 
+#include <exo/record.hpp>
 #include "child_process.hpp"
-#include "core/record.hpp"
 #include "kafka/consumer.hpp"
 #include "kafka/group_progress.hpp"
 #include "pg/migrations.hpp"
@@ -18,9 +18,9 @@
 #include "support.hpp"
 
 using namespace std::chrono_literals;
+using exo::testing::payment;
 using exo::testing::PipelineHarness;
 using exo::testing::RunningDaemon;
-using exo::testing::payment;
 
 namespace {
 
@@ -84,9 +84,9 @@ TEST_CASE(
     auto config_file = "/tmp/" + h.schema() + ".yaml";
     std::ofstream(config_file) << h.config_yaml();
     {
-        exo::testing::ChildProcess child(exo::testing::exo_binary(), {"run", "--config", config_file},
-                                         {{"EXO_FAILPOINTS", "after_pg_commit=kill"}},
-                                         "/tmp/" + h.schema() + ".log");
+        exo::testing::ChildProcess child(
+            exo::testing::exo_binary(), {"run", "--config", config_file},
+            {{"EXO_FAILPOINTS", "after_pg_commit=kill"}}, "/tmp/" + h.schema() + ".log");
         auto status = child.wait(60s);
         REQUIRE(status.has_value());
         REQUIRE(WIFSIGNALED(*status));

@@ -69,8 +69,8 @@ inline std::int64_t partition_end(const std::string& bootstrap, const std::strin
     if (!rk) throw std::runtime_error(reason);
     conf.release();  // owned by rk
     std::int64_t low = 0, high = 0;
-    auto err = rd_kafka_query_watermark_offsets(rk.get(), topic.c_str(), partition, &low, &high,
-                                                10000);
+    auto err =
+        rd_kafka_query_watermark_offsets(rk.get(), topic.c_str(), partition, &low, &high, 10000);
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
         throw std::runtime_error("watermarks of " + topic + ": " + rd_kafka_err2str(err));
     return high;

@@ -23,7 +23,7 @@
 #include <pqxx/pqxx>
 #include <thread>
 
-#include "core/errors.hpp"
+#include <exo/errors.hpp>
 #include "ledger.hpp"
 
 namespace exo::testing {

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <exo/errors.hpp>
 #include "app/arguments.hpp"
-#include "core/errors.hpp"
 
 using namespace exo;
 

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "core/errors.hpp"
+#include <exo/errors.hpp>
 #include "pipeline/failpoints.hpp"
 
 using namespace exo;

@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
+#include <exo/errors.hpp>
+#include <exo/payload.hpp>
+#include <exo/record.hpp>
 #include "config/config.hpp"
-#include "core/errors.hpp"
 #include "core/key_derivation.hpp"
 #include "core/text.hpp"
-#include "core/payload.hpp"
-#include "core/record.hpp"
 
 using namespace exo;
 
@@ -337,7 +337,8 @@ TEST_CASE("a binary header key becomes its hex form") {
 TEST_CASE("a header key PostgreSQL would refuse is hex-encoded before it is ever claimed") {
     exo::Record r;
     r.topic = exo::Topic{"t"};
-    r.headers.push_back({"id", std::string("\xC0\x80" "abc")});  // overlong NUL
+    r.headers.push_back({"id", std::string("\xC0\x80"
+                                           "abc")});  // overlong NUL
     exo::JsonPayload payload(r.value);
     CHECK(exo::derive_idempotency_key({exo::KeySourceKind::header, "id"}, r, payload) ==
           "binary:c080616263");

@@ -12,29 +12,31 @@ using exo::stored_key;
 TEST_CASE("well-formed UTF-8 of every length is PostgreSQL text") {
     CHECK(is_postgres_text(""));
     CHECK(is_postgres_text("plain ascii"));
-    CHECK(is_postgres_text("caf\xC3\xA9"));              // 2 bytes
-    CHECK(is_postgres_text("\xE2\x82\xAC"));             // 3 bytes (euro sign)
-    CHECK(is_postgres_text("\xED\x9F\xBF"));             // U+D7FF, just below the surrogates
-    CHECK(is_postgres_text("\xEE\x80\x80"));             // U+E000, just above them
-    CHECK(is_postgres_text("\xF0\x9F\x98\x80"));         // 4 bytes (emoji)
-    CHECK(is_postgres_text("\xF4\x8F\xBF\xBF"));         // U+10FFFF, the last code point
+    CHECK(is_postgres_text("caf\xC3\xA9"));       // 2 bytes
+    CHECK(is_postgres_text("\xE2\x82\xAC"));      // 3 bytes (euro sign)
+    CHECK(is_postgres_text("\xED\x9F\xBF"));      // U+D7FF, just below the surrogates
+    CHECK(is_postgres_text("\xEE\x80\x80"));      // U+E000, just above them
+    CHECK(is_postgres_text("\xF0\x9F\x98\x80"));  // 4 bytes (emoji)
+    CHECK(is_postgres_text("\xF4\x8F\xBF\xBF"));  // U+10FFFF, the last code point
 }
 
 TEST_CASE("every class of invalid UTF-8 PostgreSQL refuses is refused here too") {
     CHECK_FALSE(is_postgres_text(std::string("a\0b", 3)));  // NUL ends a libpq parameter
-    CHECK_FALSE(is_postgres_text("\xC0\x80" "abc"));        // overlong NUL
-    CHECK_FALSE(is_postgres_text("\xC1\xBF"));              // overlong ASCII
-    CHECK_FALSE(is_postgres_text("\xE0\x80\xAF"));          // overlong 3-byte
-    CHECK_FALSE(is_postgres_text("\xF0\x80\x80\xAF"));      // overlong 4-byte
-    CHECK_FALSE(is_postgres_text("\xED\xA0\x80"));          // UTF-16 surrogate U+D800
-    CHECK_FALSE(is_postgres_text("\xED\xBF\xBF"));          // surrogate U+DFFF
-    CHECK_FALSE(is_postgres_text("\xF4\x90\x80\x80"));      // above U+10FFFF
+    CHECK_FALSE(
+        is_postgres_text("\xC0\x80"
+                         "abc"));                       // overlong NUL
+    CHECK_FALSE(is_postgres_text("\xC1\xBF"));          // overlong ASCII
+    CHECK_FALSE(is_postgres_text("\xE0\x80\xAF"));      // overlong 3-byte
+    CHECK_FALSE(is_postgres_text("\xF0\x80\x80\xAF"));  // overlong 4-byte
+    CHECK_FALSE(is_postgres_text("\xED\xA0\x80"));      // UTF-16 surrogate U+D800
+    CHECK_FALSE(is_postgres_text("\xED\xBF\xBF"));      // surrogate U+DFFF
+    CHECK_FALSE(is_postgres_text("\xF4\x90\x80\x80"));  // above U+10FFFF
     for (int b = 0xF5; b <= 0xFF; ++b)
         CHECK_FALSE(is_postgres_text(std::string(1, static_cast<char>(b)) + "\x80\x80\x80"));
-    CHECK_FALSE(is_postgres_text("\x80"));                  // stray continuation byte
-    CHECK_FALSE(is_postgres_text("\xC3"));                  // truncated at the end
+    CHECK_FALSE(is_postgres_text("\x80"));  // stray continuation byte
+    CHECK_FALSE(is_postgres_text("\xC3"));  // truncated at the end
     CHECK_FALSE(is_postgres_text("\xE2\x82"));
-    CHECK_FALSE(is_postgres_text("\xE2\x28\xA1"));          // continuation missing inside
+    CHECK_FALSE(is_postgres_text("\xE2\x28\xA1"));  // continuation missing inside
 }
 
 TEST_CASE("stored keys never collide: a literal 'binary:' key is encoded like raw bytes") {
@@ -47,15 +49,18 @@ TEST_CASE("stored keys never collide: a literal 'binary:' key is encoded like ra
 }
 
 TEST_CASE("every stored key is PostgreSQL text") {
-    for (const std::string& input : {std::string("\xC0\x80" "abc"), std::string("\xED\xA0\x80"),
-                                     std::string("\xF5"), std::string(16, '\0'),
-                                     std::string("ok")})
+    for (const std::string& input : {std::string("\xC0\x80"
+                                                 "abc"),
+                                     std::string("\xED\xA0\x80"), std::string("\xF5"),
+                                     std::string(16, '\0'), std::string("ok")})
         CHECK(is_postgres_text(stored_key(input)));
 }
 
 TEST_CASE("printable text replaces what PostgreSQL refuses and keeps the rest") {
     CHECK(printable_text("fine") == "fine");
-    CHECK(printable_text(std::string("a\0b", 3)) == "a\xEF\xBF\xBD" "b");
+    CHECK(printable_text(std::string("a\0b", 3)) ==
+          "a\xEF\xBF\xBD"
+          "b");
     CHECK(printable_text("x\xC0\x80y") == "x\xEF\xBF\xBD\xEF\xBF\xBDy");
     CHECK(is_postgres_text(printable_text("\xED\xA0\x80\xF5\xFF")));
 }

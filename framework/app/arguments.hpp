@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/errors.hpp"
+#include <exo/errors.hpp>
 
 namespace exo {
 

@@ -5,9 +5,9 @@
 #include <cstring>
 #include <iostream>
 
+#include <exo/errors.hpp>
 #include "app/commands.hpp"
 #include "app/signals.hpp"
-#include "core/errors.hpp"
 
 namespace exo {
 namespace {
@@ -56,8 +56,7 @@ int run_cli(int argc, char** argv, const AppSetup& setup) {
         if (command == "check-config") return check_config_command(argc, argv, setup);
         if (command == "mock-kafka") return mock_kafka_command(argc, argv, stop.get_token());
         if (command == "demo-produce") return demo_produce_command(argc, argv);
-        if (command == "demo-check")
-            return demo_check_command(argc, argv, setup, stop.get_token());
+        if (command == "demo-check") return demo_check_command(argc, argv, setup, stop.get_token());
         std::cerr << "exo: unknown command '" << command << "'\n\n" << kHelp;
         return 2;
     } catch (const UsageError& e) {

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <mutex>
 
-#include "core/errors.hpp"
+#include <exo/errors.hpp>
 #include "kafka/mock_cluster.hpp"
 
 namespace exo {

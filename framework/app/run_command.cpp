@@ -3,8 +3,8 @@
 // Kafka endpoint, then the daemon (workers, producer, consumer).
 #include <spdlog/spdlog.h>
 
-#include <pqxx/pqxx>
 #include <cstdio>
+#include <pqxx/pqxx>
 #include <thread>
 
 #include "app/arguments.hpp"
@@ -78,7 +78,8 @@ int check_config_command(int argc, char** argv, const AppSetup& setup) {
     Config config = load_config(path, setup.handlers);
     // Each binding's factory once, so a bad or missing handler option fails here
     // (exit 2) and not when the daemon starts.
-    for (const auto& binding : config.bindings) setup.handlers.create(binding.handler, binding.options);
+    for (const auto& binding : config.bindings)
+        setup.handlers.create(binding.handler, binding.options);
     std::printf("%s: valid (%zu binding(s))\n", path.c_str(), config.bindings.size());
     return 0;
 }

@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include <exo/errors.hpp>
 #include "config/config.hpp"
-#include "core/errors.hpp"
 
 namespace exo {
 

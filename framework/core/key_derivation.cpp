@@ -1,6 +1,6 @@
 #include "core/key_derivation.hpp"
 
-#include "core/errors.hpp"
+#include <exo/errors.hpp>
 #include "core/text.hpp"
 
 namespace exo {
@@ -54,7 +54,8 @@ std::string derive_idempotency_key(const KeySource& source, const Record& record
             return storable(*h->value, "idempotency key");
         }
         case KeySourceKind::json:
-            return storable(required_text(payload, source.name, "idempotency key"), "idempotency key");
+            return storable(required_text(payload, source.name, "idempotency key"),
+                            "idempotency key");
         case KeySourceKind::coordinates:
             return record.topic.value + "/" + std::to_string(record.partition.value) + "/" +
                    std::to_string(record.offset.value);
@@ -64,8 +65,8 @@ std::string derive_idempotency_key(const KeySource& source, const Record& record
 
 SequenceValue extract_sequence(const SequenceConfig& config, JsonPayload& payload) {
     SequenceValue out;
-    out.entity =
-        storable(required_text(payload, config.entity_pointer, "sequence entity"), "sequence entity");
+    out.entity = storable(required_text(payload, config.entity_pointer, "sequence entity"),
+                          "sequence entity");
     const nlohmann::json* v = payload.at(config.value_pointer);
     if (v == nullptr) throw PermanentError("sequence: payload has no " + config.value_pointer);
     if (!v->is_number_integer())

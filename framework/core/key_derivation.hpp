@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <string>
 
+#include <exo/payload.hpp>
+#include <exo/record.hpp>
 #include "config/config.hpp"
-#include "core/payload.hpp"
-#include "core/record.hpp"
 
 namespace exo {
 

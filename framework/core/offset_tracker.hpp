@@ -10,7 +10,7 @@
 #include <set>
 #include <vector>
 
-#include "core/types.hpp"
+#include <exo/types.hpp>
 
 namespace exo {
 

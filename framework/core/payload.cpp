@@ -1,6 +1,6 @@
-#include "core/payload.hpp"
+#include <exo/payload.hpp>
 
-#include "core/errors.hpp"
+#include <exo/errors.hpp>
 
 namespace exo {
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "core/record.hpp"
+#include <exo/record.hpp>
 #include "kafka/kafka_error.hpp"
 #include "kafka/rdkafka_handles.hpp"
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "core/errors.hpp"
+#include <exo/errors.hpp>
 
 namespace exo {
 

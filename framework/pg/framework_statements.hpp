@@ -11,9 +11,9 @@
 #include <pqxx/connection>
 #include <pqxx/transaction_base>
 
+#include <exo/types.hpp>
 #include "config/config.hpp"
 #include "core/sequence_decision.hpp"
-#include "core/types.hpp"
 
 namespace exo {
 

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <openssl/evp.h>
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -11,7 +12,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <openssl/evp.h>
 
 #include <pqxx/pqxx>
 #include <set>

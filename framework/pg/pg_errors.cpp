@@ -42,4 +42,11 @@ bool is_aborted_transaction(const std::exception& e) {
     return sql != nullptr && sql->sqlstate() == "25P02";
 }
 
+std::string swallowed_error_reason(const std::string& handler) {
+    return "handler '" + handler +
+           "' caught a database error and went on: PostgreSQL aborted the transaction, so "
+           "nothing it wrote can commit. Let the error propagate, or wrap the statement that may "
+           "fail in a SAVEPOINT of its own (ROLLBACK TO SAVEPOINT on failure)";
+}
+
 }  // namespace exo

@@ -33,4 +33,9 @@ const char* to_string(PgFailure f);
 // the rollback fails with this. The fault is the earlier statement's.
 bool is_aborted_transaction(const std::exception& e);
 
+// The reason a record fails with when its handler swallowed a database error
+// (is_aborted_transaction): what happened and how to fix the handler. One text
+// for the daemon and the test kit, so a test reads what an operator reads.
+std::string swallowed_error_reason(const std::string& handler);
+
 }  // namespace exo

@@ -4,9 +4,9 @@
 #include <optional>
 #include <string>
 
+#include <exo/payload.hpp>
+#include <exo/types.hpp>
 #include "config/config.hpp"
-#include "core/payload.hpp"
-#include "core/types.hpp"
 #include "pipeline/pending_record.hpp"
 
 namespace exo {
@@ -33,10 +33,10 @@ struct BatchItem {
     Fate fate = Fate::pending;
     Outcome outcome = Outcome::none;
     bool previously_dead_lettered = false;  // the dedup row says DEAD_LETTERED
-    bool in_transaction = false;   // taken into this batch's transaction (not settled by Redis)
-    bool handler_ran = false;      // handle() was called in this batch (a re-run is a rerun)
-    std::string result;                  // handler result, or the stored one
-    std::string error;                   // why requeued / dead-lettered
+    bool in_transaction = false;  // taken into this batch's transaction (not settled by Redis)
+    bool handler_ran = false;     // handle() was called in this batch (a re-run is a rerun)
+    std::string result;           // handler result, or the stored one
+    std::string error;            // why requeued / dead-lettered
     std::chrono::milliseconds delay{0};  // requeue: hold the partition this long
 
     const TopicPartition partition() const { return pending.record.topic_partition(); }

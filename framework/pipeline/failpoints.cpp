@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "core/errors.hpp"
+#include <exo/errors.hpp>
 
 namespace exo {
 

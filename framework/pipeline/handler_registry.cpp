@@ -1,6 +1,6 @@
 #include "pipeline/handler_registry.hpp"
 
-#include "core/errors.hpp"
+#include <exo/errors.hpp>
 
 namespace exo {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/handler.hpp"
+#include <exo/handler.hpp>
 
 namespace exo {
 

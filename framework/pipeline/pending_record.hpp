@@ -3,7 +3,7 @@
 #include <optional>
 #include <string>
 
-#include "core/record.hpp"
+#include <exo/record.hpp>
 
 namespace exo {
 
@@ -31,8 +31,8 @@ struct PendingRecord {
     int gap_waits = 0;  // times parked for a missing predecessor
     std::chrono::steady_clock::time_point polled_at = std::chrono::steady_clock::now();
     std::optional<DeadLetterVerdict> dead_letter{};  // set: only the dead-letter step is left
-    int dead_letter_failures = 0;  // tries to record the verdict that failed
-    bool stalled = false;          // dead_letter_failures reached the bound: reported once
+    int dead_letter_failures = 0;                    // tries to record the verdict that failed
+    bool stalled = false;  // dead_letter_failures reached the bound: reported once
     // Its batch's COMMIT failed without saying which record was at fault: run it
     // in a transaction of its own, so a failure is its own and counts for it alone.
     bool solo = false;

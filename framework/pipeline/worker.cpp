@@ -6,7 +6,7 @@
 #include <pqxx/pqxx>
 #include <unordered_set>
 
-#include "core/errors.hpp"
+#include <exo/errors.hpp>
 #include "core/key_derivation.hpp"
 #include "core/text.hpp"
 #include "pg/batch_transaction.hpp"
@@ -36,13 +36,6 @@ class HandlerPrepareError : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
 };
-
-std::string swallowed_error(const std::string& handler) {
-    return "handler '" + handler +
-           "' caught a database error and went on: PostgreSQL aborted the transaction, so "
-           "nothing it wrote can commit. Let the error propagate, or run the statement that may "
-           "fail in its own pqxx::subtransaction";
-}
 
 std::shared_ptr<spdlog::logger> worker_logger(int index) {
     auto name = "worker-" + std::to_string(index);
@@ -138,11 +131,10 @@ void Worker::batch_failed(std::deque<BatchItem>& items, const std::exception& e)
     const bool prepare_failed = dynamic_cast<const HandlerPrepareError*>(&e) != nullptr;
     const bool redis_gone = dynamic_cast<const RedisError*>(&e) != nullptr;
     const PgFailure pg = classify_pg_error(e);
-    const bool pg_gone =
-        !prepare_failed && !redis_gone &&
-        (dynamic_cast<const pqxx::broken_connection*>(&e) != nullptr ||
-         (dynamic_cast<const pqxx::failure*>(&e) != nullptr &&
-          (pg == PgFailure::connection_lost || pg == PgFailure::outcome_unknown)));
+    const bool pg_gone = !prepare_failed && !redis_gone &&
+                         (dynamic_cast<const pqxx::broken_connection*>(&e) != nullptr ||
+                          (dynamic_cast<const pqxx::failure*>(&e) != nullptr &&
+                           (pg == PgFailure::connection_lost || pg == PgFailure::outcome_unknown)));
     if (pg_gone || prepare_failed) drop_postgres();
     // A dependency down, or a handler that cannot prepare, is nobody's record's
     // fault: everything waits, uncounted, and the worker says it is not healthy.
@@ -158,9 +150,10 @@ void Worker::batch_failed(std::deque<BatchItem>& items, const std::exception& e)
     const std::string why = printable_text(e.what());
     if (prepare_failed) {
         if (!prepare_failing_)
-            log_->error("{}; {} records wait and the worker reports not ready until it succeeds "
-                        "(retried every {} ms)",
-                        why, items.size(), delay.count());
+            log_->error(
+                "{}; {} records wait and the worker reports not ready until it succeeds "
+                "(retried every {} ms)",
+                why, items.size(), delay.count());
         prepare_failing_ = true;
     } else if (!pg_gone || !pg_down_logged_) {
         // Once per outage, not once per retry: an operator needs the state change.
@@ -394,7 +387,7 @@ void Worker::savepoint(pqxx::transaction_base& tx, const char* statement,
     ctx_.stats.postgres_round_trips++;
     auto& blamed = items[*previous];
     blamed.reset_to_pending();
-    record_failed(items, *previous, false, swallowed_error(blamed.binding->handler));
+    record_failed(items, *previous, false, swallowed_error_reason(blamed.binding->handler));
     if (statement != kReleaseSavepoint) tx.exec(statement);
 }
 
@@ -489,7 +482,7 @@ bool Worker::run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<Bat
                          : dynamic_cast<const RetryableError*>(&e) ? PgFailure::retryable
                                                                    : classify_pg_error(e);
         if (kind == PgFailure::connection_lost || kind == PgFailure::outcome_unknown) throw;
-        const std::string why = is_aborted_transaction(e) ? swallowed_error(binding.handler)
+        const std::string why = is_aborted_transaction(e) ? swallowed_error_reason(binding.handler)
                                                           : printable_text(e.what());
         if (!careful) {
             item.error = why;
@@ -510,9 +503,9 @@ bool Worker::run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<Bat
         }
         tx.exec(kRollbackRecord);
         ctx_.stats.postgres_round_trips++;
-        record_failed(items, index, false,
-                      "handler '" + binding.handler +
-                          "' threw an exception that is not a std::exception");
+        record_failed(
+            items, index, false,
+            "handler '" + binding.handler + "' threw an exception that is not a std::exception");
         return true;
     }
 }
@@ -680,8 +673,8 @@ void Worker::dead_letter_step(std::deque<BatchItem>& items) {
 
 void Worker::produce_dead_letter(const BatchItem& item) {
     const auto& verdict = *item.pending.dead_letter;
-    const std::string topic = item.binding ? item.binding->dead_letter_topic
-                                           : item.pending.record.topic.value + ".dlq";
+    const std::string topic =
+        item.binding ? item.binding->dead_letter_topic : item.pending.record.topic.value + ".dlq";
     try {
         dead_letters_.produce(make_dead_letter(item.pending, topic, verdict.reason, item.key));
     } catch (const KafkaError& e) {
@@ -702,9 +695,9 @@ void Worker::dead_letter_unrecorded(BatchItem& item, const std::string& why) {
     const auto& r = p.record;
     if (failures < bound) {
         auto delay = retry_delay(failures);
-        log_->warn("could not record {}[{}]@{} as a dead letter (try {} of {}), retrying in {} ms: {}",
-                   r.topic.value, r.partition.value, r.offset.value, failures, bound,
-                   delay.count(), why);
+        log_->warn(
+            "could not record {}[{}]@{} as a dead letter (try {} of {}), retrying in {} ms: {}",
+            r.topic.value, r.partition.value, r.offset.value, failures, bound, delay.count(), why);
         item.requeue(delay, why);
         return;
     }
@@ -718,8 +711,7 @@ void Worker::dead_letter_unrecorded(BatchItem& item, const std::string& why) {
             "reports not ready; it retries every {} ms. Fix the cause: the dead-letter topic '{}' "
             "must exist and accept this record, and PostgreSQL must accept its dead-letter row.",
             r.topic.value, r.partition.value, r.offset.value, item.key, failures, why,
-            delay.count(),
-            item.binding ? item.binding->dead_letter_topic : r.topic.value + ".dlq");
+            delay.count(), item.binding ? item.binding->dead_letter_topic : r.topic.value + ".dlq");
     p.stalled = true;
     item.requeue(delay, why);
 }
@@ -814,14 +806,15 @@ void Worker::prune_if_due() {
         for (auto* prune : {&prune_processed, &prune_gaps}) {
             for (int chunk = 0; chunk < 100; ++chunk) {
                 BatchTransaction batch(postgres());
-                auto deleted = (*prune)(batch.statements(), ctx_.config.postgres.dedup_retention,
-                                        1000);
+                auto deleted =
+                    (*prune)(batch.statements(), ctx_.config.postgres.dedup_retention, 1000);
                 batch.commit();
                 total += deleted;
                 if (deleted < 1000) break;
             }
         }
-        if (total > 0) log_->info("pruned {} dedup rows and gap sightings older than the retention", total);
+        if (total > 0)
+            log_->info("pruned {} dedup rows and gap sightings older than the retention", total);
     } catch (const std::exception& e) {
         next_prune_ = now + std::chrono::minutes(1);
         log_->warn("pruning dedup rows failed, will retry: {}", e.what());

@@ -10,7 +10,7 @@
 #include <chrono>
 #include <string>
 
-#include "core/types.hpp"
+#include <exo/types.hpp>
 #include "redis/redis_connection.hpp"  // RedisReply; declares no hiredis type
 
 namespace exo {

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/types.hpp"
+#include <exo/types.hpp>
 #include "redis/claim_reply.hpp"  // ClaimResult, FinishStatus
 #include "redis/redis_connection.hpp"
 

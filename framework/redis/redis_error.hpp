@@ -5,7 +5,7 @@
 // goes on without claims).
 #include <string>
 
-#include "core/errors.hpp"
+#include <exo/errors.hpp>
 
 struct redisContext;
 

@@ -37,14 +37,14 @@ public:
     // H is built from the binding's options if it has such a constructor, else
     // default-constructed.
     template <class H>
-        requires std::derived_from<H, Handler>
-    Application& handler(std::string name) {
-        return handler(std::move(name), [](const HandlerOptions& options) -> std::unique_ptr<Handler> {
-            if constexpr (std::constructible_from<H, const HandlerOptions&>)
-                return std::make_unique<H>(options);
-            else
-                return std::make_unique<H>();
-        });
+    requires std::derived_from<H, Handler> Application& handler(std::string name) {
+        return handler(std::move(name),
+                       [](const HandlerOptions& options) -> std::unique_ptr<Handler> {
+                           if constexpr (std::constructible_from<H, const HandlerOptions&>)
+                               return std::make_unique<H>(options);
+                           else
+                               return std::make_unique<H>();
+                       });
     }
 
     // The application's own migrations, applied by `migrate` after exo's, all in

@@ -2,8 +2,8 @@
 // The one extension point of exo (spdlog's base_sink shape): the framework owns
 // the protocol (claim, dedup row, sequence check, commit, offsets) and calls
 // Handler::handle() for each new record inside the batch's PostgreSQL
-// transaction; only the effects of a run that commits remain. A handler cannot reach the consumer, Redis or offsets, so it
-// cannot break the exactly-once invariant.
+// transaction; only the effects of a run that commits remain. A handler cannot reach the consumer,
+// Redis or offsets, so it cannot break the exactly-once invariant.
 //
 // What a handler may do: read and write PostgreSQL through ctx.transaction();
 // throw RetryableError / PermanentError (core/errors.hpp) or anything else

@@ -1,3 +1,0 @@
-#pragma once
-// Moved to the public headers; kept so internal includes read as before.
-#include <exo/errors.hpp>
