@@ -144,7 +144,7 @@ run_fuzz() {
 
 cd "$REPO_ROOT"
 
-banner "1/6 install dependencies (scripts/install-deps.sh)"
+banner "1/7 install dependencies (scripts/install-deps.sh)"
 "$SCRIPTS/install-deps.sh"
 
 banner "2/7 build (scripts/build.sh), then handlers/ against the installed exo (scripts/build-example.sh)"

@@ -14,6 +14,7 @@
 #include "pg/pg_errors.hpp"
 #include "pg/session.hpp"
 #include "pipeline/dead_letter.hpp"
+#include "pipeline/failure_matrix.hpp"
 #include "redis/redis_error.hpp"
 
 namespace exo {
@@ -29,13 +30,6 @@ constexpr const char* kFirstSavepoint = "SAVEPOINT exo_record";
 constexpr const char* kNextSavepoint = "RELEASE SAVEPOINT exo_record; SAVEPOINT exo_record";
 constexpr const char* kReleaseSavepoint = "RELEASE SAVEPOINT exo_record";
 constexpr const char* kRollbackRecord = "ROLLBACK TO SAVEPOINT exo_record";
-
-// A handler's prepare() failed for a reason other than the connection: no record
-// of the worker can run until it succeeds, and none of them is at fault.
-class HandlerPrepareError : public std::runtime_error {
-public:
-    using std::runtime_error::runtime_error;
-};
 
 std::shared_ptr<spdlog::logger> worker_logger(int index) {
     auto name = "worker-" + std::to_string(index);
@@ -128,24 +122,20 @@ void Worker::run_batch(std::vector<PendingRecord> batch) {
 
 void Worker::batch_failed(std::deque<BatchItem>& items, const std::exception& e) {
     ctx_.stats.batch_failures++;
-    const bool prepare_failed = dynamic_cast<const HandlerPrepareError*>(&e) != nullptr;
-    const bool redis_gone = dynamic_cast<const RedisError*>(&e) != nullptr;
-    const PgFailure pg = classify_pg_error(e);
-    const bool pg_gone = !prepare_failed && !redis_gone &&
-                         (dynamic_cast<const pqxx::broken_connection*>(&e) != nullptr ||
-                          (dynamic_cast<const pqxx::failure*>(&e) != nullptr &&
-                           (pg == PgFailure::connection_lost || pg == PgFailure::outcome_unknown)));
+    const Failure failure = classify(e);
+    const bool prepare_failed = failure == Failure::handler_unprepared;
+    const bool pg_gone = failure == Failure::postgres_down;
     if (pg_gone || prepare_failed) drop_postgres();
     // A dependency down, or a handler that cannot prepare, is nobody's record's
     // fault: everything waits, uncounted, and the worker says it is not healthy.
     // Anything else failed around the records of the transaction (a SAVEPOINT,
     // a ROLLBACK TO): it counts as an attempt of each of them.
-    const bool counted = !pg_gone && !redis_gone && !prepare_failed;
-    std::chrono::milliseconds delay{0};
+    const bool counted = counts_as_attempt(failure);
+    std::chrono::milliseconds delay = retry_delay(1);
     if (pg_gone) delay = retry_delay(++pg_failures_);
-    if (redis_gone) delay = retry_delay(++redis_failures_);
+    if (failure == Failure::redis_down) delay = retry_delay(++redis_failures_);
     if (prepare_failed) delay = ctx_.config.pipeline.retry_backoff_max;
-    if (!counted) healthy_ = false;
+    if (pauses_the_worker(failure)) healthy_ = false;
 
     const std::string why = printable_text(e.what());
     if (prepare_failed) {
@@ -175,7 +165,8 @@ void Worker::batch_failed(std::deque<BatchItem>& items, const std::exception& e)
             continue;
         }
         const int attempts = ++item.pending.attempts;
-        if (attempts >= item.binding->max_attempts) {
+        if (decide_batch_failure(failure, attempts, item.binding->max_attempts) ==
+            Action::dead_letter) {
             item.dead_letter("gave up after " + std::to_string(attempts) + " attempts: " + why);
         } else {
             ctx_.stats.retries++;
@@ -316,7 +307,7 @@ void Worker::run_group(std::deque<BatchItem>& items, const std::vector<std::size
     if (group.size() == 1) {
         auto i = group.front();
         items[i].reset_to_pending();
-        record_failed(items, i, false, "COMMIT failed: " + why);
+        record_failed(items, i, Failure::retryable, "COMMIT failed: " + why);
         return;
     }
     // Isolate it: each record that had run goes once more in a transaction of its
@@ -360,10 +351,7 @@ bool Worker::run_transaction(std::deque<BatchItem>& items, const std::vector<std
     try {
         batch.commit();
     } catch (const std::exception& e) {
-        const auto kind = classify_pg_error(e);
-        if (dynamic_cast<const CommitRefused*>(&e) == nullptr &&
-            (kind == PgFailure::connection_lost || kind == PgFailure::outcome_unknown))
-            throw;  // the dedup rows decide on the retry
+        if (classify(e) == Failure::postgres_down) throw;  // the dedup rows decide on the retry
         why = e.what();
         return false;
     }
@@ -387,7 +375,8 @@ void Worker::savepoint(pqxx::transaction_base& tx, const char* statement,
     ctx_.stats.postgres_round_trips++;
     auto& blamed = items[*previous];
     blamed.reset_to_pending();
-    record_failed(items, *previous, false, swallowed_error_reason(blamed.binding->handler));
+    record_failed(items, *previous, Failure::aborted_transaction,
+                  swallowed_error_reason(blamed.binding->handler));
     if (statement != kReleaseSavepoint) tx.exec(statement);
 }
 
@@ -478,22 +467,18 @@ bool Worker::run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<Bat
         item.finish(Outcome::applied);
         return true;
     } catch (const std::exception& e) {
-        PgFailure kind = dynamic_cast<const PermanentError*>(&e)   ? PgFailure::permanent
-                         : dynamic_cast<const RetryableError*>(&e) ? PgFailure::retryable
-                                                                   : classify_pg_error(e);
-        if (kind == PgFailure::connection_lost || kind == PgFailure::outcome_unknown) throw;
-        const std::string why = is_aborted_transaction(e) ? swallowed_error_reason(binding.handler)
-                                                          : printable_text(e.what());
+        const Failure failure = classify(e);
+        if (pauses_the_worker(failure)) throw;  // the whole batch waits for the dependency
+        const std::string why = failure == Failure::aborted_transaction
+                                    ? swallowed_error_reason(binding.handler)
+                                    : printable_text(e.what());
         if (!careful) {
             item.error = why;
             return false;
         }
         tx.exec(kRollbackRecord);
         ctx_.stats.postgres_round_trips++;
-        if (kind == PgFailure::contention)
-            record_contended(items, index, why);
-        else
-            record_failed(items, index, kind == PgFailure::permanent, why);
+        record_failed(items, index, failure, why);
         return true;
     } catch (...) {
         // Not a std::exception: nothing says what it means, so it is retried.
@@ -504,23 +489,31 @@ bool Worker::run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<Bat
         tx.exec(kRollbackRecord);
         ctx_.stats.postgres_round_trips++;
         record_failed(
-            items, index, false,
+            items, index, Failure::retryable,
             "handler '" + binding.handler + "' threw an exception that is not a std::exception");
         return true;
     }
 }
 
-void Worker::record_failed(std::deque<BatchItem>& items, std::size_t index, bool permanent,
+void Worker::record_failed(std::deque<BatchItem>& items, std::size_t index, Failure failure,
                            const std::string& why) {
     auto& item = items[index];
-    const int attempts = ++item.pending.attempts;
-    if (permanent) {
-        item.dead_letter(why);
-        return;
-    }
-    if (attempts >= item.binding->max_attempts) {
-        item.dead_letter("gave up after " + std::to_string(attempts) + " attempts: " + why);
-        return;
+    const int attempts = item.pending.attempts + (counts_as_attempt(failure) ? 1 : 0);
+    item.pending.attempts = attempts;
+    switch (decide_record_failure(failure, attempts, item.binding->max_attempts)) {
+        case Action::dead_letter:
+            item.dead_letter(failure == Failure::permanent
+                                 ? why
+                                 : "gave up after " + std::to_string(attempts) +
+                                       " attempts: " + why);
+            return;
+        case Action::nack:
+            record_contended(items, index, why);
+            return;
+        case Action::retry:
+        case Action::pause:  // not reached: a paused worker's failure never gets here
+        case Action::stall:
+            break;
     }
     ctx_.stats.retries++;
     auto delay = retry_delay(attempts);
@@ -609,12 +602,10 @@ void Worker::dead_letter_step(std::deque<BatchItem>& items) {
                 tx.exec("RELEASE SAVEPOINT exo_dead_letter");
                 produced.push_back(item);
             } catch (const std::exception& e) {
-                const auto kind = classify_pg_error(e);
-                if (dynamic_cast<const pqxx::failure*>(&e) != nullptr &&
-                    (kind == PgFailure::connection_lost || kind == PgFailure::outcome_unknown))
-                    throw;
+                const Failure failure = classify(e);
+                if (failure == Failure::postgres_down) throw;
                 tx.exec("ROLLBACK TO SAVEPOINT exo_dead_letter");
-                dead_letter_unrecorded(*item, printable_text(e.what()));
+                dead_letter_unrecorded(*item, failure, printable_text(e.what()));
             }
         }
         if (!produced.empty()) dead_letters_.flush(milliseconds(30000));
@@ -622,10 +613,8 @@ void Worker::dead_letter_step(std::deque<BatchItem>& items) {
     } catch (const std::exception& e) {
         // Nothing of this step is durable (a produced dead letter may be, which
         // makes it at-least-once: the retry finds no row and produces again).
-        const auto kind = classify_pg_error(e);
-        const bool pg_gone =
-            dynamic_cast<const pqxx::failure*>(&e) != nullptr &&
-            (kind == PgFailure::connection_lost || kind == PgFailure::outcome_unknown);
+        const Failure failure = classify(e);
+        const bool pg_gone = failure == Failure::postgres_down;
         if (pg_gone) drop_postgres();
         const std::string why = printable_text(e.what());
         const auto delay = pg_gone ? retry_delay(++pg_failures_) : milliseconds(0);
@@ -634,7 +623,7 @@ void Worker::dead_letter_step(std::deque<BatchItem>& items) {
             if (pg_gone)
                 item->requeue(delay, why);  // a dependency outage: not the record's try
             else
-                dead_letter_unrecorded(*item, why);
+                dead_letter_unrecorded(*item, failure, why);
         }
         return;
     }
@@ -686,14 +675,14 @@ void Worker::produce_dead_letter(const BatchItem& item) {
     }
 }
 
-void Worker::dead_letter_unrecorded(BatchItem& item, const std::string& why) {
+void Worker::dead_letter_unrecorded(BatchItem& item, Failure failure, const std::string& why) {
     // The verdict stays: the next try only records it, the handler does not run again.
     auto& p = item.pending;
     const int failures = ++p.dead_letter_failures;
     ctx_.stats.dead_letter_failures++;
     const int bound = item.binding ? item.binding->max_attempts : 1;
     const auto& r = p.record;
-    if (failures < bound) {
+    if (decide_dead_letter_failure(failure, failures, bound) != Action::stall) {
         auto delay = retry_delay(failures);
         log_->warn(
             "could not record {}[{}]@{} as a dead letter (try {} of {}), retrying in {} ms: {}",
@@ -850,7 +839,7 @@ pqxx::connection& Worker::postgres() {
         try {
             handlers_.at(b.topic)->prepare(*conn);
         } catch (const std::exception& e) {
-            if (classify_pg_error(e) == PgFailure::connection_lost) throw;
+            if (classify(e) == Failure::postgres_down) throw;
             throw HandlerPrepareError("handler '" + b.handler + "' (topic " + b.topic +
                                       ") failed in prepare(): " + e.what() +
                                       "; fix the handler's statements or apply its migration");

@@ -34,6 +34,7 @@
 #include "kafka/producer.hpp"
 #include "pipeline/batch_item.hpp"
 #include "pipeline/failpoints.hpp"
+#include "pipeline/failure_matrix.hpp"
 #include "pipeline/handler_registry.hpp"
 #include "pipeline/lease_keeper.hpp"
 #include "pipeline/pipeline_stats.hpp"
@@ -113,10 +114,10 @@ private:
     void hand_back(std::deque<BatchItem>& items);
 
     // The failure matrix's answers for one record.
-    void record_failed(std::deque<BatchItem>& items, std::size_t index, bool permanent,
+    void record_failed(std::deque<BatchItem>& items, std::size_t index, Failure failure,
                        const std::string& why);
     void record_contended(std::deque<BatchItem>& items, std::size_t index, const std::string& why);
-    void dead_letter_unrecorded(BatchItem& item, const std::string& why);
+    void dead_letter_unrecorded(BatchItem& item, Failure failure, const std::string& why);
     // A failure of the whole batch (a dependency, a handler's prepare(), a step
     // outside every record's own): requeue or count, per the failure's kind.
     void batch_failed(std::deque<BatchItem>& items, const std::exception& e);
