@@ -48,7 +48,7 @@ ProducerOptions dead_letter_producer(const std::string& bootstrap, const KafkaCo
 
 Daemon::Daemon(const Config& config, const HandlerRegistry& handlers, Failpoints& failpoints,
                std::string bootstrap_servers)
-    : config_(config), bootstrap_(std::move(bootstrap_servers)) {
+    : config_(config), bootstrap_(std::move(bootstrap_servers)), pruner_(config.postgres, stats_) {
     auto prefix = owner_prefix(config.kafka.group_id);
     for (int i = 0; i < config.pipeline.workers; ++i) {
         WorkerContext ctx{config_,
@@ -89,6 +89,7 @@ void Daemon::run(std::stop_token stop) {
                             config_.kafka.properties};
     consumer_.emplace(options, static_cast<RebalanceListener&>(*this));
     for (auto& w : workers_) w->start();
+    pruner_.start();
     std::string topics;
     for (const auto& t : options.topics) topics += (topics.empty() ? "" : ", ") + t;
     spdlog::info("consuming {} as group '{}' with {} worker(s)", topics, config_.kafka.group_id,
@@ -112,6 +113,7 @@ void Daemon::run(std::stop_token stop) {
     consumer_->close();  // leaves the group; on_revoked runs for what is still assigned
     for (auto& w : workers_) w->request_stop();
     for (auto& w : workers_) w->join();
+    pruner_.stop();
     ready_ = false;
     spdlog::info("stopped: {}", stats_.summary());
 }

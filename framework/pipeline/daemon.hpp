@@ -25,6 +25,7 @@
 #include "pipeline/failpoints.hpp"
 #include "pipeline/handler_registry.hpp"
 #include "pipeline/pipeline_stats.hpp"
+#include "pipeline/retention_pruner.hpp"
 #include "pipeline/worker.hpp"
 
 namespace exo {
@@ -67,7 +68,8 @@ private:
     std::set<TopicPartition> paused_;    // poll thread only
 
     // Destruction order: the consumer goes first (its close() calls on_revoked,
-    // which uses the workers), then the workers.
+    // which uses the workers), then the workers, then the pruner.
+    RetentionPruner pruner_;
     std::vector<std::unique_ptr<Worker>> workers_;
     std::optional<KafkaConsumer> consumer_;
 };

@@ -25,7 +25,8 @@ struct PipelineStats {
     std::atomic<std::uint64_t> assignments{0};           // rebalance callbacks that gave partitions
     std::atomic<std::uint64_t> revocations{0};           // ... and that took them (lost included)
     std::atomic<std::uint64_t> batches{0};
-    std::atomic<std::uint64_t> batch_failures{0};  // whole batch put back (dependency down)
+    std::atomic<std::uint64_t> dedup_rows_pruned{0};  // dedup rows and gap sightings pruned
+    std::atomic<std::uint64_t> batch_failures{0};     // whole batch put back (dependency down)
     std::atomic<std::uint64_t> redis_round_trips{0};
     std::atomic<std::uint64_t> postgres_round_trips{0};
     LatencyHistogram latency;  // poll -> durable outcome, per finished record

@@ -80,7 +80,6 @@ milliseconds Worker::retry_delay(int attempt) {
 void Worker::run(std::stop_token stop) {
     const auto& p = ctx_.config.pipeline;
     while (!stop.stop_requested()) {
-        if (index_ == 0) prune_if_due();
         auto batch = inbox_.take_batch(static_cast<std::size_t>(p.batch_size), p.linger, stop);
         if (batch.empty()) continue;
         run_batch(std::move(batch));
@@ -783,31 +782,6 @@ void Worker::hold_rest_of_partition(std::deque<BatchItem>& items, std::size_t in
     for (std::size_t j = index + 1; j < items.size(); ++j)
         if (items[j].fate == Fate::pending && items[j].partition() == tp)
             items[j].requeue(milliseconds(0), "behind a held record of its partition");
-}
-
-void Worker::prune_if_due() {
-    auto now = Clock::now();
-    if (now < next_prune_) return;
-    next_prune_ = now + std::chrono::minutes(10);
-    try {
-        std::size_t total = 0;
-        // Small chunks, each its own transaction: never one long lock-holding delete.
-        for (auto* prune : {&prune_processed, &prune_gaps}) {
-            for (int chunk = 0; chunk < 100; ++chunk) {
-                BatchTransaction batch(postgres());
-                auto deleted =
-                    (*prune)(batch.statements(), ctx_.config.postgres.dedup_retention, 1000);
-                batch.commit();
-                total += deleted;
-                if (deleted < 1000) break;
-            }
-        }
-        if (total > 0)
-            log_->info("pruned {} dedup rows and gap sightings older than the retention", total);
-    } catch (const std::exception& e) {
-        next_prune_ = now + std::chrono::minutes(1);
-        log_->warn("pruning dedup rows failed, will retry: {}", e.what());
-    }
 }
 
 bool Worker::claims_available() {

@@ -128,10 +128,6 @@ private:
     void hold_rest_of_partition(std::deque<BatchItem>& items, std::size_t index);
     std::chrono::milliseconds retry_delay(int attempt);
 
-    // Worker 0 deletes dedup rows past postgres.dedup_retention, a chunk at a
-    // time between batches, at start and every 10 minutes.
-    void prune_if_due();
-
     bool claims_available();       // connects to Redis if needed; false if down
     pqxx::connection& postgres();  // connects if needed; throws on failure
     void drop_postgres();
@@ -158,7 +154,6 @@ private:
     int pg_failures_ = 0;
     bool pg_down_logged_ = false;
     bool prepare_failing_ = false;  // a handler's prepare() failed on the current connection try
-    std::chrono::steady_clock::time_point next_prune_{};
     std::atomic<bool> healthy_{true};
 
     WorkerInbox inbox_;
