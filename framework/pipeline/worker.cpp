@@ -48,6 +48,9 @@ Worker::Worker(int index, WorkerContext context)
       rng_(std::random_device{}()),
       log_(worker_logger(index)),
       dead_letters_(ctx_.dead_letter_producer),
+      redis_(ctx_.config, owner_, *log_, [this](int failures) { return retry_delay(failures); }),
+      postgres_(
+          ctx_.config.postgres, [this](pqxx::connection& c) { prepare_handlers(c); }, *log_),
       lease_keeper_(ctx_.config, owner_, ctx_.stats, log_) {
     // One handler per binding: bindings that share a handler class may differ in options.
     for (const auto& b : ctx_.config.bindings)
@@ -107,8 +110,7 @@ void Worker::run_batch(std::vector<PendingRecord> batch) {
         complete_step(items);
         lease_keeper_.hold(open_claims(items));  // completed claims need no renewal
         healthy_ = true;
-        if (pg_down_logged_) log_->info("PostgreSQL is reachable again");
-        pg_down_logged_ = false;
+        postgres_.answered();
     }
     // Dead letters decided before a failure (a bad key, a record out of attempts)
     // are recorded whatever happened to the rest of the batch.
@@ -124,32 +126,32 @@ void Worker::batch_failed(std::deque<BatchItem>& items, const std::exception& e)
     const Failure failure = classify(e);
     const bool prepare_failed = failure == Failure::handler_unprepared;
     const bool pg_gone = failure == Failure::postgres_down;
-    if (pg_gone || prepare_failed) drop_postgres();
+    if (pg_gone || prepare_failed) postgres_.drop();
     // A dependency down, or a handler that cannot prepare, is nobody's record's
     // fault: everything waits, uncounted, and the worker says it is not healthy.
     // Anything else failed around the records of the transaction (a SAVEPOINT,
     // a ROLLBACK TO): it counts as an attempt of each of them.
     const bool counted = counts_as_attempt(failure);
     std::chrono::milliseconds delay = retry_delay(1);
-    if (pg_gone) delay = retry_delay(++pg_failures_);
-    if (failure == Failure::redis_down) delay = retry_delay(++redis_failures_);
+    if (pg_gone) delay = retry_delay(postgres_.failed());
+    if (failure == Failure::redis_down) delay = retry_delay(std::max(1, redis_.failures()));
     if (prepare_failed) delay = ctx_.config.pipeline.retry_backoff_max;
     if (pauses_the_worker(failure)) healthy_ = false;
 
     const std::string why = printable_text(e.what());
     if (prepare_failed) {
-        if (!prepare_failing_)
+        if (!postgres_.prepare_failing())
             log_->error(
                 "{}; {} records wait and the worker reports not ready until it succeeds "
                 "(retried every {} ms)",
                 why, items.size(), delay.count());
-        prepare_failing_ = true;
-    } else if (!pg_gone || !pg_down_logged_) {
+        postgres_.mark_prepare_failing();
+    } else if (!pg_gone || !postgres_.outage_logged()) {
         // Once per outage, not once per retry: an operator needs the state change.
         log_->warn("batch of {} put back ({}): {}", items.size(),
                    counted ? "counted as an attempt of its records" : "dependency down", why);
     }
-    if (pg_gone) pg_down_logged_ = true;
+    if (pg_gone) postgres_.mark_outage_logged();
 
     for (auto& item : items) {
         if (!item.in_transaction) {
@@ -212,26 +214,25 @@ void Worker::claim_step(std::deque<BatchItem>& items) {
             keys.push_back(items[i].key);
         }
     if (keys.empty()) return;
-    if (!claims_available()) {
+    ClaimStore* claims = redis_.claims();
+    if (claims == nullptr) {
         if (ctx_.config.pipeline.on_redis_down == RedisDownPolicy::postgres_only) return;
         throw RedisIoError("Redis is unreachable (on_redis_down: pause)");
     }
     std::vector<ClaimResult> results;
     try {
-        auto before = redis_->round_trips();
-        results = claims_->claim(keys, ctx_.config.claim.lease);
-        ctx_.stats.redis_round_trips += redis_->round_trips() - before;
+        auto before = redis_.round_trips();
+        results = claims->claim(keys, ctx_.config.claim.lease);
+        ctx_.stats.redis_round_trips += redis_.round_trips() - before;
     } catch (const RedisError& e) {
-        claims_.reset();
-        redis_.reset();
-        redis_retry_at_ = Clock::now() + retry_delay(++redis_failures_);
+        redis_.failed();
         if (ctx_.config.pipeline.on_redis_down == RedisDownPolicy::postgres_only) {
             log_->warn("Redis failed ({}); continuing on the PostgreSQL dedup row alone", e.what());
             return;
         }
         throw;
     }
-    redis_failures_ = 0;
+    redis_.answered();
     for (std::size_t n = 0; n < idx.size(); ++n) {
         auto& item = items[idx[n]];
         const auto& r = results[n];
@@ -326,7 +327,7 @@ void Worker::run_group(std::deque<BatchItem>& items, const std::vector<std::size
 
 bool Worker::run_transaction(std::deque<BatchItem>& items, const std::vector<std::size_t>& group,
                              bool careful, std::string& why) {
-    BatchTransaction batch(postgres());
+    BatchTransaction batch(postgres_.connection());
     auto& tx = batch.statements();
     std::optional<std::size_t> previous;  // careful: the record whose savepoint is open
     for (auto i : group) {
@@ -354,7 +355,6 @@ bool Worker::run_transaction(std::deque<BatchItem>& items, const std::vector<std
         why = e.what();
         return false;
     }
-    pg_failures_ = 0;
     return true;
 }
 
@@ -544,11 +544,12 @@ void Worker::complete_step(std::deque<BatchItem>& items) {
              item.previously_dead_lettered ? FinalState::dead_lettered : FinalState::completed});
         item.token.reset();  // the claim is settled one way or the other
     }
-    if (requests.empty() || !redis_) return;
+    ClaimStore* claims = redis_.connected();
+    if (requests.empty() || claims == nullptr) return;
     try {
-        auto before = redis_->round_trips();
-        auto statuses = claims_->complete(requests, ctx_.config.claim.completed_ttl);
-        ctx_.stats.redis_round_trips += redis_->round_trips() - before;
+        auto before = redis_.round_trips();
+        auto statuses = claims->complete(requests, ctx_.config.claim.completed_ttl);
+        ctx_.stats.redis_round_trips += redis_.round_trips() - before;
         for (auto s : statuses)
             if (s == FinishStatus::lost) ctx_.stats.lost_completions++;
     } catch (const RedisError& e) {
@@ -556,8 +557,7 @@ void Worker::complete_step(std::deque<BatchItem>& items) {
         // PROCESSING expires after its lease and the next owner finds the row.
         log_->warn("could not mark {} claims completed (harmless, PostgreSQL holds the truth): {}",
                    requests.size(), e.what());
-        claims_.reset();
-        redis_.reset();
+        redis_.failed();
     }
 }
 
@@ -573,7 +573,7 @@ void Worker::dead_letter_step(std::deque<BatchItem>& items) {
     std::vector<BatchItem*> produced;
     std::vector<BatchItem*> known;  // the dedup row already existed: nothing to produce
     try {
-        BatchTransaction batch(postgres());
+        BatchTransaction batch(postgres_.connection());
         auto& tx = batch.statements();
         const auto& group = ctx_.config.kafka.group_id;
         for (auto* item : dead) {
@@ -614,9 +614,9 @@ void Worker::dead_letter_step(std::deque<BatchItem>& items) {
         // makes it at-least-once: the retry finds no row and produces again).
         const Failure failure = classify(e);
         const bool pg_gone = failure == Failure::postgres_down;
-        if (pg_gone) drop_postgres();
+        if (pg_gone) postgres_.drop();
         const std::string why = printable_text(e.what());
-        const auto delay = pg_gone ? retry_delay(++pg_failures_) : milliseconds(0);
+        const auto delay = pg_gone ? retry_delay(postgres_.failed()) : milliseconds(0);
         for (auto* item : dead) {
             if (item->fate != Fate::dead_letter) continue;  // already counted above
             if (pg_gone)
@@ -651,9 +651,10 @@ void Worker::dead_letter_step(std::deque<BatchItem>& items) {
     };
     for (auto* item : produced) settle(item, true);
     for (auto* item : known) settle(item, false);
-    if (requests.empty() || !redis_) return;
+    ClaimStore* claims = redis_.connected();
+    if (requests.empty() || claims == nullptr) return;
     try {
-        claims_->complete(requests, ctx_.config.claim.completed_ttl);
+        claims->complete(requests, ctx_.config.claim.completed_ttl);
     } catch (const RedisError& e) {
         log_->warn("could not mark {} claims dead-lettered: {}", requests.size(), e.what());
     }
@@ -711,14 +712,14 @@ void Worker::release_step(std::deque<BatchItem>& items) {
             requests.push_back({item.key, *item.token});
             item.token.reset();
         }
-    if (requests.empty() || !redis_) return;
+    ClaimStore* claims = redis_.connected();
+    if (requests.empty() || claims == nullptr) return;
     try {
-        claims_->release(requests);
+        claims->release(requests);
     } catch (const RedisError& e) {
         // The claims expire after their lease; only latency is lost.
         log_->warn("could not release {} claims: {}", requests.size(), e.what());
-        claims_.reset();
-        redis_.reset();
+        redis_.failed();
     }
 }
 
@@ -784,34 +785,10 @@ void Worker::hold_rest_of_partition(std::deque<BatchItem>& items, std::size_t in
             items[j].requeue(milliseconds(0), "behind a held record of its partition");
 }
 
-bool Worker::claims_available() {
-    if (claims_) return true;
-    if (Clock::now() < redis_retry_at_) return false;
-    try {
-        const auto& rc = ctx_.config.redis;
-        redis_.emplace(RedisOptions{rc.host, rc.port, rc.password, rc.db, rc.connect_timeout,
-                                    rc.command_timeout});
-        claims_.emplace(*redis_, rc.key_prefix, ctx_.config.kafka.group_id, owner_);
-        if (redis_down_logged_) log_->info("Redis is reachable again");
-        redis_down_logged_ = false;
-        return true;
-    } catch (const RedisError& e) {
-        redis_.reset();
-        redis_retry_at_ = Clock::now() + retry_delay(++redis_failures_);
-        if (!redis_down_logged_) log_->warn("Redis unreachable: {}", e.what());
-        redis_down_logged_ = true;
-        return false;
-    }
-}
-
-pqxx::connection& Worker::postgres() {
-    if (pg_ && pg_->is_open()) return *pg_;
-    pg_.reset();
-    auto conn = open_postgres_session(ctx_.config.postgres);
-    prepare_framework_statements(*conn);
+void Worker::prepare_handlers(pqxx::connection& connection) {
     for (const auto& b : ctx_.config.bindings) {
         try {
-            handlers_.at(b.topic)->prepare(*conn);
+            handlers_.at(b.topic)->prepare(connection);
         } catch (const std::exception& e) {
             if (classify(e) == Failure::postgres_down) throw;
             throw HandlerPrepareError("handler '" + b.handler + "' (topic " + b.topic +
@@ -819,14 +796,6 @@ pqxx::connection& Worker::postgres() {
                                       "; fix the handler's statements or apply its migration");
         }
     }
-    pg_ = std::move(conn);
-    if (prepare_failing_) log_->info("handlers prepared again");
-    prepare_failing_ = false;
-    return *pg_;
-}
-
-void Worker::drop_postgres() {
-    pg_.reset();
 }
 
 }  // namespace exo

@@ -38,6 +38,8 @@
 #include "pipeline/handler_registry.hpp"
 #include "pipeline/lease_keeper.hpp"
 #include "pipeline/pipeline_stats.hpp"
+#include "pipeline/postgres_session.hpp"
+#include "pipeline/redis_session.hpp"
 #include "pipeline/worker_inbox.hpp"
 #include "redis/claim_store.hpp"
 
@@ -128,9 +130,8 @@ private:
     void hold_rest_of_partition(std::deque<BatchItem>& items, std::size_t index);
     std::chrono::milliseconds retry_delay(int attempt);
 
-    bool claims_available();       // connects to Redis if needed; false if down
-    pqxx::connection& postgres();  // connects if needed; throws on failure
-    void drop_postgres();
+    // Every binding's handler prepares its statements on a new connection.
+    void prepare_handlers(pqxx::connection& connection);
 
     const BindingConfig* binding_for(const std::string& topic) const;
 
@@ -145,15 +146,8 @@ private:
     // Its own, so a delivery failure reported during one worker's flush can never
     // be taken for (or hidden from) another worker's dead letters.
     KafkaProducer dead_letters_;
-    std::optional<RedisConnection> redis_;
-    std::optional<ClaimStore> claims_;
-    std::chrono::steady_clock::time_point redis_retry_at_{};
-    int redis_failures_ = 0;
-    bool redis_down_logged_ = false;
-    std::unique_ptr<pqxx::connection> pg_;
-    int pg_failures_ = 0;
-    bool pg_down_logged_ = false;
-    bool prepare_failing_ = false;  // a handler's prepare() failed on the current connection try
+    RedisSession redis_;
+    PostgresSession postgres_;
     std::atomic<bool> healthy_{true};
 
     WorkerInbox inbox_;

@@ -1,0 +1,36 @@
+#include "pipeline/redis_session.hpp"
+
+#include "redis/redis_error.hpp"
+
+namespace exo {
+
+RedisSession::RedisSession(const Config& config, std::string owner, spdlog::logger& log,
+                           std::function<std::chrono::milliseconds(int)> backoff)
+    : config_(config), owner_(std::move(owner)), log_(log), backoff_(std::move(backoff)) {}
+
+ClaimStore* RedisSession::claims() {
+    if (claims_) return &*claims_;
+    if (std::chrono::steady_clock::now() < retry_at_) return nullptr;
+    try {
+        const auto& rc = config_.redis;
+        redis_.emplace(RedisOptions{rc.host, rc.port, rc.password, rc.db, rc.connect_timeout,
+                                    rc.command_timeout});
+        claims_.emplace(*redis_, rc.key_prefix, config_.kafka.group_id, owner_);
+        if (down_logged_) log_.info("Redis is reachable again");
+        down_logged_ = false;
+        return &*claims_;
+    } catch (const RedisError& e) {
+        failed();
+        if (!down_logged_) log_.warn("Redis unreachable: {}", e.what());
+        down_logged_ = true;
+        return nullptr;
+    }
+}
+
+void RedisSession::failed() {
+    claims_.reset();
+    redis_.reset();
+    retry_at_ = std::chrono::steady_clock::now() + backoff_(++failures_);
+}
+
+}  // namespace exo

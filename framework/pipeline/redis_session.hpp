@@ -1,0 +1,53 @@
+#pragma once
+// One worker's Redis: its connection and claim store, opened when first needed,
+// forgotten on any failure and reopened after a backoff. An outage is logged
+// once when it starts and once when it ends, not once per retry.
+//
+// Thread-safety: none; the worker's thread only.
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include <spdlog/logger.h>
+
+#include "config/config.hpp"
+#include "redis/claim_store.hpp"
+#include "redis/redis_connection.hpp"
+
+namespace exo {
+
+class RedisSession {
+public:
+    // `backoff(n)` is the wait after the n-th failure in a row.
+    RedisSession(const Config& config, std::string owner, spdlog::logger& log,
+                 std::function<std::chrono::milliseconds(int)> backoff);
+
+    // The claim store, connecting first if the backoff has passed; nullptr while
+    // Redis is down. Never throws.
+    ClaimStore* claims();
+    // The claim store only if connected now (to settle claims already taken).
+    ClaimStore* connected() { return claims_ ? &*claims_ : nullptr; }
+    // A call failed: forget the connection; claims() waits out the next backoff.
+    void failed();
+    // A round trip answered: the backoff starts over.
+    void answered() { failures_ = 0; }
+    // Failures in a row, for the batch's own backoff.
+    int failures() const { return failures_; }
+    // Round trips of the current connection (0 without one).
+    std::uint64_t round_trips() const { return redis_ ? redis_->round_trips() : 0; }
+
+private:
+    const Config& config_;
+    std::string owner_;
+    spdlog::logger& log_;
+    std::function<std::chrono::milliseconds(int)> backoff_;
+    // Destruction order: the claim store refers to the connection.
+    std::optional<RedisConnection> redis_;
+    std::optional<ClaimStore> claims_;
+    std::chrono::steady_clock::time_point retry_at_{};
+    int failures_ = 0;
+    bool down_logged_ = false;
+};
+
+}  // namespace exo
