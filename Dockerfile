@@ -31,12 +31,18 @@ RUN cmake -S . -B /build/exo -G Ninja -DCMAKE_BUILD_TYPE=Release \
  && cp "/build/consumer/$BINARY" /runtime/consumer \
  && ldd /runtime/consumer | awk '$3 ~ /^\// { print $3 }' \
     | grep -v -E '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' \
-    | xargs -r cp -L -t /runtime/lib
+    | xargs -r cp -L -t /runtime/lib \
+ && mkdir -p /runtime/app \
+ && if [ -d "$CONSUMER/sql" ]; then cp -r "$CONSUMER/sql" /runtime/app/; fi
 
 FROM debian:12-slim
 RUN useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin exo
 COPY --from=build /runtime/lib/ /usr/local/lib/exo/
 COPY --from=build /runtime/consumer /usr/local/bin/consumer
+# A consumer that reads its migrations at run time (Application::migrations_dir("sql"))
+# finds them here, the working directory.
+COPY --from=build /runtime/app/ /app/
+WORKDIR /app
 COPY config/docker.yaml /etc/exo/exo.yaml
 ENV LD_LIBRARY_PATH=/usr/local/lib/exo
 USER exo

@@ -6,22 +6,78 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <deque>
+#include <fstream>
 #include <map>
+#include <mutex>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <thread>
 #include <vector>
 
 namespace exo::testing {
 
+// The log files of the children started since the current test case began. The test
+// reporter (tests/support/quiet_reporter.hpp, registered in main.cpp) forgets them when a
+// test case starts and prints their tails when it fails. Thread-safe.
+class ChildLogs {
+public:
+    static void remember(const std::string& log_file) {
+        std::lock_guard lock(mutex());
+        auto& files = list();
+        if (std::find(files.begin(), files.end(), log_file) == files.end())
+            files.push_back(log_file);
+    }
+    static void forget() {
+        std::lock_guard lock(mutex());
+        list().clear();
+    }
+    // The last 200 lines of each file, after a header naming it.
+    static void print(std::ostream& out) {
+        constexpr std::size_t kTail = 200;
+        std::lock_guard lock(mutex());
+        for (const auto& path : list()) {
+            std::ifstream in(path);
+            std::deque<std::string> tail;
+            std::size_t total = 0;
+            for (std::string line; std::getline(in, line); ++total) {
+                tail.push_back(std::move(line));
+                if (tail.size() > kTail) tail.pop_front();
+            }
+            out << "---- child process log " << path << ": ";
+            if (!in.eof())
+                out << "could not be read";
+            else if (total > tail.size())
+                out << "the last " << tail.size() << " of " << total << " lines";
+            else
+                out << total << " lines";
+            out << " ----\n";
+            for (const auto& line : tail) out << line << '\n';
+        }
+    }
+
+private:
+    static std::mutex& mutex() {
+        static std::mutex m;
+        return m;
+    }
+    static std::vector<std::string>& list() {
+        static std::vector<std::string> files;
+        return files;
+    }
+};
+
 class ChildProcess {
 public:
     // Starts `program args...` with `extra_env` added to this process's environment;
-    // stdout and stderr go to `log_file`.
+    // stdout and stderr go to `log_file` (ChildLogs remembers it for the test's report).
     ChildProcess(const std::string& program, const std::vector<std::string>& args,
                  const std::map<std::string, std::string>& extra_env, const std::string& log_file) {
+        ChildLogs::remember(log_file);
         pid_ = ::fork();
         if (pid_ == 0) {
             for (const auto& [k, v] : extra_env) ::setenv(k.c_str(), v.c_str(), 1);

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <fstream>
+#include <iterator>
+
 #include "kafka/group_progress.hpp"
 #include "pg/migrations.hpp"
 #include "support.hpp"
@@ -19,9 +22,15 @@ std::string with_search_path(const std::string& uri, const std::string& schema) 
 }  // namespace
 
 void services(const std::string& action) {
+    // Its output goes to a file, shown only when the command fails: a passing
+    // run stays quiet.
+    const std::string log = required_env("EXO_SERVICES_DIR") + "/" + action + ".out";
     auto command = "bash '" + required_env("EXO_SERVICES_SCRIPT") + "' " + action + " '" +
-                   required_env("EXO_SERVICES_DIR") + "' > /dev/null";
-    REQUIRE_MESSAGE(std::system(command.c_str()) == 0, command);
+                   required_env("EXO_SERVICES_DIR") + "' > '" + log + "' 2>&1";
+    if (std::system(command.c_str()) == 0) return;
+    std::ifstream in(log);
+    std::string output((std::istreambuf_iterator<char>(in)), {});
+    FAIL(command << " failed:\n" << output);
 }
 
 PipelineHarness::PipelineHarness(HarnessOptions options) : options_(std::move(options)) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kafka/consumer.hpp"
+#include "kafka/kafka_logging.hpp"
 #include "kafka/rdkafka_handles.hpp"
 #include "support.hpp"
 #include "workload/payments_workload.hpp"
@@ -61,6 +62,7 @@ inline std::vector<Record> read_topic(const std::string& bootstrap, const std::s
 inline std::int64_t partition_end(const std::string& bootstrap, const std::string& topic,
                                   int partition = 0) {
     KafkaConf conf(rd_kafka_conf_new());
+    route_kafka_logs(conf.get());
     char reason[512];
     if (rd_kafka_conf_set(conf.get(), "bootstrap.servers", bootstrap.c_str(), reason,
                           sizeof reason) != RD_KAFKA_CONF_OK)

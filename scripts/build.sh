@@ -4,6 +4,10 @@
 # the `exo` binary, exo_unit_tests and exo_integration_tests (and exo_bench with
 # EXO_BUILD_BENCH=ON). Run scripts/install-deps.sh first on a new machine.
 #
+# Quiet when it works: the configure and build output goes to <build dir>/build.log and one
+# line says `[build] built <dir> in N s`; when it fails, the last 100 lines of that log are
+# printed and the exit status is the failing step's.
+#
 # Environment: EXO_BUILD_DIR (default <repo>/build), EXO_BUILD_TYPE (default Release),
 # EXO_BUILD_JOBS (default 2). Extra arguments are passed to `cmake --build` (e.g. --target exo).
 set -euo pipefail
@@ -29,8 +33,18 @@ if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
     configure+=(-G Ninja)
 fi
 
-log "configuring $BUILD_DIR ($BUILD_TYPE)"
-"${configure[@]}"
-log "building with $JOBS jobs"
-cmake --build "$BUILD_DIR" -j "$JOBS" "$@"
-log "done: $BUILD_DIR/exo, $BUILD_DIR/exo_unit_tests, $BUILD_DIR/exo_integration_tests"
+build=(cmake --build "$BUILD_DIR" -j "$JOBS" "$@")
+mkdir -p "$BUILD_DIR"
+BUILD_LOG="$BUILD_DIR/build.log"
+started=$SECONDS
+status=0
+{
+    printf '$ %s\n' "${configure[*]}"
+    "${configure[@]}" && printf '$ %s\n' "${build[*]}" && "${build[@]}"
+} >"$BUILD_LOG" 2>&1 || status=$?
+if ((status != 0)); then
+    log "FAILED with exit status $status; the last 100 lines of $BUILD_LOG:"
+    tail -n 100 "$BUILD_LOG" >&2
+    exit "$status"
+fi
+log "built $BUILD_DIR in $((SECONDS - started)) s"

@@ -1,2 +1,7 @@
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
-#include <doctest/doctest.h>
+// doctest's implementation and main: one line per test case, the logs of a failed one
+// (tests/support/quiet_reporter.hpp).
+#include "support/quiet_reporter.hpp"
+
+int main(int argc, char** argv) {
+    return exo::testing::run_tests(argc, argv);
+}

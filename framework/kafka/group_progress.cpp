@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "kafka/kafka_logging.hpp"
 #include "kafka/rdkafka_handles.hpp"
 
 namespace exo {
@@ -10,6 +11,7 @@ std::optional<std::int64_t> group_lag(const std::string& bootstrap, const std::s
                                       const std::string& topic) {
     char err[512];
     KafkaConf conf(rd_kafka_conf_new());
+    route_kafka_logs(conf.get());
     rd_kafka_conf_set(conf.get(), "bootstrap.servers", bootstrap.c_str(), err, sizeof err);
     rd_kafka_conf_set(conf.get(), "group.id", group.c_str(), err, sizeof err);
     rd_kafka_conf_set(conf.get(), "log_level", "3", err, sizeof err);

@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include "kafka/kafka_logging.hpp"
+
 namespace exo {
 
 MockCluster::MockCluster(int brokers) {
@@ -11,6 +13,7 @@ MockCluster::MockCluster(int brokers) {
                              " brokers (at least 1 is needed)",
                          false);
     KafkaConf conf(rd_kafka_conf_new());
+    route_kafka_logs(conf.get());
     // The handle only hosts the cluster's threads; its own logs (no bootstrap
     // servers, idle connections) are noise, so only errors and worse are printed.
     set_kafka_property(conf.get(), "log_level", "3");

@@ -6,6 +6,8 @@
 #include <climits>
 #include <utility>
 
+#include "kafka/kafka_logging.hpp"
+
 namespace exo {
 namespace {
 
@@ -29,6 +31,7 @@ KafkaProducer::KafkaProducer(const ProducerOptions& options) {
             "always enables it (retries must not duplicate or reorder dead letters); remove it");
 
     KafkaConf conf(rd_kafka_conf_new());
+    route_kafka_logs(conf.get());
     set_kafka_property(conf.get(), "bootstrap.servers", options.bootstrap_servers);
     for (const auto& [name, value] : options.properties)
         set_kafka_property(conf.get(), name, value);
@@ -121,6 +124,14 @@ void KafkaProducer::flush(std::chrono::milliseconds timeout) {
                              std::to_string(timeout.count()) +
                              " ms; they stay queued and a later flush reports them)",
                          true);
+}
+
+void KafkaProducer::purge() {
+    rd_kafka_t* rk = handle_.get();
+    rd_kafka_purge(rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    rd_kafka_poll(rk, 0);  // serve the purged records' delivery reports
+    std::lock_guard lock(failure_mutex_);
+    first_failure_.reset();
 }
 
 void KafkaProducer::delivery_trampoline(rd_kafka_t*, const rd_kafka_message_t* message,

@@ -45,6 +45,10 @@ public:
     // Waits until every queued record was acknowledged. Throws KafkaError naming the
     // first failure if any record since the last flush failed, or on timeout.
     void flush(std::chrono::milliseconds timeout);
+    // Drops every record not yet delivered (queued or in flight) and forgets their
+    // failures: after a flush that timed out, so a record given up on is never
+    // delivered later beside the copy a retry produces.
+    void purge();
 
 private:
     static void delivery_trampoline(rd_kafka_t*, const rd_kafka_message_t*, void* opaque);

@@ -34,6 +34,7 @@ struct BatchItem {
     Outcome outcome = Outcome::none;
     bool previously_dead_lettered = false;  // the dedup row says DEAD_LETTERED
     bool in_transaction = false;  // taken into this batch's transaction (not settled by Redis)
+    bool committed = false;       // ... and that transaction committed: its fate is durable
     bool handler_ran = false;     // handle() was called in this batch (a re-run is a rerun)
     std::string result;           // handler result, or the stored one
     std::string error;            // why requeued / dead-lettered

@@ -13,6 +13,7 @@ namespace exo {
 Failure classify(const std::exception& e) {
     if (dynamic_cast<const HandlerPrepareError*>(&e)) return Failure::handler_unprepared;
     if (dynamic_cast<const RedisError*>(&e)) return Failure::redis_down;
+    if (dynamic_cast<const ContentionError*>(&e)) return Failure::contention;
     if (dynamic_cast<const PermanentError*>(&e)) return Failure::permanent;
     if (dynamic_cast<const RetryableError*>(&e)) return Failure::retryable;
     if (dynamic_cast<const CommitRefused*>(&e)) return Failure::aborted_transaction;
@@ -55,7 +56,8 @@ Action decide_batch_failure(Failure f, int attempts, int max_attempts) {
 }
 
 Action decide_dead_letter_failure(Failure f, int failures, int max_attempts) {
-    if (f == Failure::postgres_down) return Action::pause;
+    if (pauses_the_worker(f)) return Action::pause;
+    if (f == Failure::contention) return Action::nack;
     return failures >= max_attempts ? Action::stall : Action::retry;
 }
 

@@ -16,6 +16,13 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// Another transaction got to a row first (the first record of a new sequence
+// entity, say): like a lock timeout, nobody's fault; the record is NACKed.
+class ContentionError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
 // One vocabulary for every failure, named for what happens next.
 enum class Failure {
     postgres_down,        // connection lost, or COMMIT's answer lost: pause, uncounted

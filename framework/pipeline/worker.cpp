@@ -94,6 +94,7 @@ void Worker::run_batch(std::vector<PendingRecord> batch) {
     for (auto& r : batch) items.emplace_back(std::move(r));
     ctx_.stats.batches++;
 
+    leases_abandoned_ = false;
     bool committed = false;
     try {
         prepare_items(items);
@@ -104,14 +105,22 @@ void Worker::run_batch(std::vector<PendingRecord> batch) {
         committed = true;
     } catch (const std::exception& e) {
         batch_failed(items, e);
+    } catch (...) {
+        // Nothing exo throws gets here; a handler's foreign exception escaping a
+        // step must not end the worker thread (and the process) all the same.
+        batch_failed(items, std::runtime_error("an exception that is not a std::exception"));
     }
     if (committed) {
         ctx_.failpoints.hit("after_pg_commit");
-        complete_step(items);
-        lease_keeper_.hold(open_claims(items));  // completed claims need no renewal
         healthy_ = true;
         postgres_.answered();
     }
+    // What a committed transaction settled is completed even when a later group
+    // of the batch failed (batch_failed leaves it alone).
+    complete_step(items);
+    // Completed claims need no renewal; abandoned ones (a revoke's deadline
+    // passed) must not be renewed again.
+    if (!leases_abandoned_) lease_keeper_.hold(open_claims(items));
     // Dead letters decided before a failure (a bad key, a record out of attempts)
     // are recorded whatever happened to the rest of the batch.
     dead_letter_step(items);
@@ -154,7 +163,7 @@ void Worker::batch_failed(std::deque<BatchItem>& items, const std::exception& e)
     if (pg_gone) postgres_.mark_outage_logged();
 
     for (auto& item : items) {
-        if (!item.in_transaction) {
+        if (!item.in_transaction || item.committed) {
             // Settled before the transaction (a Redis duplicate, a bad key, a
             // CONFLICT): those answers stand.
             if (item.fate == Fate::pending) item.requeue(delay, why);
@@ -275,9 +284,11 @@ void Worker::transaction_step(std::deque<BatchItem>& items) {
             // Already judged in an earlier try; only its dead-letter step failed.
             item.fate = Fate::dead_letter;
             item.error = item.pending.dead_letter->reason;
+            // Nothing behind it runs before it is recorded: a stalled dead letter
+            // stops its partition, it does not just hold back the offsets.
+            hold_rest_of_partition(items, i);
             continue;
         }
-        item.in_transaction = true;
         if (!item.pending.solo) {
             group.push_back(i);
             continue;
@@ -291,6 +302,7 @@ void Worker::transaction_step(std::deque<BatchItem>& items) {
 
 void Worker::run_group(std::deque<BatchItem>& items, const std::vector<std::size_t>& group) {
     if (group.empty()) return;
+    for (auto i : group) items[i].in_transaction = true;
     std::string why;
     // Records rarely fail, so a group first runs without savepoints; if one
     // fails, everything it did is rolled back and the group runs again with a
@@ -355,6 +367,8 @@ bool Worker::run_transaction(std::deque<BatchItem>& items, const std::vector<std
         why = e.what();
         return false;
     }
+    // Whatever this transaction decided for its records is durable now.
+    for (auto i : group) items[i].committed = true;
     return true;
 }
 
@@ -415,8 +429,8 @@ bool Worker::run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<Bat
             item.finish(Outcome::duplicate_postgres);
             return true;
         }
-        if (!start.verdict)
-            throw RetryableError("sequence of " + seq.entity + " moved concurrently");
+        if (!start.verdict)  // another transaction created the entity first: not this record's fault
+            throw ContentionError("sequence of " + seq.entity + " moved concurrently");
         if (*start.verdict == SequenceVerdict::stale) {
             update_processed(tx, row.consumer_group, item.key, ProcessedOutcome::stale, "");
             ctx_.stats.postgres_round_trips++;
@@ -607,7 +621,6 @@ void Worker::dead_letter_step(std::deque<BatchItem>& items) {
                 dead_letter_unrecorded(*item, failure, printable_text(e.what()));
             }
         }
-        if (!produced.empty()) dead_letters_.flush(milliseconds(30000));
         batch.commit();
     } catch (const std::exception& e) {
         // Nothing of this step is durable (a produced dead letter may be, which
@@ -664,24 +677,41 @@ void Worker::produce_dead_letter(const BatchItem& item) {
     const auto& verdict = *item.pending.dead_letter;
     const std::string topic =
         item.binding ? item.binding->dead_letter_topic : item.pending.record.topic.value + ".dlq";
+    // One dead letter at a time, waiting for its acknowledgement: a failure is
+    // then this record's alone, and a delivered one is never sent again because
+    // a neighbour failed.
+    auto send = [&](DeadLetterValue value) {
+        dead_letters_.produce(make_dead_letter(item.pending, topic, verdict.reason, item.key, value));
+        try {
+            dead_letters_.flush(milliseconds(30000));
+        } catch (const KafkaError& e) {
+            if (e.code() == RD_KAFKA_RESP_ERR__TIMED_OUT) dead_letters_.purge();
+            throw;
+        }
+    };
     try {
-        dead_letters_.produce(make_dead_letter(item.pending, topic, verdict.reason, item.key));
+        send(DeadLetterValue::original);
     } catch (const KafkaError& e) {
         if (e.code() != RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE) throw;
-        // The original plus exo's headers exceed message.max.bytes: the reason and
-        // coordinates matter more than a copy of a value Kafka still holds.
-        dead_letters_.produce(make_dead_letter(item.pending, topic, verdict.reason, item.key,
-                                               DeadLetterValue::omitted));
+        // The original plus exo's headers exceed message.max.bytes (the client's
+        // or the broker's): the reason and coordinates matter more than a copy of
+        // a value Kafka still holds.
+        send(DeadLetterValue::omitted);
     }
 }
 
 void Worker::dead_letter_unrecorded(BatchItem& item, Failure failure, const std::string& why) {
     // The verdict stays: the next try only records it, the handler does not run again.
     auto& p = item.pending;
-    const int failures = ++p.dead_letter_failures;
-    ctx_.stats.dead_letter_failures++;
     const int bound = item.binding ? item.binding->max_attempts : 1;
     const auto& r = p.record;
+    if (!counts_as_attempt(failure)) {
+        // A dependency or another transaction, not this dead letter: wait, uncounted.
+        item.requeue(retry_delay(1), why);
+        return;
+    }
+    const int failures = ++p.dead_letter_failures;
+    ctx_.stats.dead_letter_failures++;
     if (decide_dead_letter_failure(failure, failures, bound) != Action::stall) {
         auto delay = retry_delay(failures);
         log_->warn(
@@ -794,6 +824,9 @@ void Worker::prepare_handlers(pqxx::connection& connection) {
             throw HandlerPrepareError("handler '" + b.handler + "' (topic " + b.topic +
                                       ") failed in prepare(): " + e.what() +
                                       "; fix the handler's statements or apply its migration");
+        } catch (...) {
+            throw HandlerPrepareError("handler '" + b.handler + "' (topic " + b.topic +
+                                      ") threw a non-std::exception in prepare(); fix the handler");
         }
     }
 }

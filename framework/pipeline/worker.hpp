@@ -77,7 +77,10 @@ public:
     // drain deadline passed, so the partition's new owner can take the claims
     // over after one lease instead of waiting for this batch (PostgreSQL then
     // decides which transaction wins).
-    void abandon_leases() { lease_keeper_.clear(); }
+    void abandon_leases() {
+        leases_abandoned_ = true;
+        lease_keeper_.clear();
+    }
     // True while the worker's dependencies answered on their last use, its
     // handlers prepared, and none of its partitions is stalled.
     // Thread-safe.
@@ -149,6 +152,7 @@ private:
     RedisSession redis_;
     PostgresSession postgres_;
     std::atomic<bool> healthy_{true};
+    std::atomic<bool> leases_abandoned_{false};  // set from the poll thread, for the batch in hand
 
     WorkerInbox inbox_;
     LeaseKeeper lease_keeper_;

@@ -6,7 +6,7 @@
 // Redis or offsets, so it cannot break the exactly-once invariant.
 //
 // What a handler may do: read and write PostgreSQL through ctx.transaction();
-// throw RetryableError / PermanentError (core/errors.hpp) or anything else
+// throw RetryableError / PermanentError (exo/errors.hpp) or anything else
 // (treated as retryable). Effects outside PostgreSQL (HTTP, e-mail) run at least
 // once: pass ctx.idempotency_key() to such services.
 //
@@ -67,8 +67,10 @@ public:
     spdlog::logger& log() { return log_; }
     // 1 on the first try; higher after retryable failures of this record.
     int attempt() const { return attempt_; }
-    // True when this call repeats a run of the same attempt whose effects were
-    // rolled back because another record of the batch failed.
+    // True when this call repeats, within one batch, a run whose effects were
+    // rolled back without counting an attempt: another record of the batch
+    // failed, this record's own failure in the savepoint-free pass forced a
+    // re-run with savepoints, or a failed COMMIT made each record run alone.
     bool rerun() const { return rerun_; }
     // Stored with the dedup row and in the Redis claim; returned for duplicates.
     void set_result(std::string result) { result_ = std::move(result); }
