@@ -2,6 +2,7 @@
 #include "app/arguments.hpp"
 #include "app/commands.hpp"
 #include "app/mock_kafka_command.hpp"
+#include "kafka/kafka_names.hpp"
 
 namespace exo {
 
@@ -9,15 +10,14 @@ int mock_kafka_command(int argc, char** argv, std::stop_token stop) {
     Arguments args("mock-kafka", argc, argv, 2, {"brokers", "topic", "bootstrap-file"});
     std::vector<std::pair<std::string, int>> topics;
     for (const auto& spec : args.all("topic")) {
-        auto colon = spec.rfind(':');
-        int partitions = 0;
-        try {
-            partitions = colon == std::string::npos ? 0 : std::stoi(spec.substr(colon + 1));
-        } catch (const std::exception&) {
-        }
-        if (colon == 0 || partitions < 1)
+        const TopicSpecText written = split_topic_spec(spec);
+        const std::optional<int> partitions =
+            written.partitions ? partition_count(*written.partitions) : std::nullopt;
+        if (written.name.empty() || !partitions)
             throw UsageError("--topic '" + spec + "' must be NAME:PARTITIONS, e.g. payments:4");
-        topics.emplace_back(spec.substr(0, colon), partitions);
+        if (auto problem = topic_name_problem(written.name))
+            throw UsageError("--topic '" + spec + "': " + *problem);
+        topics.emplace_back(std::string(written.name), *partitions);
     }
     int brokers = args.get_int("brokers", 1);
     if (brokers < 1) throw UsageError("--brokers must be at least 1");

@@ -1,5 +1,5 @@
 #pragma once
-// exo.yaml, parsed once (config/config_parser.cpp) into plain structs with
+// exo.yaml, parsed once (config/config_parser.hpp) into plain structs with
 // defaults. Nothing else in the program reads YAML. Durations are
 // std::chrono types; each field says what 0 means where 0 is allowed.
 #include <chrono>
@@ -11,6 +11,8 @@
 #include <vector>
 
 #include <exo/options.hpp>
+#include "core/key_source.hpp"
+#include "core/sequence_config.hpp"
 
 namespace exo {
 
@@ -112,22 +114,6 @@ struct PipelineConfig {
 
 struct LoggingConfig {
     std::string level = "info";  // trace, debug, info, warn, error, critical, off
-};
-
-enum class KeySourceKind { header, json, coordinates };
-
-struct KeySource {
-    KeySourceKind kind = KeySourceKind::coordinates;
-    std::string name;  // the header name (header) or JSON pointer (json); empty for coordinates
-};
-
-enum class SequenceMode { latest, strict };
-
-struct SequenceConfig {
-    std::string entity_pointer;  // JSON pointer to the entity id (string or integer)
-    std::string value_pointer;   // JSON pointer to the sequence number (integer)
-    SequenceMode mode = SequenceMode::latest;
-    milliseconds gap_timeout{60000};  // strict mode: how long a gap is held before dead-lettering
 };
 
 struct BindingConfig {

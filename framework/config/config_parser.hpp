@@ -1,9 +1,9 @@
 #pragma once
-// Reads exo.yaml into Config (config.hpp). This is the only place that knows
-// YAML: the rest of the program sees plain structs. Parsing never stops at the
-// first mistake; every problem in the file is collected and reported at once,
-// each naming its YAML path and line, so one run of `exo` shows what to fix.
-#include <functional>
+// Reads exo.yaml into Config (config.hpp). config/ is the only place that
+// knows YAML: the rest of the program sees plain structs. Parsing never stops
+// at the first mistake; every problem in the file is collected and reported at
+// once, each naming its YAML path and line, so one run of `exo` shows what to
+// fix.
 #include <optional>
 #include <string>
 #include <string_view>
@@ -11,6 +11,7 @@
 
 #include <exo/errors.hpp>
 #include "config/config.hpp"
+#include "config/env_expansion.hpp"  // EnvLookup
 
 namespace exo {
 
@@ -39,9 +40,6 @@ private:
     std::string source_;
     std::vector<ConfigProblem> problems_;
 };
-
-// Returns the value of an environment variable, or nullopt if it is unset.
-using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
 
 // Parses a whole exo.yaml document. `source_name` only labels problems (usually
 // the file path). `known_handlers` are the handler names registered in this

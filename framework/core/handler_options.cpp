@@ -1,8 +1,10 @@
 // exo/options.hpp: a binding's `options:` map, converted on request. The
-// messages follow the config parser's (config/config_parser.cpp), so a bad
+// messages follow the config readers' (config/yaml_reader.cpp), so a bad
 // option reads like every other config problem.
 #include <exo/options.hpp>
 
+#include "core/duration_text.hpp"
+#include "core/message_text.hpp"
 #include "core/text.hpp"
 
 #include <algorithm>
@@ -17,10 +19,6 @@
 
 namespace exo {
 namespace {
-
-std::string in_quotes(std::string_view s) {
-    return "'" + std::string(s) + "'";
-}
 
 // from_chars takes '-' but not '+'; the header promises an optional sign. Only a
 // '+' before a digit (or '.') is dropped, so "+-5" stays malformed.
@@ -41,27 +39,6 @@ Parsed parse_int64(std::string_view text, std::int64_t& out) {
     if (ec == std::errc::result_out_of_range && stop == end) return Parsed::out_of_range;
     if (ec != std::errc{} || stop != end || text.empty()) return Parsed::malformed;
     return Parsed::ok;
-}
-
-// "5s" -> 5000: only to suggest the fix when someone writes a unit. The same
-// rule as the config parser's *_ms keys (config_parser.cpp, with_unit_as_ms),
-// copied rather than shared because that file keeps its helpers private.
-std::optional<long long> with_unit_as_ms(std::string_view text) {
-    const std::size_t unit_at = text.find_first_not_of("0123456789.");
-    if (unit_at == 0 || unit_at == std::string_view::npos) return std::nullopt;
-    double number = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + unit_at, number);
-    if (ec != std::errc{} || end != text.data() + unit_at) return std::nullopt;
-    std::string_view unit = text.substr(unit_at);
-    unit.remove_prefix(std::min(unit.find_first_not_of(' '), unit.size()));
-    static const std::map<std::string_view, double> factors = {
-        {"ms", 1}, {"s", 1000}, {"m", 60000}, {"min", 60000}, {"h", 3600000}, {"d", 86400000}};
-    const auto factor = factors.find(unit);
-    if (factor == factors.end()) return std::nullopt;
-    const double ms = number * factor->second;
-    // Beyond long long the cast is undefined; such a value is no useful suggestion.
-    if (ms != std::floor(ms) || !(ms < 9.2e18)) return std::nullopt;
-    return static_cast<long long>(ms);
 }
 
 std::optional<bool> parse_boolean(std::string_view text) {
@@ -189,10 +166,7 @@ std::chrono::milliseconds HandlerOptions::milliseconds(std::string_view key) con
         fail(key, "must be at most " + std::to_string(std::numeric_limits<std::int64_t>::max()) +
                       ", got " + in_quotes(text));
     }
-    std::string message =
-        "expected a duration in whole milliseconds (e.g. 1500), got " + in_quotes(text);
-    if (const auto ms = with_unit_as_ms(text)) message += "; write " + std::to_string(*ms);
-    fail(key, message);
+    fail(key, not_whole_milliseconds(text));
 }
 
 std::chrono::milliseconds HandlerOptions::milliseconds(std::string_view key,

@@ -7,7 +7,8 @@
 
 #include <exo/payload.hpp>
 #include <exo/record.hpp>
-#include "config/config.hpp"
+#include "core/key_source.hpp"
+#include "core/sequence_config.hpp"
 
 namespace exo {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "config/config.hpp"
+#include "core/sequence_config.hpp"
 
 namespace exo {
 

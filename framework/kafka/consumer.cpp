@@ -3,18 +3,15 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <array>
 #include <climits>
 #include <string_view>
 #include <utility>
 
+#include "kafka/kafka_logging.hpp"
+#include "kafka/kafka_names.hpp"
+
 namespace exo {
 namespace {
-
-// exo owns these: auto-commit or auto-store would commit offsets of records whose
-// outcome is not durable yet (docs/design.md section 1), and the group is the config's.
-constexpr std::array<std::string_view, 3> kReservedProperties = {"group.id", "enable.auto.commit",
-                                                                 "enable.auto.offset.store"};
 
 int to_timeout_ms(std::chrono::milliseconds timeout) {
     return static_cast<int>(
@@ -99,13 +96,12 @@ Record copy_record(const rd_kafka_message_t& m) {
 KafkaConsumer::KafkaConsumer(const ConsumerOptions& options, RebalanceListener& listener)
     : listener_(listener), group_id_(options.group_id) {
     for (const auto& [name, value] : options.properties)
-        for (auto reserved : kReservedProperties)
-            if (name == reserved)
-                throw KafkaConfigError(
-                    "Kafka property '" + name +
-                    "' cannot be set in the kafka properties: exo sets it itself (group.id comes "
-                    "from the consumer group setting; offsets are committed only after a "
-                    "record's outcome is durable); remove it");
+        if (is_reserved_consumer_property(name))
+            throw KafkaConfigError(
+                "Kafka property '" + name +
+                "' cannot be set in the kafka properties: exo sets it itself (group.id comes "
+                "from the consumer group setting; offsets are committed only after a "
+                "record's outcome is durable); remove it");
     if (options.group_id.empty())
         throw KafkaConfigError("Kafka consumer: the consumer group id is empty; set it");
     if (options.topics.empty())
@@ -113,6 +109,7 @@ KafkaConsumer::KafkaConsumer(const ConsumerOptions& options, RebalanceListener& 
                                "': no topics to subscribe to; bind at least one topic");
 
     KafkaConf conf(rd_kafka_conf_new());
+    route_kafka_logs(conf.get());
     set_kafka_property(conf.get(), "bootstrap.servers", options.bootstrap_servers);
     set_kafka_property(conf.get(), "group.id", options.group_id);
     set_kafka_property(conf.get(), "enable.auto.commit", "false");

@@ -1,0 +1,211 @@
+// bindings: which handler consumes which topic, where each record's idempotency
+// key comes from, the optional sequence check, retries, the dead-letter topic
+// and the handler's own options.
+#include <algorithm>
+#include <map>
+
+#include "config/sections.hpp"
+#include "kafka/kafka_names.hpp"
+
+namespace exo::config_reading {
+namespace {
+
+const Keys kBindingKeys = {"topic",        "handler",           "key",    "sequence",
+                           "max_attempts", "dead_letter_topic", "options"};
+const Keys kKeySourceKeys = {"header", "json"};
+const Keys kSequenceKeys = {"entity", "value", "mode", "gap_timeout_ms"};
+
+const Choices<SequenceMode> kSequenceModes = {{"latest", SequenceMode::latest},
+                                              {"strict", SequenceMode::strict}};
+
+constexpr std::string_view kKeyForms = "{ header: NAME }, { json: /pointer } or coordinates";
+
+// RFC 6901: "/a/b", with '~' only as "~0" ('~') or "~1" ('/').
+std::optional<std::string> json_pointer_problem(std::string_view pointer) {
+    if (pointer.empty() || pointer.front() != '/') {
+        return "a JSON pointer (RFC 6901) starts with '/': write " +
+               in_quotes("/" + std::string(pointer)) + " for a top-level field";
+    }
+    for (std::size_t i = 0; i < pointer.size(); ++i) {
+        if (pointer[i] == '~' &&
+            (i + 1 == pointer.size() || (pointer[i + 1] != '0' && pointer[i + 1] != '1'))) {
+            return "JSON pointer " + in_quotes(pointer) +
+                   " has a '~' not followed by 0 or 1: write '~0' for '~' and '~1' for '/'";
+        }
+    }
+    return std::nullopt;
+}
+
+// What is wrong with a value by a rule, or nullopt if nothing is.
+using Rule = std::optional<std::string> (*)(std::string_view);
+
+// The text under `key` (`what` names it for the message), if `rule` accepts it.
+void read_checked(const Reader& r, std::string_view key, std::string_view what, Rule rule,
+                  std::string& out) {
+    std::optional<std::string> text = r.scalar(key, what);
+    if (!text) return;
+    if (auto problem = rule(*text)) {
+        r.problem(key, std::move(*problem));
+        return;
+    }
+    out = std::move(*text);
+}
+
+void read_topic(const Reader& r, std::string_view key, std::string& out) {
+    read_checked(r, key, "a topic name", topic_name_problem, out);
+}
+
+void read_pointer(const Reader& r, std::string_view key, std::string& out) {
+    read_checked(r, key, "a JSON pointer such as /id", json_pointer_problem, out);
+}
+
+KeySource read_key(const Reader& binding) {
+    KeySource out;  // coordinates unless a header or JSON pointer is named
+    const YAML::Node node = binding.node("key");
+    if (node.IsScalar()) {
+        const std::optional<std::string> text = binding.scalar("key", kKeyForms);
+        if (text && *text != "coordinates") {
+            binding.problem("key", "unknown key form " + in_quotes(*text) + "; write " +
+                                       std::string(kKeyForms) +
+                                       did_you_mean(*text, {"coordinates"}));
+        }
+        return out;
+    }
+    if (!node.IsMap()) {
+        binding.problem("key", "expected " + std::string(kKeyForms) + ", got " + kind_of(node));
+        return out;
+    }
+    const Reader key = binding.map("key", kKeySourceKeys);
+    const bool header = key.has("header");
+    const bool json = key.has("json");
+    if (header && json) {
+        binding.problem("key", "gives two key forms (header and json): keep one");
+    } else if (!header && !json && !key.had_unknown_keys()) {
+        binding.problem("key", "names no key form: write " + std::string(kKeyForms));
+    }
+    // Both forms are read even when both are given, so every mistake shows at once.
+    if (json) {
+        out.kind = KeySourceKind::json;
+        read_pointer(key, "json", out.name);
+    }
+    if (header) {
+        out.kind = KeySourceKind::header;
+        key.read("header", out.name, Text::non_empty);
+    }
+    return out;
+}
+
+SequenceConfig read_sequence(const Reader& sequence) {
+    SequenceConfig out;
+    if (sequence.require("entity",
+                         "give the JSON pointer to the entity id, e.g. entity: /account_id")) {
+        read_pointer(sequence, "entity", out.entity_pointer);
+    }
+    if (sequence.require("value",
+                         "give the JSON pointer to the sequence number, e.g. value: /sequence")) {
+        read_pointer(sequence, "value", out.value_pointer);
+    }
+    sequence.read("mode", out.mode, kSequenceModes);
+    sequence.read("gap_timeout_ms", out.gap_timeout, kPositiveMs);
+    return out;
+}
+
+void read_handler(const Reader& binding, const std::vector<std::string>& handlers,
+                  std::string& out) {
+    std::optional<std::string> text = binding.scalar("handler", "a handler name");
+    if (!text) return;
+    if (std::find(handlers.begin(), handlers.end(), *text) != handlers.end()) {
+        out = std::move(*text);
+        return;
+    }
+    const Keys names(handlers.begin(), handlers.end());
+    binding.problem("handler", "unknown handler " + in_quotes(*text) + "; registered handlers: " +
+                                   (names.empty() ? std::string("(none)") : join(names, ", ")) +
+                                   did_you_mean(*text, names));
+}
+
+// `options:`: free keys (they are the handler's, which checks them when it reads
+// them), scalar values with ${ENV} expanded. A binding without it gets empty
+// options that still know where the binding is, so a handler's "required
+// option is missing" names a line.
+HandlerOptions read_options(const Reader& binding, const std::string& source_name) {
+    const Reader options = binding.map("options", std::nullopt);
+    std::map<std::string, HandlerOptions::Value> values;
+    options.for_each([&](const std::string& key, const YAML::Node& value, int line) {
+        const std::string path = options.path_of(key);
+        if (value.IsMap() || value.IsSequence()) {
+            options.context().add(
+                path, line,
+                "options values must be scalars (text, numbers, booleans), got " + kind_of(value));
+            return;
+        }
+        if (auto text =
+                scalar_text(options.context(), value, path, line, "text, a number or a boolean")) {
+            values[key] = {std::move(*text), line};
+        }
+    });
+    return HandlerOptions(source_name, binding.path_of("options"), std::move(values),
+                          binding.line_of("options"));
+}
+
+// `bound` maps each topic already bound to the line of its binding.
+BindingConfig read_binding(Context& ctx, const Item& item, const std::vector<std::string>& handlers,
+                           std::map<std::string, int>& bound) {
+    const Reader binding(ctx, item.node, item.path, item.line, kBindingKeys);
+    BindingConfig out;
+    out.yaml_line = item.line;
+    if (binding.require("topic", "name the topic to consume, e.g. topic: payments")) {
+        read_topic(binding, "topic", out.topic);
+        if (!out.topic.empty()) {
+            if (const auto [it, added] = bound.emplace(out.topic, item.line); !added) {
+                binding.problem("topic",
+                                "topic " + in_quotes(out.topic) + " is already bound at line " +
+                                    std::to_string(it->second) + ": give each topic one binding");
+            }
+        }
+    }
+    if (binding.require("handler", "name a registered handler, e.g. handler: ledger")) {
+        read_handler(binding, handlers, out.handler);
+    }
+    if (binding.require("key",
+                        "say where the idempotency key comes from: " + std::string(kKeyForms))) {
+        out.key = read_key(binding);
+    }
+    if (binding.has("sequence"))
+        out.sequence = read_sequence(binding.map("sequence", kSequenceKeys));
+    out.options = read_options(binding, ctx.source);
+    binding.read("max_attempts", out.max_attempts, kPositive);
+    if (binding.has("dead_letter_topic")) {
+        read_topic(binding, "dead_letter_topic", out.dead_letter_topic);
+        if (!out.topic.empty() && out.dead_letter_topic == out.topic) {
+            binding.problem(
+                "dead_letter_topic",
+                "is the consumed topic itself, so a dead letter would come back forever: "
+                "name another topic, or remove the key for " +
+                    in_quotes(out.topic + ".dlq"));
+        }
+    } else if (!out.topic.empty()) {
+        out.dead_letter_topic = out.topic + ".dlq";
+    }
+    return out;
+}
+
+}  // namespace
+
+std::vector<BindingConfig> read_bindings(const Reader& top,
+                                         const std::vector<std::string>& handlers) {
+    std::vector<BindingConfig> out;
+    if (!top.require("bindings", "list at least one { topic, handler, key } under bindings:"))
+        return out;
+    const YAML::Node node = top.node("bindings");
+    const std::vector<Item> items = top.list("bindings");
+    if (items.empty() && (node.IsNull() || node.IsSequence())) {
+        top.problem("bindings", "lists no binding: add at least one { topic, handler, key }");
+    }
+    std::map<std::string, int> bound;
+    for (const Item& item : items)
+        out.push_back(read_binding(top.context(), item, handlers, bound));
+    return out;
+}
+
+}  // namespace exo::config_reading

@@ -1,0 +1,57 @@
+// pipeline and logging: how the process runs (workers, batches, retries, what
+// to do while Redis is down) and how much it says.
+#include "config/sections.hpp"
+
+namespace exo::config_reading {
+
+const Keys kPipelineKeys = {"workers",
+                            "batch_size",
+                            "linger_ms",
+                            "max_queued_per_partition",
+                            "shutdown_timeout_ms",
+                            "retry_backoff_initial_ms",
+                            "retry_backoff_max_ms",
+                            "on_redis_down"};
+const Keys kLoggingKeys = {"level"};
+
+namespace {
+
+const Choices<RedisDownPolicy> kRedisDownPolicies = {
+    {"pause", RedisDownPolicy::pause}, {"postgres_only", RedisDownPolicy::postgres_only}};
+const Choices<std::string_view> kLogLevels = {
+    {"trace", "trace"}, {"debug", "debug"},       {"info", "info"}, {"warn", "warn"},
+    {"error", "error"}, {"critical", "critical"}, {"off", "off"}};
+
+}  // namespace
+
+PipelineConfig read_pipeline(const Reader& pipeline) {
+    PipelineConfig out;
+    pipeline.read("workers", out.workers, kPositive);
+    pipeline.read("batch_size", out.batch_size, kPositive);
+    pipeline.read("linger_ms", out.linger, kNonNegativeMs);
+    pipeline.read("max_queued_per_partition", out.max_queued_per_partition, kPositive);
+    pipeline.read("shutdown_timeout_ms", out.shutdown_timeout, kPositiveMs);
+    pipeline.read("retry_backoff_initial_ms", out.retry_backoff_initial, kPositiveMs);
+    pipeline.read("retry_backoff_max_ms", out.retry_backoff_max, kPositiveMs);
+    pipeline.read("on_redis_down", out.on_redis_down, kRedisDownPolicies);
+    if (out.retry_backoff_max < out.retry_backoff_initial) {
+        const std::string_view key = pipeline.has("retry_backoff_max_ms")
+                                         ? "retry_backoff_max_ms"
+                                         : "retry_backoff_initial_ms";
+        pipeline.problem(
+            key, "retry_backoff_max_ms (" + std::to_string(out.retry_backoff_max.count()) +
+                     ") must be at least retry_backoff_initial_ms (" +
+                     std::to_string(out.retry_backoff_initial.count()) + "): raise the maximum");
+    }
+    return out;
+}
+
+LoggingConfig read_logging(const Reader& logging) {
+    LoggingConfig out;
+    std::string_view level = out.level;
+    logging.read("level", level, kLogLevels);
+    out.level = std::string(level);
+    return out;
+}
+
+}  // namespace exo::config_reading

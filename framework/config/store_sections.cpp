@@ -1,0 +1,99 @@
+// redis, postgres and claim: where a record's outcome is kept, and for how long.
+#include "config/sections.hpp"
+
+namespace exo::config_reading {
+
+const Keys kRedisKeys = {
+    "host", "port", "password", "db", "connect_timeout_ms", "command_timeout_ms", "key_prefix"};
+const Keys kPostgresKeys = {"uri",
+                            "dedup_retention_days",
+                            "connect_timeout_ms",
+                            "statement_timeout_ms",
+                            "lock_timeout_ms",
+                            "idle_in_transaction_timeout_ms",
+                            "keepalives_idle_ms",
+                            "keepalives_interval_ms",
+                            "keepalives_count",
+                            "tcp_user_timeout_ms"};
+const Keys kClaimKeys = {"lease_ms", "completed_ttl_ms"};
+
+namespace {
+
+// libpq takes connect_timeout and the keepalive times in whole seconds: a value
+// it would round is refused rather than silently changed.
+void require_whole_seconds(const Reader& postgres, std::string_view key, milliseconds& value,
+                           milliseconds fallback) {
+    if (value.count() % 1000 == 0) return;
+    const long long up = (value.count() / 1000 + 1) * 1000;
+    postgres.problem(key, "libpq takes whole seconds here: write a multiple of 1000 (e.g. " +
+                              std::to_string(up) + "), got " + std::to_string(value.count()));
+    value = fallback;
+}
+
+}  // namespace
+
+RedisConfig read_redis(const Reader& redis) {
+    RedisConfig out;
+    redis.read("host", out.host, Text::non_empty);
+    redis.read("port", out.port, kPort);
+    redis.read("password", out.password);
+    redis.read("db", out.db, kNonNegative);
+    redis.read("connect_timeout_ms", out.connect_timeout, kPositiveMs);
+    redis.read("command_timeout_ms", out.command_timeout, kPositiveMs);
+    redis.read("key_prefix", out.key_prefix, Text::non_empty);
+    return out;
+}
+
+PostgresConfig read_postgres(const Reader& postgres) {
+    PostgresConfig out;
+    const PostgresConfig defaults;
+    if (postgres.require("uri", "give the connection, e.g. uri: postgresql://exo@localhost/exo")) {
+        postgres.read("uri", out.uri, Text::non_empty);
+    }
+    postgres.read_days("dedup_retention_days", out.dedup_retention, kPositiveDays);
+
+    // libpq reads a connect_timeout of 1 s as 2 s, and 0 as "wait forever".
+    postgres.read("connect_timeout_ms", out.connect_timeout, Bounds{2000, INT_MAX});
+    require_whole_seconds(postgres, "connect_timeout_ms", out.connect_timeout,
+                          defaults.connect_timeout);
+    // PostgreSQL stores these three as int milliseconds.
+    postgres.read("statement_timeout_ms", out.statement_timeout, kNonNegative);
+    postgres.read("lock_timeout_ms", out.lock_timeout, kNonNegative);
+    postgres.read("idle_in_transaction_timeout_ms", out.idle_in_transaction_timeout, kNonNegative);
+    // Linux caps TCP_KEEPIDLE and TCP_KEEPINTVL at 32767 s and TCP_KEEPCNT at 127;
+    // beyond that setsockopt fails and so would every connection.
+    postgres.read("keepalives_idle_ms", out.keepalives_idle, Bounds{0, 32767000});
+    require_whole_seconds(postgres, "keepalives_idle_ms", out.keepalives_idle,
+                          defaults.keepalives_idle);
+    postgres.read("keepalives_interval_ms", out.keepalives_interval, Bounds{0, 32767000});
+    require_whole_seconds(postgres, "keepalives_interval_ms", out.keepalives_interval,
+                          defaults.keepalives_interval);
+    postgres.read("keepalives_count", out.keepalives_count, Bounds{0, 127});
+    postgres.read("tcp_user_timeout_ms", out.tcp_user_timeout, kNonNegative);
+
+    // The statement timer starts before the lock wait's, so with statement_timeout
+    // <= lock_timeout a statement stuck on a row lock fails as "canceling
+    // statement due to statement timeout" (retried as a failure) instead of as
+    // 55P03 (NACKed as contention).
+    if (out.statement_timeout.count() > 0 && out.lock_timeout.count() > 0 &&
+        out.statement_timeout <= out.lock_timeout) {
+        const std::string_view key =
+            postgres.has("statement_timeout_ms") ? "statement_timeout_ms" : "lock_timeout_ms";
+        postgres.problem(key,
+                         "statement_timeout_ms (" + std::to_string(out.statement_timeout.count()) +
+                             ") must be greater than lock_timeout_ms (" +
+                             std::to_string(out.lock_timeout.count()) +
+                             "), or a wait for a row lock fails as a statement timeout: raise "
+                             "statement_timeout_ms, lower lock_timeout_ms, or set either to 0");
+    }
+    return out;
+}
+
+ClaimConfig read_claim(const Reader& claim) {
+    ClaimConfig out;
+    claim.read("lease_ms", out.lease, kPositiveMs);
+    claim.read("completed_ttl_ms", out.completed_ttl, kPositiveMs);
+    return out;
+}
+
+}  // namespace exo::config_reading
