@@ -1093,3 +1093,14 @@ TEST_SUITE("config") {
         CHECK(parse(with_binding_lines("    options:\n")).bindings.at(0).options.empty());
     }
 }
+
+TEST_SUITE("config") {
+    TEST_CASE("an idle-in-transaction timeout shorter than a dead-letter step is refused") {
+        std::string yaml(kMinimal);
+        const std::string uri_line = "  uri: postgresql://exo@localhost/exo";
+        yaml.replace(yaml.find(uri_line), uri_line.size(),
+                     uri_line + "\n  idle_in_transaction_timeout_ms: 20000");
+        CHECK(errors_of(yaml).find("postgres.idle_in_transaction_timeout_ms: must be 0 or at "
+                                   "least 60000") != std::string::npos);
+    }
+}

@@ -73,3 +73,12 @@ TEST_SUITE("kafka names") {
         CHECK_FALSE(is_reserved_consumer_property("GROUP.ID"));
     }
 }
+
+TEST_CASE("a producer built from consumer properties leaves out the consumer-only ones") {
+    CHECK(exo::is_consumer_only_property("session.timeout.ms"));
+    CHECK(exo::is_consumer_only_property("fetch.wait.max.ms"));
+    CHECK(exo::is_consumer_only_property("group.id"));
+    CHECK_FALSE(exo::is_consumer_only_property("security.protocol"));
+    CHECK_FALSE(exo::is_consumer_only_property("sasl.password"));
+    CHECK_FALSE(exo::is_consumer_only_property("message.timeout.ms"));
+}

@@ -86,6 +86,14 @@ PostgresConfig read_postgres(const Reader& postgres) {
                              "), or a wait for a row lock fails as a statement timeout: raise "
                              "statement_timeout_ms, lower lock_timeout_ms, or set either to 0");
     }
+    // The dead-letter step keeps its transaction open while Kafka acknowledges its
+    // dead letters (at most kDeadLetterStepBudget, 30 s): a session the server
+    // ends meanwhile would put them back uncounted, again and again.
+    if (out.idle_in_transaction_timeout.count() > 0 &&
+        out.idle_in_transaction_timeout < std::chrono::milliseconds(60000))
+        postgres.problem("idle_in_transaction_timeout_ms",
+                         "must be 0 or at least 60000: exo holds a transaction open while Kafka "
+                         "acknowledges dead letters (up to 30 s)");
     return out;
 }
 

@@ -42,4 +42,30 @@ bool is_reserved_consumer_property(std::string_view name) noexcept {
     return std::find(kReserved.begin(), kReserved.end(), name) != kReserved.end();
 }
 
+bool is_consumer_only_property(std::string_view name) noexcept {
+    static constexpr std::array<std::string_view, 20> kConsumerOnly = {
+        "session.timeout.ms",
+        "heartbeat.interval.ms",
+        "max.poll.interval.ms",
+        "group.instance.id",
+        "group.protocol.type",
+        "partition.assignment.strategy",
+        "coordinator.query.interval.ms",
+        "auto.commit.interval.ms",
+        "auto.offset.reset",
+        "enable.partition.eof",
+        "check.crcs",
+        "isolation.level",
+        "queued.min.messages",
+        "queued.max.messages.kbytes",
+        "fetch.wait.max.ms",
+        "fetch.min.bytes",
+        "fetch.max.bytes",
+        "fetch.error.backoff.ms",
+        "fetch.message.max.bytes",
+        "max.partition.fetch.bytes"};
+    return is_reserved_consumer_property(name) ||
+           std::find(kConsumerOnly.begin(), kConsumerOnly.end(), name) != kConsumerOnly.end();
+}
+
 }  // namespace exo

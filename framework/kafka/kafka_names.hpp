@@ -36,4 +36,9 @@ std::optional<int> partition_count(std::string_view text) noexcept;
 // offset of a record whose outcome is not durable yet).
 bool is_reserved_consumer_property(std::string_view name) noexcept;
 
+// True for librdkafka properties only a consumer reads (session.timeout.ms,
+// fetch.*, ...): a producer built from the consumer's properties (for their
+// security settings) leaves them out instead of warning about each.
+bool is_consumer_only_property(std::string_view name) noexcept;
+
 }  // namespace exo

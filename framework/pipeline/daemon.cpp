@@ -6,6 +6,8 @@
 #include <map>
 #include <random>
 
+#include "kafka/kafka_names.hpp"
+
 namespace exo {
 namespace {
 
@@ -34,13 +36,15 @@ std::string describe(const std::vector<TopicPartition>& parts) {
     return s.empty() ? "none" : s;
 }
 
-// The dead-letter producer: the consumer's properties (security settings), and a
-// delivery timeout below the worker's 30 s flush, so a dead letter whose flush
-// gave up has failed for good instead of being delivered later, beside the copy
-// the retry produces.
+// The dead-letter producer: the consumer's properties (security settings) but the
+// consumer-only ones, and a delivery timeout below the worker's 10 s flush, so a dead letter whose
+// flush gave up has failed for good instead of being delivered later, beside the copy the retry
+// produces.
 ProducerOptions dead_letter_producer(const std::string& bootstrap, const KafkaConfig& kafka) {
-    ProducerOptions options{bootstrap, kafka.properties};
-    options.properties.try_emplace("message.timeout.ms", "25000");
+    ProducerOptions options{bootstrap, {}};
+    for (const auto& [name, value] : kafka.properties)
+        if (!is_consumer_only_property(name)) options.properties.emplace(name, value);
+    options.properties.try_emplace("message.timeout.ms", "8000");
     return options;
 }
 

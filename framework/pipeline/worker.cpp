@@ -31,6 +31,13 @@ constexpr const char* kNextSavepoint = "RELEASE SAVEPOINT exo_record; SAVEPOINT 
 constexpr const char* kReleaseSavepoint = "RELEASE SAVEPOINT exo_record";
 constexpr const char* kRollbackRecord = "ROLLBACK TO SAVEPOINT exo_record";
 
+// How long one dead letter may wait for Kafka's acknowledgement (the producer's
+// message.timeout.ms is below it, see daemon.cpp), and how long one dead-letter
+// step may keep its transaction open (config requires the idle-in-transaction
+// timeout to exceed it).
+constexpr milliseconds kDeadLetterFlushTimeout{10000};
+constexpr milliseconds kDeadLetterStepBudget{30000};
+
 std::shared_ptr<spdlog::logger> worker_logger(int index) {
     auto name = "worker-" + std::to_string(index);
     if (auto existing = spdlog::get(name)) return existing;
@@ -429,7 +436,8 @@ bool Worker::run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<Bat
             item.finish(Outcome::duplicate_postgres);
             return true;
         }
-        if (!start.verdict)  // another transaction created the entity first: not this record's fault
+        if (!start
+                 .verdict)  // another transaction created the entity first: not this record's fault
             throw ContentionError("sequence of " + seq.entity + " moved concurrently");
         if (*start.verdict == SequenceVerdict::stale) {
             update_processed(tx, row.consumer_group, item.key, ProcessedOutcome::stale, "");
@@ -590,7 +598,15 @@ void Worker::dead_letter_step(std::deque<BatchItem>& items) {
         BatchTransaction batch(postgres_.connection());
         auto& tx = batch.statements();
         const auto& group = ctx_.config.kafka.group_id;
+        const auto started = Clock::now();
         for (auto* item : dead) {
+            // The transaction stays open while Kafka answers: past the budget the
+            // rest waits for the next batch, uncounted, rather than keep it open
+            // (and its session idle) for as many timeouts as there are letters.
+            if (Clock::now() - started > kDeadLetterStepBudget) {
+                item->requeue(retry_delay(1), "the dead-letter step ran out of time");
+                continue;
+            }
             const auto& verdict = *item->pending.dead_letter;
             tx.exec("SAVEPOINT exo_dead_letter");
             try {
@@ -681,9 +697,10 @@ void Worker::produce_dead_letter(const BatchItem& item) {
     // then this record's alone, and a delivered one is never sent again because
     // a neighbour failed.
     auto send = [&](DeadLetterValue value) {
-        dead_letters_.produce(make_dead_letter(item.pending, topic, verdict.reason, item.key, value));
+        dead_letters_.produce(
+            make_dead_letter(item.pending, topic, verdict.reason, item.key, value));
         try {
-            dead_letters_.flush(milliseconds(30000));
+            dead_letters_.flush(kDeadLetterFlushTimeout);
         } catch (const KafkaError& e) {
             if (e.code() == RD_KAFKA_RESP_ERR__TIMED_OUT) dead_letters_.purge();
             throw;
