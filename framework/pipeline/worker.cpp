@@ -31,13 +31,6 @@ constexpr const char* kNextSavepoint = "RELEASE SAVEPOINT exo_record; SAVEPOINT 
 constexpr const char* kReleaseSavepoint = "RELEASE SAVEPOINT exo_record";
 constexpr const char* kRollbackRecord = "ROLLBACK TO SAVEPOINT exo_record";
 
-// How long one dead letter may wait for Kafka's acknowledgement (the producer's
-// message.timeout.ms is below it, see daemon.cpp), and how long one dead-letter
-// step may keep its transaction open (config requires the idle-in-transaction
-// timeout to exceed it).
-constexpr milliseconds kDeadLetterFlushTimeout{10000};
-constexpr milliseconds kDeadLetterStepBudget{30000};
-
 std::shared_ptr<spdlog::logger> worker_logger(int index) {
     auto name = "worker-" + std::to_string(index);
     if (auto existing = spdlog::get(name)) return existing;
@@ -54,10 +47,11 @@ Worker::Worker(int index, WorkerContext context)
       backoff_{ctx_.config.pipeline.retry_backoff_initial, ctx_.config.pipeline.retry_backoff_max},
       rng_(std::random_device{}()),
       log_(worker_logger(index)),
-      dead_letters_(ctx_.dead_letter_producer),
       redis_(ctx_.config, owner_, *log_, [this](int failures) { return retry_delay(failures); }),
       postgres_(
           ctx_.config.postgres, [this](pqxx::connection& c) { prepare_handlers(c); }, *log_),
+      dead_letters_(ctx_.config, ctx_.dead_letter_producer, ctx_.stats, *log_, postgres_, redis_,
+                    [this](int failures) { return retry_delay(failures); }),
       lease_keeper_(ctx_.config, owner_, ctx_.stats, log_) {
     // One handler per binding: bindings that share a handler class may differ in options.
     for (const auto& b : ctx_.config.bindings)
@@ -130,7 +124,7 @@ void Worker::run_batch(std::vector<PendingRecord> batch) {
     if (!leases_abandoned_) lease_keeper_.hold(open_claims(items));
     // Dead letters decided before a failure (a bad key, a record out of attempts)
     // are recorded whatever happened to the rest of the batch.
-    dead_letter_step(items);
+    dead_letters_.publish(items);
     lease_keeper_.clear();
     // A batch in hand is always finished, even when stopping: its claims and offsets settle.
     release_step(items);
@@ -581,175 +575,6 @@ void Worker::complete_step(std::deque<BatchItem>& items) {
                    requests.size(), e.what());
         redis_.failed();
     }
-}
-
-void Worker::dead_letter_step(std::deque<BatchItem>& items) {
-    std::vector<BatchItem*> dead;
-    for (auto& item : items)
-        if (item.fate == Fate::dead_letter) dead.push_back(&item);
-    if (dead.empty()) return;
-
-    // The DEAD_LETTERED row is written first and committed only after Kafka
-    // acknowledged the dead letter: a row PostgreSQL refuses is found before
-    // anything is produced, and a produce that fails leaves no row behind.
-    std::vector<BatchItem*> produced;
-    std::vector<BatchItem*> known;  // the dedup row already existed: nothing to produce
-    try {
-        BatchTransaction batch(postgres_.connection());
-        auto& tx = batch.statements();
-        const auto& group = ctx_.config.kafka.group_id;
-        const auto started = Clock::now();
-        for (auto* item : dead) {
-            // The transaction stays open while Kafka answers: past the budget the
-            // rest waits for the next batch, uncounted, rather than keep it open
-            // (and its session idle) for as many timeouts as there are letters.
-            if (Clock::now() - started > kDeadLetterStepBudget) {
-                item->requeue(retry_delay(1), "the dead-letter step ran out of time");
-                continue;
-            }
-            const auto& verdict = *item->pending.dead_letter;
-            tx.exec("SAVEPOINT exo_dead_letter");
-            try {
-                if (!item->key.empty() && verdict.record_key) {
-                    const auto& r = item->pending.record;
-                    auto existing = insert_processed(
-                        tx, {group, item->key, item->token.value_or(FencingToken{0}),
-                             r.topic_partition(), r.offset, ProcessedOutcome::dead_lettered,
-                             printable_text(verdict.reason)});
-                    if (existing) {
-                        // Applied by another copy meanwhile, or dead-lettered by an
-                        // earlier try whose acknowledgement we lost: done either way.
-                        item->previously_dead_lettered = existing->outcome == "DEAD_LETTERED";
-                        item->result = existing->result;
-                        known.push_back(item);
-                        tx.exec("RELEASE SAVEPOINT exo_dead_letter");
-                        continue;
-                    }
-                }
-                if (verdict.clears_gap && !item->key.empty()) clear_gap(tx, group, item->key);
-                produce_dead_letter(*item);
-                tx.exec("RELEASE SAVEPOINT exo_dead_letter");
-                produced.push_back(item);
-            } catch (const std::exception& e) {
-                const Failure failure = classify(e);
-                if (failure == Failure::postgres_down) throw;
-                tx.exec("ROLLBACK TO SAVEPOINT exo_dead_letter");
-                dead_letter_unrecorded(*item, failure, printable_text(e.what()));
-            }
-        }
-        batch.commit();
-    } catch (const std::exception& e) {
-        // Nothing of this step is durable (a produced dead letter may be, which
-        // makes it at-least-once: the retry finds no row and produces again).
-        const Failure failure = classify(e);
-        const bool pg_gone = failure == Failure::postgres_down;
-        if (pg_gone) postgres_.drop();
-        const std::string why = printable_text(e.what());
-        const auto delay = pg_gone ? retry_delay(postgres_.failed()) : milliseconds(0);
-        for (auto* item : dead) {
-            if (item->fate != Fate::dead_letter) continue;  // already counted above
-            if (pg_gone)
-                item->requeue(delay, why);  // a dependency outage: not the record's try
-            else
-                dead_letter_unrecorded(*item, failure, why);
-        }
-        return;
-    }
-
-    std::vector<CompleteRequest> requests;
-    auto settle = [&](BatchItem* item, bool was_produced) {
-        const auto& r = item->pending.record;
-        const auto& verdict = *item->pending.dead_letter;
-        if (was_produced) {
-            log_->error("dead-lettered {}[{}]@{} (key '{}'): {}", r.topic.value, r.partition.value,
-                        r.offset.value, item->key, verdict.reason);
-            ctx_.stats.dead_lettered++;
-            item->finish(Outcome::dead_lettered);
-        } else {
-            item->finish(item->previously_dead_lettered ? Outcome::dead_lettered
-                                                        : Outcome::duplicate_postgres);
-        }
-        if (item->token && verdict.record_key) {
-            requests.push_back({item->key, *item->token,
-                                was_produced ? printable_text(verdict.reason) : item->result,
-                                item->previously_dead_lettered || was_produced
-                                    ? FinalState::dead_lettered
-                                    : FinalState::completed});
-            item->token.reset();
-        }
-    };
-    for (auto* item : produced) settle(item, true);
-    for (auto* item : known) settle(item, false);
-    ClaimStore* claims = redis_.connected();
-    if (requests.empty() || claims == nullptr) return;
-    try {
-        claims->complete(requests, ctx_.config.claim.completed_ttl);
-    } catch (const RedisError& e) {
-        log_->warn("could not mark {} claims dead-lettered: {}", requests.size(), e.what());
-    }
-}
-
-void Worker::produce_dead_letter(const BatchItem& item) {
-    const auto& verdict = *item.pending.dead_letter;
-    const std::string topic =
-        item.binding ? item.binding->dead_letter_topic : item.pending.record.topic.value + ".dlq";
-    // One dead letter at a time, waiting for its acknowledgement: a failure is
-    // then this record's alone, and a delivered one is never sent again because
-    // a neighbour failed.
-    auto send = [&](DeadLetterValue value) {
-        dead_letters_.produce(
-            make_dead_letter(item.pending, topic, verdict.reason, item.key, value));
-        try {
-            dead_letters_.flush(kDeadLetterFlushTimeout);
-        } catch (const KafkaError& e) {
-            if (e.code() == RD_KAFKA_RESP_ERR__TIMED_OUT) dead_letters_.purge();
-            throw;
-        }
-    };
-    try {
-        send(DeadLetterValue::original);
-    } catch (const KafkaError& e) {
-        if (e.code() != RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE) throw;
-        // The original plus exo's headers exceed message.max.bytes (the client's
-        // or the broker's): the reason and coordinates matter more than a copy of
-        // a value Kafka still holds.
-        send(DeadLetterValue::omitted);
-    }
-}
-
-void Worker::dead_letter_unrecorded(BatchItem& item, Failure failure, const std::string& why) {
-    // The verdict stays: the next try only records it, the handler does not run again.
-    auto& p = item.pending;
-    const int bound = item.binding ? item.binding->max_attempts : 1;
-    const auto& r = p.record;
-    if (!counts_as_attempt(failure)) {
-        // A dependency or another transaction, not this dead letter: wait, uncounted.
-        item.requeue(retry_delay(1), why);
-        return;
-    }
-    const int failures = ++p.dead_letter_failures;
-    ctx_.stats.dead_letter_failures++;
-    if (decide_dead_letter_failure(failure, failures, bound) != Action::stall) {
-        auto delay = retry_delay(failures);
-        log_->warn(
-            "could not record {}[{}]@{} as a dead letter (try {} of {}), retrying in {} ms: {}",
-            r.topic.value, r.partition.value, r.offset.value, failures, bound, delay.count(), why);
-        item.requeue(delay, why);
-        return;
-    }
-    // Nothing more exo can do alone: stop this partition where everyone sees it,
-    // and keep trying slowly so it resumes by itself once the cause is fixed.
-    const auto delay = ctx_.config.pipeline.retry_backoff_max;
-    if (!p.stalled)
-        log_->error(
-            "partition {}[{}] STALLED at offset {} (key '{}'): the record could not be recorded "
-            "even as a dead letter after {} tries: {}. Nothing behind it is committed and exo "
-            "reports not ready; it retries every {} ms. Fix the cause: the dead-letter topic '{}' "
-            "must exist and accept this record, and PostgreSQL must accept its dead-letter row.",
-            r.topic.value, r.partition.value, r.offset.value, item.key, failures, why,
-            delay.count(), item.binding ? item.binding->dead_letter_topic : r.topic.value + ".dlq");
-    p.stalled = true;
-    item.requeue(delay, why);
 }
 
 void Worker::release_step(std::deque<BatchItem>& items) {

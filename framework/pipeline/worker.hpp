@@ -33,6 +33,7 @@
 #include "core/backoff.hpp"
 #include "kafka/producer.hpp"
 #include "pipeline/batch_item.hpp"
+#include "pipeline/dead_letter_publisher.hpp"
 #include "pipeline/failpoints.hpp"
 #include "pipeline/failure_matrix.hpp"
 #include "pipeline/handler_registry.hpp"
@@ -114,7 +115,6 @@ private:
     void savepoint(pqxx::transaction_base& tx, const char* statement, std::deque<BatchItem>& items,
                    std::optional<std::size_t> previous);
     void complete_step(std::deque<BatchItem>& items);
-    void dead_letter_step(std::deque<BatchItem>& items);
     void release_step(std::deque<BatchItem>& items);
     void hand_back(std::deque<BatchItem>& items);
 
@@ -122,11 +122,9 @@ private:
     void record_failed(std::deque<BatchItem>& items, std::size_t index, Failure failure,
                        const std::string& why);
     void record_contended(std::deque<BatchItem>& items, std::size_t index, const std::string& why);
-    void dead_letter_unrecorded(BatchItem& item, Failure failure, const std::string& why);
     // A failure of the whole batch (a dependency, a handler's prepare(), a step
     // outside every record's own): requeue or count, per the failure's kind.
     void batch_failed(std::deque<BatchItem>& items, const std::exception& e);
-    void produce_dead_letter(const BatchItem& item);
 
     // Requeues later pending items of the same partition: order is per partition.
     static std::vector<TokenRequest> open_claims(const std::deque<BatchItem>& items);
@@ -146,11 +144,9 @@ private:
     std::shared_ptr<spdlog::logger> log_;
     std::map<std::string, std::unique_ptr<Handler>> handlers_;  // by binding topic
 
-    // Its own, so a delivery failure reported during one worker's flush can never
-    // be taken for (or hidden from) another worker's dead letters.
-    KafkaProducer dead_letters_;
     RedisSession redis_;
     PostgresSession postgres_;
+    DeadLetterPublisher dead_letters_;  // after the sessions it uses
     std::atomic<bool> healthy_{true};
     std::atomic<bool> leases_abandoned_{false};  // set from the poll thread, for the batch in hand
 

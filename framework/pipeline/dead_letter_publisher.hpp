@@ -1,0 +1,58 @@
+#pragma once
+// Records a worker's dead letters (docs/design.md section 5.6): for each record
+// of a batch judged a dead letter, the DEAD_LETTERED dedup row in an open
+// transaction, the dead letter produced and acknowledged by Kafka, then COMMIT
+// and the Redis claim marked DEAD_LETTERED. A dead letter that cannot be
+// recorded is put back with its verdict (its handler never runs again), counted,
+// and after max_attempts tries stalls its partition loudly.
+//
+// Thread-safety: none; the worker's thread only. Its producer is its own, so a
+// delivery failure reported during one worker's flush can never be taken for
+// (or hidden from) another worker's dead letters.
+#include <chrono>
+#include <deque>
+#include <functional>
+
+#include <spdlog/logger.h>
+
+#include "config/config.hpp"
+#include "kafka/producer.hpp"
+#include "pipeline/batch_item.hpp"
+#include "pipeline/failure_matrix.hpp"
+#include "pipeline/pipeline_stats.hpp"
+#include "pipeline/postgres_session.hpp"
+#include "pipeline/redis_session.hpp"
+
+namespace exo {
+
+class DeadLetterPublisher {
+public:
+    // The sessions are the worker's; `backoff(n)` is the wait after the n-th failure.
+    // Throws KafkaConfigError for a bad producer property.
+    DeadLetterPublisher(const Config& config, const ProducerOptions& producer, PipelineStats& stats,
+                        spdlog::logger& log, PostgresSession& postgres, RedisSession& redis,
+                        std::function<std::chrono::milliseconds(int)> backoff);
+    DeadLetterPublisher(const DeadLetterPublisher&) = delete;
+    DeadLetterPublisher& operator=(const DeadLetterPublisher&) = delete;
+
+    // Every item whose fate is Fate::dead_letter leaves finished (recorded, or
+    // found recorded or applied already) or requeued (not recorded this time).
+    // Never throws.
+    void publish(std::deque<BatchItem>& items);
+
+private:
+    // Produces one dead letter and waits for its acknowledgement; without its
+    // value if it is too large. Throws KafkaError.
+    void produce(const BatchItem& item);
+    void unrecorded(BatchItem& item, Failure failure, const std::string& why);
+
+    const Config& config_;
+    PipelineStats& stats_;
+    spdlog::logger& log_;
+    PostgresSession& postgres_;
+    RedisSession& redis_;
+    std::function<std::chrono::milliseconds(int)> backoff_;
+    KafkaProducer producer_;
+};
+
+}  // namespace exo
