@@ -19,6 +19,8 @@ PACKAGES=(
     # libraries
     librdkafka-dev libpqxx-dev libyaml-cpp-dev libspdlog-dev libfmt-dev doctest-dev
     libhiredis-dev nlohmann-json3-dev libssl-dev
+    # the observability endpoint's HTTP server (header-only)
+    libcpp-httplib-dev
 )
 if [[ "${EXO_APT_SET:-all}" != build ]]; then
     PACKAGES+=(
@@ -31,13 +33,16 @@ if [[ "${EXO_APT_SET:-all}" != build ]]; then
         # used by the scripts: ss (iproute2), runuser (util-linux), shuf/timeout/mktemp
         # (coreutils), ps (procps)
         iproute2 util-linux coreutils procps
+        # independent checks of exo's output: a real Prometheus (promtool, a server scraping the
+        # daemon) and an independent Kafka client
+        prometheus kcat
     )
 fi
 # shellcheck disable=SC2206  # word splitting is the point: a list of package names
 PACKAGES+=(${EXO_APT_EXTRA:-})
 
 # The services that Debian's packages would otherwise start (or enable) on install.
-SYSTEM_SERVICES=(redis-server postgresql)
+SYSTEM_SERVICES=(redis-server postgresql prometheus)
 
 log() { printf '[install-deps] %s\n' "$*" >&2; }
 
