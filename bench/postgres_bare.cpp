@@ -59,7 +59,7 @@ void run_per_record(pqxx::connection& conn, const Isolation& iso, const TopicWor
                              FencingToken{1},
                              record.topic_partition(),
                              record.offset,
-                             ProcessedOutcome::applied,
+                             StoredOutcome::applied,
                              {}};
             // As Worker::run_one: the dedup row and the sequence step in one statement.
             auto seq = extract_sequence(sequence, payload);
@@ -76,7 +76,7 @@ void run_per_record(pqxx::connection& conn, const Isolation& iso, const TopicWor
                 throw std::runtime_error("sequence of " + seq.entity +
                                          " out of order: " + std::to_string(seq.sequence));
             if (*start.verdict == SequenceVerdict::stale) {
-                update_processed(tx, row.consumer_group, key, ProcessedOutcome::stale, "");
+                update_processed(tx, row.consumer_group, key, StoredOutcome::stale, "");
                 out.round_trips++;
                 out.stale++;
                 continue;

@@ -198,7 +198,7 @@ void run_set_based(pqxx::connection& conn, const Isolation& iso, const TopicWork
         }
         // Stale records are rare (none in this workload): exo's per-record UPDATE.
         for (const auto& key : stale_keys) {
-            update_processed(tx, iso.group, key, ProcessedOutcome::stale, "");
+            update_processed(tx, iso.group, key, StoredOutcome::stale, "");
             out.round_trips++;
             out.stale++;
         }

@@ -17,7 +17,7 @@ using namespace std::chrono_literals;
 namespace {
 
 using exo::ClaimStatus;
-using exo::FinalState;
+using exo::StoredOutcome;
 using exo::FinishStatus;
 
 constexpr auto kLease = 10'000ms;
@@ -48,7 +48,7 @@ struct Claims {
         return r;
     }
     FinishStatus complete(exo::ClaimStore& s, exo::FencingToken token, std::string result,
-                          FinalState state = FinalState::completed) {
+                          StoredOutcome state = StoredOutcome::applied) {
         return s.complete({{key, token, std::move(result), state}}, kTtl).at(0);
     }
     FinishStatus extend(exo::ClaimStore& s, exo::FencingToken token,
@@ -168,7 +168,7 @@ TEST_SUITE("redis claim") {
         REQUIRE(complete(a, mine.token, "first") == FinishStatus::ok);
         CHECK(complete(a, mine.token, "second") == FinishStatus::ok);
         CHECK(claim(a).stored_result == "first");
-        CHECK(complete(a, mine.token, "other", FinalState::dead_lettered) == FinishStatus::lost);
+        CHECK(complete(a, mine.token, "other", StoredOutcome::dead_lettered) == FinishStatus::lost);
     }
 
     TEST_CASE_FIXTURE(Claims, "a wrong token or owner is lost and changes nothing") {
@@ -217,7 +217,7 @@ TEST_SUITE("redis claim") {
 
     TEST_CASE_FIXTURE(Claims, "a dead-lettered claim answers dead-lettered with the reason") {
         auto mine = acquire(a);
-        CHECK(complete(a, mine.token, "payload is not JSON", FinalState::dead_lettered) ==
+        CHECK(complete(a, mine.token, "payload is not JSON", StoredOutcome::dead_lettered) ==
               FinishStatus::ok);
         CHECK(record()["state"] == "DEAD_LETTERED");
         for (auto* store : {&a, &b}) {
@@ -418,7 +418,7 @@ TEST_CASE(
     exo::ClaimStore second{redis, kPrefix, group + ":eu", "owner-b"};
     auto got = first.claim({"eu:42"}, kLease).at(0);
     REQUIRE(got.status == ClaimStatus::acquired);
-    REQUIRE(first.complete({{"eu:42", got.token, "applied", FinalState::completed}}, kTtl).at(0) ==
+    REQUIRE(first.complete({{"eu:42", got.token, "applied", StoredOutcome::applied}}, kTtl).at(0) ==
             FinishStatus::ok);
     // Before claim keys were escaped, both were "<prefix>:<group>:eu:42".
     CHECK(second.claim({"42"}, kLease).at(0).status == ClaimStatus::acquired);

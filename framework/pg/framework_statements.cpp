@@ -72,17 +72,25 @@ void prepare_framework_statements(pqxx::connection_base& c) {
               "DELETE FROM exo_sequence_gaps WHERE consumer_group = $1 AND idempotency_key = $2");
 }
 
-const char* to_sql(ProcessedOutcome o) {
-    switch (o) {
-        case ProcessedOutcome::applied:
-            return "APPLIED";
-        case ProcessedOutcome::stale:
-            return "STALE";
-        case ProcessedOutcome::dead_lettered:
-            return "DEAD_LETTERED";
-    }
-    return "APPLIED";
+namespace {
+
+// The row that made an insert a no-op. Retention may have deleted it since:
+// the key was then settled long ago, and APPLIED is as good an answer as any.
+ExistingRow existing_row(pqxx::transaction_base& tx, const std::string& group,
+                         const std::string& key) {
+    auto existing = tx.exec_prepared(kSelectProcessed, group, key);
+    if (existing.empty()) return ExistingRow{StoredOutcome::applied, ""};
+    const auto text = existing[0][0].as<std::string>();
+    const auto outcome = parse_stored_outcome(text);
+    // The table's CHECK constraint allows no other value; a newer exo's would
+    // need this one to learn it, not to guess.
+    if (!outcome)
+        throw std::runtime_error("exo_processed row for key '" + key + "' has outcome '" + text +
+                                 "', unknown to this exo: run the exo version that wrote it");
+    return ExistingRow{*outcome, existing[0][1].as<std::string>()};
 }
+
+}  // namespace
 
 std::optional<ExistingRow> insert_processed(pqxx::transaction_base& tx, const ProcessedRow& row) {
     auto inserted =
@@ -90,10 +98,7 @@ std::optional<ExistingRow> insert_processed(pqxx::transaction_base& tx, const Pr
                          row.partition.topic.value, row.partition.partition.value, row.offset.value,
                          to_sql(row.outcome), row.result);
     if (!inserted.empty()) return std::nullopt;
-    auto existing = tx.exec_prepared(kSelectProcessed, row.consumer_group, row.idempotency_key);
-    if (existing.empty())  // deleted by retention between the two statements
-        return ExistingRow{"APPLIED", ""};
-    return ExistingRow{existing[0][0].as<std::string>(), existing[0][1].as<std::string>()};
+    return existing_row(tx, row.consumer_group, row.idempotency_key);
 }
 
 RecordStart start_record(pqxx::transaction_base& tx, const ProcessedRow& row,
@@ -110,10 +115,7 @@ RecordStart start_record(pqxx::transaction_base& tx, const ProcessedRow& row,
                          row.partition.topic.value, row.partition.partition.value, row.offset.value,
                          sequence->handler, sequence->entity, sequence->sequence);
     if (!r[0][0].as<bool>()) {
-        auto existing = tx.exec_prepared(kSelectProcessed, row.consumer_group, row.idempotency_key);
-        out.duplicate = existing.empty() ? ExistingRow{"APPLIED", ""}
-                                         : ExistingRow{existing[0][0].as<std::string>(),
-                                                       existing[0][1].as<std::string>()};
+        out.duplicate = existing_row(tx, row.consumer_group, row.idempotency_key);
         return out;
     }
     if (r[0][2].as<bool>()) {
@@ -133,7 +135,7 @@ void delete_processed(pqxx::transaction_base& tx, const std::string& group,
 }
 
 void update_processed(pqxx::transaction_base& tx, const std::string& group, const std::string& key,
-                      ProcessedOutcome outcome, const std::string& result) {
+                      StoredOutcome outcome, const std::string& result) {
     tx.exec_prepared(kUpdateProcessed, group, key, to_sql(outcome), result);
 }
 

@@ -13,14 +13,12 @@
 
 #include <exo/types.hpp>
 #include "config/config.hpp"
+#include "core/outcome.hpp"
 #include "core/sequence_decision.hpp"
 
 namespace exo {
 
 void prepare_framework_statements(pqxx::connection_base& connection);
-
-enum class ProcessedOutcome { applied, stale, dead_lettered };
-const char* to_sql(ProcessedOutcome o);
 
 struct ProcessedRow {
     std::string consumer_group;
@@ -28,12 +26,12 @@ struct ProcessedRow {
     FencingToken token;
     TopicPartition partition;
     Offset offset;
-    ProcessedOutcome outcome = ProcessedOutcome::applied;
+    StoredOutcome outcome = StoredOutcome::applied;
     std::string result;
 };
 
 struct ExistingRow {
-    std::string outcome;  // APPLIED, STALE or DEAD_LETTERED
+    StoredOutcome outcome = StoredOutcome::applied;
     std::string result;
 };
 
@@ -45,7 +43,7 @@ std::optional<ExistingRow> insert_processed(pqxx::transaction_base& tx, const Pr
 
 // Sets outcome and result of a row inserted earlier in this transaction.
 void update_processed(pqxx::transaction_base& tx, const std::string& group, const std::string& key,
-                      ProcessedOutcome outcome, const std::string& result);
+                      StoredOutcome outcome, const std::string& result);
 
 struct SequenceStep {
     const std::string& handler;

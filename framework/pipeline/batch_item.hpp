@@ -7,6 +7,7 @@
 #include <exo/payload.hpp>
 #include <exo/types.hpp>
 #include "config/config.hpp"
+#include "core/outcome.hpp"
 #include "pipeline/pending_record.hpp"
 
 namespace exo {
@@ -19,8 +20,6 @@ enum class Fate {
     dead_letter,  // to the DLQ with `error`, then finished
 };
 
-enum class Outcome { none, applied, duplicate_redis, duplicate_postgres, stale, dead_lettered };
-
 struct BatchItem {
     explicit BatchItem(PendingRecord&& p) : pending(std::move(p)), payload(pending.record.value) {}
     BatchItem(const BatchItem&) = delete;  // payload points into pending.record
@@ -31,8 +30,10 @@ struct BatchItem {
     std::string key;                    // empty if it could not be derived
     std::optional<FencingToken> token;  // set while we hold the Redis claim
     Fate fate = Fate::pending;
-    Outcome outcome = Outcome::none;
-    bool previously_dead_lettered = false;  // the dedup row says DEAD_LETTERED
+    std::optional<Outcome> outcome;  // set with Fate::finished
+    // What the key's dedup row says (or will say, once committed): for a
+    // duplicate, what its first delivery did. Written to its Redis claim.
+    StoredOutcome stored = StoredOutcome::applied;
     bool in_transaction = false;  // taken into this batch's transaction (not settled by Redis)
     bool committed = false;       // ... and that transaction committed: its fate is durable
     bool handler_ran = false;     // handle() was called in this batch (a re-run is a rerun)
@@ -44,16 +45,27 @@ struct BatchItem {
     // Forgets what an aborted transaction decided about this record.
     void reset_to_pending() {
         fate = Fate::pending;
-        outcome = Outcome::none;
-        previously_dead_lettered = false;
+        outcome.reset();
+        stored = StoredOutcome::applied;
         pending.dead_letter.reset();
         result.clear();
         error.clear();
         delay = std::chrono::milliseconds(0);
     }
+    // Finished with an effect of its own: applied, stale, dead_lettered.
     void finish(Outcome o) {
         fate = Fate::finished;
         outcome = o;
+        stored = o == Outcome::stale           ? StoredOutcome::stale
+                 : o == Outcome::dead_lettered ? StoredOutcome::dead_lettered
+                                               : StoredOutcome::applied;
+    }
+    // Finished as a duplicate of a key whose first delivery ended as `first`.
+    void finish_duplicate(Outcome o, StoredOutcome first, std::string stored_result) {
+        fate = Fate::finished;
+        outcome = o;
+        stored = first;
+        result = std::move(stored_result);
     }
     void requeue(std::chrono::milliseconds d, std::string why) {
         fate = Fate::requeue;

@@ -48,11 +48,20 @@ ProducerOptions dead_letter_producer(const std::string& bootstrap, const KafkaCo
     return options;
 }
 
+std::vector<std::string> bound_topics(const Config& config) {
+    std::vector<std::string> topics;
+    for (const auto& b : config.bindings) topics.push_back(b.topic);
+    return topics;
+}
+
 }  // namespace
 
 Daemon::Daemon(const Config& config, const HandlerRegistry& handlers, Failpoints& failpoints,
                std::string bootstrap_servers)
-    : config_(config), bootstrap_(std::move(bootstrap_servers)), pruner_(config.postgres, stats_) {
+    : config_(config),
+      bootstrap_(std::move(bootstrap_servers)),
+      stats_(bound_topics(config)),
+      pruner_(config.postgres, stats_) {
     auto prefix = owner_prefix(config.kafka.group_id);
     for (int i = 0; i < config.pipeline.workers; ++i) {
         WorkerContext ctx{config_,

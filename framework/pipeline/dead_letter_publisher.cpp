@@ -67,12 +67,12 @@ void DeadLetterPublisher::publish(std::deque<BatchItem>& items) {
                     const auto& r = item->pending.record;
                     auto existing = insert_processed(
                         tx, {group, item->key, item->token.value_or(FencingToken{0}),
-                             r.topic_partition(), r.offset, ProcessedOutcome::dead_lettered,
+                             r.topic_partition(), r.offset, StoredOutcome::dead_lettered,
                              printable_text(verdict.reason)});
                     if (existing) {
                         // Applied by another copy meanwhile, or dead-lettered by an
                         // earlier try whose acknowledgement we lost: done either way.
-                        item->previously_dead_lettered = existing->outcome == "DEAD_LETTERED";
+                        item->stored = existing->outcome;
                         item->result = existing->result;
                         known.push_back(item);
                         tx.exec("RELEASE SAVEPOINT exo_dead_letter");
@@ -116,18 +116,14 @@ void DeadLetterPublisher::publish(std::deque<BatchItem>& items) {
         if (was_produced) {
             log_.error("dead-lettered {}[{}]@{} (key '{}'): {}", r.topic.value, r.partition.value,
                        r.offset.value, item->key, verdict.reason);
-            stats_.dead_lettered++;
             item->finish(Outcome::dead_lettered);
         } else {
-            item->finish(item->previously_dead_lettered ? Outcome::dead_lettered
-                                                        : Outcome::duplicate_postgres);
+            item->finish_duplicate(Outcome::duplicate_postgres, item->stored, item->result);
         }
         if (item->token && verdict.record_key) {
             requests.push_back({item->key, *item->token,
                                 was_produced ? printable_text(verdict.reason) : item->result,
-                                item->previously_dead_lettered || was_produced
-                                    ? FinalState::dead_lettered
-                                    : FinalState::completed});
+                                item->stored});
             item->token.reset();
         }
     };

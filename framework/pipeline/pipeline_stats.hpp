@@ -1,23 +1,68 @@
 #pragma once
 // Counters of what the pipeline did, shared by all workers (relaxed atomics:
-// they are reports, not synchronization). Read by the demo, tests and bench.
+// they are reports, not synchronization). Read by the metrics endpoint, the
+// demo, tests and the bench.
+//
+// A record's outcome is counted in one place, finished(), when its outcome is
+// durable (the worker hands its offset back). The other counters count events
+// where they happen (a CONFLICT, a retry, a lease renewal, a pruned row).
+#include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
+#include "core/outcome.hpp"
+#include "pipeline/bucket_histogram.hpp"
 #include "pipeline/latency_histogram.hpp"
 
 namespace exo {
 
-struct PipelineStats {
+// Per bound topic: what exo_records_total{topic,outcome} and the histograms export.
+struct TopicStats {
+    std::array<std::atomic<std::uint64_t>, kOutcomes.size()> outcomes{};  // by Outcome
+    std::atomic<std::uint64_t> parked{0};  // strict-sequence gaps set aside (events, not records)
+    BucketHistogram handler_duration;      // handle() alone
+    BucketHistogram record_latency;        // Kafka timestamp -> durable outcome
+
+    std::uint64_t count(Outcome o) const {
+        return outcomes[static_cast<std::size_t>(o)].load(std::memory_order_relaxed);
+    }
+};
+
+class PipelineStats {
+public:
+    // `topics`: the bound topics, fixed for the life of the stats (so lookups
+    // need no lock). A record of another topic is counted under "" (none is
+    // expected: the consumer subscribes to the bound topics only).
+    explicit PipelineStats(const std::vector<std::string>& topics = {});
+
+    // The one place a record's outcome is counted: its outcome is durable.
+    // `since_poll`: poll -> now; `since_produced`: the record's Kafka
+    // timestamp -> now, when it has one.
+    void finished(const std::string& topic, Outcome outcome, std::chrono::microseconds since_poll,
+                  std::optional<std::chrono::microseconds> since_produced);
+    void parked_record(const std::string& topic) { topic_stats(topic).parked++; }
+    void handler_ran(const std::string& topic, std::chrono::microseconds took) {
+        topic_stats(topic).handler_duration.observe(took);
+    }
+
+    const std::map<std::string, std::unique_ptr<TopicStats>>& topics() const { return topics_; }
+
     std::atomic<std::uint64_t> polled{0};
+    // Totals over every topic, by outcome (also in topics()).
     std::atomic<std::uint64_t> applied{0};              // handler ran and committed
     std::atomic<std::uint64_t> duplicates_redis{0};     // answered by the Redis claim
     std::atomic<std::uint64_t> duplicates_postgres{0};  // caught by the dedup row
     std::atomic<std::uint64_t> stale{0};                // older sequence: recorded, no effect
-    std::atomic<std::uint64_t> conflicts{0};            // NACKed: another owner held the key
-    std::atomic<std::uint64_t> retries{0};              // retryable failures retried
-    std::atomic<std::uint64_t> dead_lettered{0};
+    std::atomic<std::uint64_t> dead_lettered{0};        // recorded and produced as dead letters
+    // Events.
+    std::atomic<std::uint64_t> conflicts{0};             // NACKed: another owner held the key
+    std::atomic<std::uint64_t> retries{0};               // retryable failures retried
     std::atomic<std::uint64_t> dead_letter_failures{0};  // DLQ produce failed: kept, retried
     std::atomic<std::uint64_t> lost_completions{0};      // complete() found the claim taken over
     std::atomic<std::uint64_t> lease_renewals{0};        // claims extended for slow handlers
@@ -29,12 +74,18 @@ struct PipelineStats {
     std::atomic<std::uint64_t> batch_failures{0};     // whole batch put back (dependency down)
     std::atomic<std::uint64_t> redis_round_trips{0};
     std::atomic<std::uint64_t> postgres_round_trips{0};
-    LatencyHistogram latency;  // poll -> durable outcome, per finished record
+    LatencyHistogram latency;  // poll -> durable outcome, per finished record (percentiles)
 
     std::uint64_t finished() const {
         return applied + duplicates_redis + duplicates_postgres + stale + dead_lettered;
     }
     std::string summary() const;
+
+private:
+    TopicStats& topic_stats(const std::string& topic);
+
+    std::map<std::string, std::unique_ptr<TopicStats>> topics_;
+    TopicStats* other_ = nullptr;  // topics_[""]
 };
 
 }  // namespace exo

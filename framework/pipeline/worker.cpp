@@ -15,6 +15,7 @@
 #include "pg/session.hpp"
 #include "pipeline/dead_letter.hpp"
 #include "pipeline/failure_matrix.hpp"
+#include "pipeline/record_step.hpp"
 #include "redis/redis_error.hpp"
 
 namespace exo {
@@ -29,7 +30,15 @@ using std::chrono::milliseconds;
 constexpr const char* kFirstSavepoint = "SAVEPOINT exo_record";
 constexpr const char* kNextSavepoint = "RELEASE SAVEPOINT exo_record; SAVEPOINT exo_record";
 constexpr const char* kReleaseSavepoint = "RELEASE SAVEPOINT exo_record";
-constexpr const char* kRollbackRecord = "ROLLBACK TO SAVEPOINT exo_record";
+
+// The record's Kafka timestamp (producer or broker time) to now, when it has one.
+std::optional<std::chrono::microseconds> since_produced(const Record& record,
+                                                        std::chrono::system_clock::time_point now) {
+    if (record.timestamp_ms < 0) return std::nullopt;
+    const auto produced =
+        std::chrono::system_clock::time_point(std::chrono::milliseconds(record.timestamp_ms));
+    return std::chrono::duration_cast<std::chrono::microseconds>(now - produced);
+}
 
 std::shared_ptr<spdlog::logger> worker_logger(int index) {
     auto name = "worker-" + std::to_string(index);
@@ -252,12 +261,14 @@ void Worker::claim_step(std::deque<BatchItem>& items) {
                 item.token = r.token;
                 break;
             case ClaimStatus::duplicate:
-                item.result = r.stored_result;
-                if (item.fate == Fate::pending) item.finish(Outcome::duplicate_redis);
+                if (item.fate == Fate::pending)
+                    item.finish_duplicate(Outcome::duplicate_redis, StoredOutcome::applied,
+                                          r.stored_result);
                 break;
             case ClaimStatus::dead_lettered:
-                item.result = r.stored_result;
-                if (item.fate == Fate::pending) item.finish(Outcome::dead_lettered);
+                if (item.fate == Fate::pending)
+                    item.finish_duplicate(Outcome::duplicate_redis, StoredOutcome::dead_lettered,
+                                          r.stored_result);
                 break;
             case ClaimStatus::conflict: {
                 item.pending.nacks++;
@@ -397,10 +408,10 @@ void Worker::savepoint(pqxx::transaction_base& tx, const char* statement,
 bool Worker::run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<BatchItem>& items,
                      std::size_t index, bool careful) {
     const auto& binding = *item.binding;
-    const auto& record = item.pending.record;
+    const auto& topic = binding.topic;
     // Read before anything is written: a bad sequence field is the record's
     // fault alone and needs no rollback.
-    SequenceValue seq;
+    std::optional<SequenceValue> seq;
     if (binding.sequence) {
         try {
             seq = extract_sequence(*binding.sequence, item.payload);
@@ -409,77 +420,39 @@ bool Worker::run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<Bat
             return true;
         }
     }
+    auto& handler = *handlers_.at(topic);
+    std::chrono::microseconds handler_took{0};
     try {
-        ProcessedRow row{ctx_.config.kafka.group_id,
-                         item.key,
-                         item.token.value_or(FencingToken{0}),
-                         record.topic_partition(),
-                         record.offset,
-                         ProcessedOutcome::applied,
-                         {}};
-        std::optional<SequenceStep> step;
-        if (binding.sequence)
-            step.emplace(
-                SequenceStep{binding.handler, seq.entity, seq.sequence, binding.sequence->mode});
-        ctx_.stats.postgres_round_trips++;
-        auto start = start_record(tx, row, step);
-        if (start.duplicate) {
-            ctx_.stats.postgres_round_trips++;
-            item.result = start.duplicate->result;
-            item.previously_dead_lettered = start.duplicate->outcome == "DEAD_LETTERED";
-            item.finish(Outcome::duplicate_postgres);
-            return true;
+        const RecordStepInput input{binding,
+                                    ctx_.config.kafka.group_id,
+                                    item.pending.record,
+                                    item.key,
+                                    item.payload,
+                                    seq,
+                                    item.token.value_or(FencingToken{0}),
+                                    handler,
+                                    *log_,
+                                    item.pending.attempts + 1,
+                                    item.handler_ran,
+                                    &handler_took};
+        auto step = run_record_step(tx, input,
+                                    careful ? GapUndo::rollback_to_savepoint : GapUndo::delete_row);
+        ctx_.stats.postgres_round_trips += static_cast<std::uint64_t>(step.round_trips);
+        if (step.outcome == Outcome::applied) ctx_.stats.handler_ran(topic, handler_took);
+        if (step.outcome == Outcome::duplicate_postgres) {
+            item.finish_duplicate(Outcome::duplicate_postgres, step.stored, std::move(step.result));
+        } else if (step.outcome) {
+            item.result = std::move(step.result);
+            item.finish(*step.outcome);
+        } else if (!step.gap_expired.empty()) {
+            item.dead_letter(std::move(step.gap_expired), /*record_key=*/false,
+                             /*clears_gap=*/true);
+        } else {
+            // Parked, not held: the predecessor may be right behind it.
+            // Capped at 1 s so a filled gap is noticed soon.
+            auto delay = std::min(retry_delay(++item.pending.gap_waits), milliseconds(1000));
+            item.park(delay, "waiting for an earlier sequence of " + seq->entity);
         }
-        if (!start
-                 .verdict)  // another transaction created the entity first: not this record's fault
-            throw ContentionError("sequence of " + seq.entity + " moved concurrently");
-        if (*start.verdict == SequenceVerdict::stale) {
-            update_processed(tx, row.consumer_group, item.key, ProcessedOutcome::stale, "");
-            ctx_.stats.postgres_round_trips++;
-            item.finish(Outcome::stale);
-            return true;
-        }
-        if (*start.verdict == SequenceVerdict::gap) {
-            // Not applied, so its dedup row must not stay.
-            if (careful)
-                tx.exec(kRollbackRecord);
-            else
-                delete_processed(tx, row.consumer_group, item.key);
-            // When it was first seen waiting is kept in PostgreSQL (server time),
-            // so the timeout survives rebalances and restarts; a sighting in a
-            // transaction that rolls back never happened.
-            const auto waited = record_gap(tx, row.consumer_group, item.key);
-            ctx_.stats.postgres_round_trips += 2;
-            if (waited >= binding.sequence->gap_timeout) {
-                item.dead_letter("sequence gap for " + seq.entity + ": " +
-                                     std::to_string(seq.sequence) + " never became next within " +
-                                     std::to_string(binding.sequence->gap_timeout.count()) +
-                                     " ms (gap_timeout)",
-                                 /*record_key=*/false, /*clears_gap=*/true);
-            } else {
-                // Parked, not held: the predecessor may be right behind it.
-                // Capped at 1 s so a filled gap is noticed soon.
-                auto delay = std::min(retry_delay(++item.pending.gap_waits), milliseconds(1000));
-                item.park(delay, "waiting for an earlier sequence of " + seq.entity);
-            }
-            return true;
-        }
-        HandlerContext hctx(tx, record, item.key, item.payload, *log_, item.pending.attempts + 1,
-                            item.handler_ran);
-        item.handler_ran = true;
-        ctx_.stats.postgres_round_trips++;  // a handler's statements, at least one
-        handlers_.at(binding.topic)->handle(hctx);
-        if (!hctx.result().empty()) {
-            if (!is_postgres_text(hctx.result()))
-                throw PermanentError("handler '" + binding.handler +
-                                     "' set a result PostgreSQL cannot store (invalid UTF-8 or a "
-                                     "NUL byte): encode binary results, e.g. as hex or base64");
-            update_processed(tx, row.consumer_group, item.key, ProcessedOutcome::applied,
-                             hctx.result());
-            ctx_.stats.postgres_round_trips++;
-        }
-        item.result = hctx.result();
-        item.finish(Outcome::applied);
         return true;
     } catch (const std::exception& e) {
         const Failure failure = classify(e);
@@ -487,27 +460,26 @@ bool Worker::run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<Bat
         const std::string why = failure == Failure::aborted_transaction
                                     ? swallowed_error_reason(binding.handler)
                                     : printable_text(e.what());
-        if (!careful) {
-            item.error = why;
-            return false;
-        }
-        tx.exec(kRollbackRecord);
-        ctx_.stats.postgres_round_trips++;
-        record_failed(items, index, failure, why);
-        return true;
+        return record_step_failed(tx, items, index, careful, failure, why);
     } catch (...) {
         // Not a std::exception: nothing says what it means, so it is retried.
-        if (!careful) {
-            item.error = "handler threw an exception that is not a std::exception";
-            return false;
-        }
-        tx.exec(kRollbackRecord);
-        ctx_.stats.postgres_round_trips++;
-        record_failed(
-            items, index, Failure::retryable,
+        return record_step_failed(
+            tx, items, index, careful, Failure::retryable,
             "handler '" + binding.handler + "' threw an exception that is not a std::exception");
-        return true;
     }
+}
+
+bool Worker::record_step_failed(pqxx::transaction_base& tx, std::deque<BatchItem>& items,
+                                std::size_t index, bool careful, Failure failure,
+                                const std::string& why) {
+    if (!careful) {
+        items[index].error = why;
+        return false;  // the optimistic pass rolls everything back and goes careful
+    }
+    tx.exec(kRollbackRecord);
+    ctx_.stats.postgres_round_trips++;
+    record_failed(items, index, failure, why);
+    return true;
 }
 
 void Worker::record_failed(std::deque<BatchItem>& items, std::size_t index, Failure failure,
@@ -553,11 +525,8 @@ void Worker::complete_step(std::deque<BatchItem>& items) {
     std::vector<CompleteRequest> requests;
     for (auto& item : items) {
         if (item.fate != Fate::finished || !item.token) continue;
-        if (item.outcome == Outcome::duplicate_redis || item.outcome == Outcome::dead_lettered)
-            continue;
-        requests.push_back(
-            {item.key, *item.token, item.result,
-             item.previously_dead_lettered ? FinalState::dead_lettered : FinalState::completed});
+        if (item.outcome == Outcome::duplicate_redis) continue;  // Redis said so itself
+        requests.push_back({item.key, *item.token, item.result, item.stored});
         item.token.reset();  // the claim is settled one way or the other
     }
     ClaimStore* claims = redis_.connected();
@@ -600,32 +569,20 @@ void Worker::hand_back(std::deque<BatchItem>& items) {
     std::vector<PendingRecord> requeue;
     std::vector<WorkerInbox::Parked> parked;
     std::map<TopicPartition, Clock::time_point> hold;
-    auto now = Clock::now();
+    const auto now = Clock::now();
+    const auto wall_now = std::chrono::system_clock::now();
     for (auto& item : items) {
         switch (item.fate) {
             case Fate::finished:
                 if (item.pending.stalled) inbox_.clear_stalled(item.partition());
                 finished.push_back({item.partition(), item.pending.record.offset});
-                ctx_.stats.latency.record(std::chrono::duration_cast<std::chrono::microseconds>(
-                    now - item.pending.polled_at));
-                switch (item.outcome) {
-                    case Outcome::applied:
-                        ctx_.stats.applied++;
-                        break;
-                    case Outcome::duplicate_redis:
-                        ctx_.stats.duplicates_redis++;
-                        break;
-                    case Outcome::duplicate_postgres:
-                        ctx_.stats.duplicates_postgres++;
-                        break;
-                    case Outcome::stale:
-                        ctx_.stats.stale++;
-                        break;
-                    default:
-                        break;
-                }
+                ctx_.stats.finished(item.pending.record.topic.value, *item.outcome,
+                                    std::chrono::duration_cast<std::chrono::microseconds>(
+                                        now - item.pending.polled_at),
+                                    since_produced(item.pending.record, wall_now));
                 break;
             case Fate::park:
+                ctx_.stats.parked_record(item.pending.record.topic.value);
                 parked.push_back({std::move(item.pending), now + item.delay});
                 break;
             case Fate::pending:  // not reached: every step leaves a fate

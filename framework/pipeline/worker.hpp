@@ -110,6 +110,12 @@ private:
     // Returns false only in the optimistic pass, when the record failed.
     bool run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<BatchItem>& items,
                  std::size_t index, bool careful);
+    // run_one's answer to a failed record step: in the optimistic pass, false
+    // (the whole transaction rolls back); in the careful pass the record rolls
+    // back alone and the failure matrix decides.
+    bool record_step_failed(pqxx::transaction_base& tx, std::deque<BatchItem>& items,
+                            std::size_t index, bool careful, Failure failure,
+                            const std::string& why);
     // Careful pass: the savepoint before the record at `index` (or after the
     // last record), blaming `previous` if its handler left the transaction aborted.
     void savepoint(pqxx::transaction_base& tx, const char* statement, std::deque<BatchItem>& items,

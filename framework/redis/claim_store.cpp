@@ -17,8 +17,8 @@ std::string embedded_script(std::string_view name) {
                            " is not embedded in this binary: rebuild exo");
 }
 
-std::string final_state_name(FinalState s) {
-    return s == FinalState::completed ? "COMPLETED" : "DEAD_LETTERED";
+std::string final_state_name(StoredOutcome s) {
+    return s == StoredOutcome::dead_lettered ? "DEAD_LETTERED" : "COMPLETED";
 }
 
 void require_positive(std::chrono::milliseconds d, const char* what) {
@@ -100,7 +100,7 @@ std::vector<FinishStatus> ClaimStore::complete(const std::vector<CompleteRequest
     calls.reserve(requests.size());
     for (const auto& r : requests)
         calls.push_back({"1", redis_key(r.key), owner_, std::to_string(r.token.value), r.result,
-                         std::to_string(ttl.count()), final_state_name(r.state)});
+                         std::to_string(ttl.count()), final_state_name(r.outcome)});
     const auto replies = redis_.eval_many(complete_script_, calls);
     std::vector<FinishStatus> out;
     out.reserve(replies.size());

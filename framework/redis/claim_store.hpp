@@ -13,18 +13,19 @@
 #include <vector>
 
 #include <exo/types.hpp>
+#include "core/outcome.hpp"
 #include "redis/claim_reply.hpp"  // ClaimResult, FinishStatus
 #include "redis/redis_connection.hpp"
 
 namespace exo {
 
-enum class FinalState { completed, dead_lettered };
-
 struct CompleteRequest {
     std::string key;  // idempotency key (not the Redis key)
     FencingToken token;
     std::string result;
-    FinalState state = FinalState::completed;
+    // The key's durable outcome: DEAD_LETTERED claims answer DEAD_LETTERED, the
+    // others (APPLIED, STALE) COMPLETED, both with `result`.
+    StoredOutcome outcome = StoredOutcome::applied;
 };
 
 struct TokenRequest {

@@ -27,6 +27,8 @@
 #include "pg/migrations.hpp"
 #include "pg/pg_errors.hpp"
 #include "pg/session.hpp"
+#include "pipeline/failure_matrix.hpp"
+#include "pipeline/record_step.hpp"
 
 namespace exo::testing {
 namespace {
@@ -35,7 +37,6 @@ namespace {
 // rolls back the record alone.
 constexpr const char* kSavepoint = "SAVEPOINT exo_record";
 constexpr const char* kReleaseSavepoint = "RELEASE SAVEPOINT exo_record";
-constexpr const char* kRollbackRecord = "ROLLBACK TO SAVEPOINT exo_record";
 
 // The daemon's reasons (pipeline/worker.cpp), so a test reads what an operator
 // would read in the dead letter.
@@ -226,7 +227,7 @@ struct HandlerKit::State {
     Verdict run(const Record& record, JsonPayload& payload, const std::string& key, int& attempts);
     Verdict run_record(pqxx::transaction_base& tx, const Record& record, JsonPayload& payload,
                        const std::string& key, int& attempts);
-    Verdict failed(int& attempts, bool permanent, const std::string& why) const;
+    Verdict failed(int& attempts, Failure failure, const std::string& why) const;
     std::optional<Verdict> record_dead_letter(const Verdict& verdict, const Record& record,
                                               const std::string& key);
 };
@@ -288,23 +289,21 @@ Verdict HandlerKit::State::run(const Record& record, JsonPayload& payload, const
     try {
         batch.commit();
     } catch (const std::exception& e) {
-        const auto kind = classify_pg_error(e);
-        if (dynamic_cast<const CommitRefused*>(&e) == nullptr &&
-            (kind == PgFailure::connection_lost || kind == PgFailure::outcome_unknown))
-            throw;  // the daemon retries the batch, uncounted; a test should hear of it
+        // The daemon retries the batch uncounted; a test should hear of it.
+        if (classify(e) == Failure::postgres_down) throw;
         // A deferred constraint, or the server rolled back: nothing of it happened.
-        verdict = failed(attempts, false, std::string("COMMIT failed: ") + e.what());
+        verdict = failed(attempts, Failure::retryable, std::string("COMMIT failed: ") + e.what());
     }
     return verdict;
 }
 
-// worker.cpp: run_one in the careful run, with the savepoint statements of
-// Worker::savepoint for a single record.
+// worker.cpp: run_one in the careful pass, with the savepoint statements of
+// Worker::savepoint for a single record, on the worker's own record step.
 Verdict HandlerKit::State::run_record(pqxx::transaction_base& tx, const Record& record,
                                       JsonPayload& payload, const std::string& key, int& attempts) {
     // Read before anything is written: a bad sequence field is the record's
     // fault alone and needs no rollback.
-    SequenceValue seq;
+    std::optional<SequenceValue> seq;
     if (binding.sequence) {
         try {
             seq = extract_sequence(*binding.sequence, payload);
@@ -313,78 +312,58 @@ Verdict HandlerKit::State::run_record(pqxx::transaction_base& tx, const Record& 
         }
     }
     tx.exec(kSavepoint);
+    bool handler_ran = false;  // one delivery is one batch: never a rerun
     try {
-        const ProcessedRow row{group,
-                               key,
-                               FencingToken{0},
-                               record.topic_partition(),
-                               record.offset,
-                               ProcessedOutcome::applied,
-                               {}};
-        std::optional<SequenceStep> step;
-        if (binding.sequence)
-            step.emplace(
-                SequenceStep{binding.handler, seq.entity, seq.sequence, binding.sequence->mode});
-        auto start = start_record(tx, row, step);
-        if (start.duplicate)
-            return {Outcome::duplicate, start.duplicate->outcome, start.duplicate->result};
-        if (!start.verdict)
-            throw RetryableError("sequence of " + seq.entity + " moved concurrently");
-        if (*start.verdict == SequenceVerdict::stale) {
-            update_processed(tx, group, key, ProcessedOutcome::stale, "");
-            return {Outcome::stale, {}, {}};
+        const RecordStepInput input{binding, group,        record,          key,
+                                    payload, seq,          FencingToken{0}, *handler,
+                                    *log,    attempts + 1, handler_ran};
+        auto step = run_record_step(tx, input, GapUndo::rollback_to_savepoint);
+        if (step.outcome == exo::Outcome::applied || step.outcome == exo::Outcome::stale) {
+            // A handler that swallowed a database error left the transaction
+            // aborted: this answers 25P02 (the worker's next SAVEPOINT, or the
+            // RELEASE before COMMIT), handled below.
+            tx.exec(kReleaseSavepoint);
+            if (step.outcome == exo::Outcome::stale) return {Outcome::stale, {}, {}};
+            return {Outcome::applied, {}, std::move(step.result)};
         }
-        if (*start.verdict == SequenceVerdict::gap) {
-            // Not applied, so its dedup row must not stay; its first sighting does.
-            tx.exec(kRollbackRecord);
-            const auto waited = record_gap(tx, group, key);
-            if (waited >= binding.sequence->gap_timeout)
-                return dead_letter("sequence gap for " + seq.entity + ": " +
-                                       std::to_string(seq.sequence) + " never became next within " +
-                                       std::to_string(binding.sequence->gap_timeout.count()) +
-                                       " ms (gap_timeout)",
-                                   /*record_key=*/false, /*clears_gap=*/true);
-            return {Outcome::parked, "waiting for an earlier sequence of " + seq.entity, {}};
-        }
-        HandlerContext ctx(tx, record, key, payload, *log, attempts + 1);
-        handler->handle(ctx);
-        if (!ctx.result().empty()) {
-            if (!is_postgres_text(ctx.result()))
-                throw PermanentError("handler '" + binding.handler +
-                                     "' set a result PostgreSQL cannot store (invalid UTF-8 or a "
-                                     "NUL byte): encode binary results, e.g. as hex or base64");
-            update_processed(tx, group, key, ProcessedOutcome::applied, ctx.result());
-        }
-        // A handler that swallowed a database error left the transaction
-        // aborted: this answers 25P02 (the worker's next SAVEPOINT, or the
-        // RELEASE before COMMIT), handled below.
-        tx.exec(kReleaseSavepoint);
-        return {Outcome::applied, {}, ctx.result()};
+        if (step.outcome == exo::Outcome::duplicate_postgres)
+            return {Outcome::duplicate, to_sql(step.stored), std::move(step.result)};
+        if (!step.gap_expired.empty())
+            return dead_letter(std::move(step.gap_expired), /*record_key=*/false,
+                               /*clears_gap=*/true);
+        return {Outcome::parked, "waiting for an earlier sequence of " + seq->entity, {}};
     } catch (const std::exception& e) {
-        const PgFailure kind = dynamic_cast<const PermanentError*>(&e)   ? PgFailure::permanent
-                               : dynamic_cast<const RetryableError*>(&e) ? PgFailure::retryable
-                                                                         : classify_pg_error(e);
-        if (kind == PgFailure::connection_lost || kind == PgFailure::outcome_unknown) throw;
-        const std::string why = is_aborted_transaction(e) ? swallowed_error_reason(binding.handler)
-                                                          : printable_text(e.what());
+        const Failure failure = classify(e);
+        if (pauses_the_worker(failure)) throw;
+        const std::string why = failure == Failure::aborted_transaction
+                                    ? swallowed_error_reason(binding.handler)
+                                    : printable_text(e.what());
         tx.exec(kRollbackRecord);
-        // Another transaction holds a row this record needs: the daemon NACKs it
-        // like a Redis CONFLICT, without counting a try.
-        if (kind == PgFailure::contention)
-            return {Outcome::retry, "a row lock is held elsewhere: " + why, {}};
-        return failed(attempts, kind == PgFailure::permanent, why);
+        return failed(attempts, failure, why);
     } catch (...) {
         tx.exec(kRollbackRecord);
-        return failed(attempts, false, not_a_std_exception(binding.handler));
+        return failed(attempts, Failure::retryable, not_a_std_exception(binding.handler));
     }
 }
 
-// worker.cpp: record_failed.
-Verdict HandlerKit::State::failed(int& attempts, bool permanent, const std::string& why) const {
-    ++attempts;
-    if (permanent) return dead_letter(why);
-    if (attempts >= binding.max_attempts)
-        return dead_letter("gave up after " + std::to_string(attempts) + " attempts: " + why);
+// worker.cpp: record_failed and record_contended, on the same failure matrix.
+Verdict HandlerKit::State::failed(int& attempts, Failure failure, const std::string& why) const {
+    if (counts_as_attempt(failure)) ++attempts;
+    switch (decide_record_failure(failure, attempts, binding.max_attempts)) {
+        case Action::dead_letter:
+            return dead_letter(failure == Failure::permanent
+                                   ? why
+                                   : "gave up after " + std::to_string(attempts) +
+                                         " attempts: " + why);
+        case Action::nack:
+            // Another transaction holds a row this record needs: the daemon NACKs
+            // it like a Redis CONFLICT, without counting a try.
+            return {Outcome::retry, "a row lock is held elsewhere: " + why, {}};
+        case Action::retry:
+        case Action::pause:
+        case Action::stall:
+            break;
+    }
     return {Outcome::retry, why, {}};
 }
 
@@ -399,8 +378,9 @@ std::optional<Verdict> HandlerKit::State::record_dead_letter(const Verdict& verd
     if (verdict.record_key) {
         auto existing = insert_processed(
             tx, {group, key, FencingToken{0}, record.topic_partition(), record.offset,
-                 ProcessedOutcome::dead_lettered, printable_text(verdict.reason)});
-        if (existing) return Verdict{Outcome::duplicate, existing->outcome, existing->result};
+                 StoredOutcome::dead_lettered, printable_text(verdict.reason)});
+        if (existing)
+            return Verdict{Outcome::duplicate, to_sql(existing->outcome), existing->result};
     }
     if (verdict.clears_gap) clear_gap(tx, group, key);
     batch.commit();
@@ -430,7 +410,7 @@ HandlerKit::HandlerKit(const std::string& postgres_uri, std::unique_ptr<Handler>
     try {
         s.handler->prepare(*s.connection);
     } catch (const std::exception& e) {
-        if (classify_pg_error(e) == PgFailure::connection_lost) throw;
+        if (classify(e) == Failure::postgres_down) throw;
         throw std::runtime_error("handler '" + options.handler_name + "' failed in prepare(): " +
                                  e.what() + "; fix its statements or give the kit its migrations");
     }

@@ -1,0 +1,81 @@
+#include "pipeline/record_step.hpp"
+
+#include <exo/errors.hpp>
+#include "core/text.hpp"
+#include "pg/framework_statements.hpp"
+#include "pipeline/failure_matrix.hpp"
+
+namespace exo {
+
+RecordStepResult run_record_step(pqxx::transaction_base& tx, const RecordStepInput& in,
+                                 GapUndo undo) {
+    RecordStepResult out;
+    const auto& binding = in.binding;
+    const ProcessedRow row{in.group,
+                           in.key,
+                           in.token,
+                           in.record.topic_partition(),
+                           in.record.offset,
+                           StoredOutcome::applied,
+                           {}};
+    std::optional<SequenceStep> step;
+    if (binding.sequence)
+        step.emplace(SequenceStep{binding.handler, in.sequence->entity, in.sequence->sequence,
+                                  binding.sequence->mode});
+    ++out.round_trips;
+    auto start = start_record(tx, row, step);
+    if (start.duplicate) {
+        out.outcome = Outcome::duplicate_postgres;
+        out.stored = start.duplicate->outcome;
+        out.result = std::move(start.duplicate->result);
+        return out;
+    }
+    if (!start.verdict)  // another transaction created the entity first: not this record's fault
+        throw ContentionError("sequence of " + in.sequence->entity + " moved concurrently");
+    if (*start.verdict == SequenceVerdict::stale) {
+        update_processed(tx, in.group, in.key, StoredOutcome::stale, "");
+        ++out.round_trips;
+        out.outcome = Outcome::stale;
+        out.stored = StoredOutcome::stale;
+        return out;
+    }
+    if (*start.verdict == SequenceVerdict::gap) {
+        // Not applied, so its dedup row must not stay.
+        if (undo == GapUndo::rollback_to_savepoint)
+            tx.exec(kRollbackRecord);
+        else
+            delete_processed(tx, in.group, in.key);
+        // When it was first seen waiting is kept in PostgreSQL (server time),
+        // so the timeout survives rebalances and restarts; a sighting in a
+        // transaction that rolls back never happened.
+        const auto waited = record_gap(tx, in.group, in.key);
+        out.round_trips += 2;
+        if (waited >= binding.sequence->gap_timeout)
+            out.gap_expired = "sequence gap for " + in.sequence->entity + ": " +
+                              std::to_string(in.sequence->sequence) + " never became next within " +
+                              std::to_string(binding.sequence->gap_timeout.count()) +
+                              " ms (gap_timeout)";
+        return out;
+    }
+    HandlerContext ctx(tx, in.record, in.key, in.payload, in.log, in.attempt, in.handler_ran);
+    ++out.round_trips;  // a handler's statements, at least one
+    in.handler_ran = true;
+    const auto started = std::chrono::steady_clock::now();
+    in.handler.handle(ctx);
+    if (in.handler_took)
+        *in.handler_took = std::chrono::duration_cast<std::chrono::microseconds>(
+            std::chrono::steady_clock::now() - started);
+    if (!ctx.result().empty()) {
+        if (!is_postgres_text(ctx.result()))
+            throw PermanentError("handler '" + binding.handler +
+                                 "' set a result PostgreSQL cannot store (invalid UTF-8 or a "
+                                 "NUL byte): encode binary results, e.g. as hex or base64");
+        update_processed(tx, in.group, in.key, StoredOutcome::applied, ctx.result());
+        ++out.round_trips;
+    }
+    out.outcome = Outcome::applied;
+    out.result = ctx.result();
+    return out;
+}
+
+}  // namespace exo

@@ -1,0 +1,70 @@
+#pragma once
+// One record's part of its transaction (docs/design.md section 5, step 3): the
+// dedup row, the sequence check and the handler, in the caller's transaction.
+// The worker runs it for every record of a batch; the handler test kit
+// (exo/testing.hpp) runs the very same step, so a handler's unit tests see the
+// daemon's behaviour, not a copy of it.
+//
+// Errors: whatever the handler or PostgreSQL throws propagates, and the caller
+// rolls the record back and asks the failure matrix (failure_matrix.hpp) what
+// it means. Two more are thrown here: ContentionError when a concurrent
+// transaction created the record's sequence entity first, and PermanentError
+// when the handler set a result PostgreSQL cannot store.
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include <pqxx/transaction_base>
+
+#include <exo/handler.hpp>
+#include "config/config.hpp"
+#include "core/key_derivation.hpp"
+#include "core/outcome.hpp"
+
+namespace exo {
+
+struct RecordStepInput {
+    const BindingConfig& binding;
+    const std::string& group;  // kafka.group_id
+    const Record& record;
+    const std::string& key;  // the idempotency key as stored
+    JsonPayload& payload;
+    // Read by the caller before anything is written (a bad sequence field is the
+    // record's fault alone and needs no rollback); set iff binding.sequence is.
+    const std::optional<SequenceValue>& sequence;
+    FencingToken token;  // the Redis claim's; 0 when Redis did not answer
+    Handler& handler;
+    spdlog::logger& log;
+    int attempt = 1;  // HandlerContext::attempt()
+    // HandlerContext::rerun(): whether handle() ran for this record earlier in
+    // this batch. Set to true just before handle() is called (so also when it
+    // throws); a record decided before its handler leaves it as it was.
+    bool& handler_ran;
+    std::chrono::microseconds* handler_took = nullptr;  // set: how long handle() took
+};
+
+// How a strict sequence gap takes back the record's dedup row: inside a
+// savepoint by rolling back to it (no statement of the record stays), else by
+// deleting the row.
+enum class GapUndo { delete_row, rollback_to_savepoint };
+
+struct RecordStepResult {
+    // applied, duplicate_postgres or stale; nullopt: a strict sequence gap.
+    std::optional<Outcome> outcome;
+    StoredOutcome stored = StoredOutcome::applied;  // duplicate: what the key's row says
+    std::string result;  // applied: the handler's result; duplicate: the stored one
+    // Gap: nothing of the record stays but its first sighting. Empty while it
+    // may still wait; else it waited past gap_timeout and this is why it is a
+    // dead letter.
+    std::string gap_expired;
+    int round_trips = 0;  // PostgreSQL round trips this step made (statistics)
+};
+
+RecordStepResult run_record_step(pqxx::transaction_base& tx, const RecordStepInput& in,
+                                 GapUndo undo);
+
+// The statement that rolls one record back inside the careful pass's
+// transaction (the savepoint every record runs in).
+inline constexpr const char* kRollbackRecord = "ROLLBACK TO SAVEPOINT exo_record";
+
+}  // namespace exo
