@@ -12,18 +12,9 @@ using namespace exo::testing::config_text;
 
 namespace {
 
-// A valid file whose last section is written by the test (line 10 on).
+// kMinimal (9 lines) with a last section written by the test (line 10 on).
 std::string with_tail(std::string_view tail) {
-    return std::string(R"(kafka:
-  bootstrap_servers: localhost:9092
-  group_id: exo-ledger
-postgres:
-  uri: postgresql://exo@localhost/exo
-bindings:
-  - topic: payments
-    handler: ledger
-    key: coordinates
-)") + std::string(tail);
+    return std::string(body(kMinimal)) + std::string(tail);
 }
 
 }  // namespace

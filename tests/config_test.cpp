@@ -16,24 +16,7 @@
 using namespace exo;
 using namespace std::chrono_literals;
 
-namespace {
-
 using namespace exo::testing::config_text;
-
-// The smallest valid file; tests append to or edit it.
-constexpr std::string_view kMinimal = R"(
-kafka:
-  bootstrap_servers: localhost:9092
-  group_id: exo-ledger
-postgres:
-  uri: postgresql://exo@localhost/exo
-bindings:
-  - topic: payments
-    handler: ledger
-    key: coordinates
-)";
-
-}  // namespace
 
 TEST_SUITE("config") {
     TEST_CASE("a full config file sets every field") {

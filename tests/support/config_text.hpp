@@ -26,6 +26,19 @@ inline EnvLookup env_of(std::map<std::string, std::string> vars) {
 
 inline const EnvLookup kNoEnv = env_of({});
 
+// The smallest valid file; tests append to or edit it.
+inline constexpr std::string_view kMinimal = R"(
+kafka:
+  bootstrap_servers: localhost:9092
+  group_id: exo-ledger
+postgres:
+  uri: postgresql://exo@localhost/exo
+bindings:
+  - topic: payments
+    handler: ledger
+    key: coordinates
+)";
+
 // The YAML literals of the tests start with a newline so they can be indented like
 // the file they stand for; it is dropped, so line 1 is the first line written.
 inline std::string_view body(std::string_view yaml) {
