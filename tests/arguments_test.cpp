@@ -32,7 +32,7 @@ const std::vector<std::string> kAllowed = {"config", "topic", "count", "ratio"};
 
 Arguments parse(std::initializer_list<std::string> args) {
     Argv a(args);
-    return Arguments("cmd", a.argc(), a.argv(), 2, kAllowed);
+    return Arguments("cmd", a.argc(), a.argv(), 2, kAllowed, {"print"});
 }
 
 std::string usage_error_of(std::initializer_list<std::string> args) {
@@ -144,5 +144,14 @@ TEST_SUITE("Arguments") {
             CHECK_THROWS_WITH_AS(args.get_double("ratio", 0), doctest::Contains("--ratio"),
                                  UsageError);
         }
+    }
+
+    TEST_CASE("a switch takes no value, wherever it stands, and has() tells it was given") {
+        auto args = parse({"--print", "--config", "a.yaml"});
+        CHECK(args.has("print"));
+        CHECK(args.get("config") == "a.yaml");
+        CHECK(parse({"--config", "a.yaml", "--print"}).has("print"));
+        CHECK_FALSE(parse({"--config", "a.yaml"}).has("print"));
+        CHECK(usage_error_of({"--print=yes"}).find("unknown option --print") != std::string::npos);
     }
 }

@@ -11,64 +11,12 @@
 #include "config/config_parser.hpp"
 #include "core/embedded_file.hpp"
 #include "pipeline/handler_registry.hpp"
+#include "support/config_text.hpp"
 
 using namespace exo;
 using namespace std::chrono_literals;
 
-namespace {
-
-const std::vector<std::string> kHandlers = {"ledger", "audit"};
-
-EnvLookup env_of(std::map<std::string, std::string> vars) {
-    return [vars = std::move(vars)](const std::string& name) -> std::optional<std::string> {
-        const auto it = vars.find(name);
-        if (it == vars.end()) return std::nullopt;
-        return it->second;
-    };
-}
-
-const EnvLookup kNoEnv = env_of({});
-
-// The YAML literals below start with a newline so they can be indented like the
-// file they stand for; it is dropped, so line 1 is the first line written.
-std::string_view body(std::string_view yaml) {
-    if (!yaml.empty() && yaml.front() == '\n') yaml.remove_prefix(1);
-    return yaml;
-}
-
-Config parse(std::string_view yaml, const EnvLookup& env = kNoEnv) {
-    return parse_config_text(body(yaml), "exo.yaml", kHandlers, env);
-}
-
-// The ConfigError parsing `yaml` throws; fails the test if it parses.
-ConfigError error_of(std::string_view yaml, const EnvLookup& env = kNoEnv) {
-    try {
-        parse(yaml, env);
-    } catch (const ConfigError& e) {
-        return e;
-    }
-    FAIL("expected a ConfigError for:\n" << yaml);
-    throw;  // not reached: FAIL throws
-}
-
-std::string errors_of(std::string_view yaml, const EnvLookup& env = kNoEnv) {
-    return error_of(yaml, env).what();
-}
-
-// The smallest valid file; tests append to or edit it.
-constexpr std::string_view kMinimal = R"(
-kafka:
-  bootstrap_servers: localhost:9092
-  group_id: exo-ledger
-postgres:
-  uri: postgresql://exo@localhost/exo
-bindings:
-  - topic: payments
-    handler: ledger
-    key: coordinates
-)";
-
-}  // namespace
+using namespace exo::testing::config_text;
 
 TEST_SUITE("config") {
     TEST_CASE("a full config file sets every field") {

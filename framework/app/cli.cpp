@@ -17,7 +17,10 @@ constexpr const char* kHelp = R"(exo: a Kafka consumer whose handlers have an ex
 Usage:
   exo run --config FILE          run the daemon until SIGTERM/SIGINT (exit 0 after a clean drain)
   exo migrate --config FILE      apply exo's migrations, then the application's (idempotent)
-  exo check-config --config FILE validate the configuration and every binding's handler options
+  exo check-config --config FILE [--print]
+                                 validate the configuration and every binding's handler options;
+                                 --print: the effective configuration as YAML, defaults filled in,
+                                 secrets masked as "*****"
   exo mock-kafka [--brokers N] [--topic NAME:PARTITIONS]... [--bootstrap-file FILE]
                                  run librdkafka's mock cluster as a standalone broker until SIGTERM
   exo demo-produce (--bootstrap SERVERS | --bootstrap-file FILE) --expected-file FILE

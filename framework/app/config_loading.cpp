@@ -7,14 +7,28 @@
 #include <set>
 #include <sstream>
 
+#include "app/logging_setup.hpp"
 #include "config/config_parser.hpp"
+#include "config/config_secrets.hpp"
 
 namespace exo {
 
 Config load_config(const std::string& path, const HandlerRegistry& registry) {
     Config config = parse_config_file(path, registry.names());
-    spdlog::set_level(spdlog::level::from_str(config.logging.level));
+    configure_logging(config.logging, config_redactor(config));
     return config;
+}
+
+int run_with_config(const std::string& path, const HandlerRegistry& registry,
+                    const std::function<int(Config&)>& body) {
+    Config config = load_config(path, registry);
+    try {
+        return body(config);
+    } catch (const UsageError& e) {
+        throw UsageError(config_redactor(config).redact(e.what()));
+    } catch (const std::exception& e) {
+        throw std::runtime_error(config_redactor(config).redact(e.what()));
+    }
 }
 
 KafkaEndpoint::KafkaEndpoint(const Config& config) {

@@ -2,6 +2,7 @@
 // The composition root's helpers: one place that turns a config file into a
 // running setup (handlers registered, config parsed, logging set, embedded
 // Kafka started).
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -12,8 +13,17 @@
 
 namespace exo {
 
-// Parses FILE (throws ConfigError, a UsageError) and applies logging.level.
+// Parses FILE (throws ConfigError, a UsageError) and sets up logging from it
+// (app/logging_setup.hpp: level, format, secrets redacted, repeats limited).
 Config load_config(const std::string& path, const HandlerRegistry& registry);
+
+// load_config(path), then `body` with the config; returns what body returns.
+// What body throws is rethrown with the config's secrets masked in its message
+// (a UsageError as a UsageError, anything else as std::runtime_error), so the
+// error the command line prints never quotes one (a libpq error quoting part of
+// the conninfo, librdkafka refusing a property value).
+int run_with_config(const std::string& path, const HandlerRegistry& registry,
+                    const std::function<int(Config&)>& body);
 
 // The Kafka the config points at: its bootstrap servers, or an embedded mock
 // cluster (owned here) with the configured topics and every binding's topic and

@@ -66,58 +66,62 @@ int demo_produce_command(int argc, char** argv) {
 int demo_check_command(int argc, char** argv, const AppSetup& setup, std::stop_token stop) {
     Arguments args("demo-check", argc, argv, 2,
                    {"config", "bootstrap", "bootstrap-file", "expected-file", "timeout"});
-    Config config = load_config(args.required("config"), setup.handlers);
-    std::ifstream in(args.required("expected-file"));
-    if (!in) throw UsageError("cannot read --expected-file");
-    auto expected = nlohmann::json::parse(in);
-    std::string topic = expected.at("topic");
-    std::string bootstrap = bootstrap_from(args);
-    auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::seconds(args.get_int("timeout", 120));
+    return run_with_config(args.required("config"), setup.handlers, [&](Config& config) {
+        std::ifstream in(args.required("expected-file"));
+        if (!in) throw UsageError("cannot read --expected-file");
+        auto expected = nlohmann::json::parse(in);
+        std::string topic = expected.at("topic");
+        std::string bootstrap = bootstrap_from(args);
+        auto deadline =
+            std::chrono::steady_clock::now() + std::chrono::seconds(args.get_int("timeout", 120));
 
-    std::optional<std::int64_t> lag;
-    while (!stop.stop_requested() && std::chrono::steady_clock::now() < deadline) {
-        lag = group_lag(bootstrap, config.kafka.group_id, topic);
-        if (lag == 0) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    }
-    if (lag != 0) {
-        std::cout << "FAIL: group '" << config.kafka.group_id << "' did not consume all of '"
-                  << topic << "' in time (lag " << (lag ? std::to_string(*lag) : "unknown")
-                  << ")\n";
-        return 1;
-    }
+        std::optional<std::int64_t> lag;
+        while (!stop.stop_requested() && std::chrono::steady_clock::now() < deadline) {
+            lag = group_lag(bootstrap, config.kafka.group_id, topic);
+            if (lag == 0) break;
+            std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        }
+        if (lag != 0) {
+            std::cout << "FAIL: group '" << config.kafka.group_id << "' did not consume all of '"
+                      << topic << "' in time (lag " << (lag ? std::to_string(*lag) : "unknown")
+                      << ")\n";
+            return 1;
+        }
 
-    auto c = open_postgres_session(config.postgres);
-    pqxx::nontransaction tx(*c);
-    std::map<std::string, std::int64_t> actual;
-    for (const auto& row : tx.exec("SELECT account_id, balance FROM accounts"))
-        actual[row[0].as<std::string>()] = row[1].as<std::int64_t>();
-    auto entries = tx.exec("SELECT count(*) FROM ledger_entries")[0][0].as<std::int64_t>();
-    auto outcomes = tx.exec_params(
-        "SELECT outcome, count(*) FROM exo_processed WHERE consumer_group = $1 GROUP BY 1 ORDER BY "
-        "1",
-        config.kafka.group_id);
+        auto c = open_postgres_session(config.postgres);
+        pqxx::nontransaction tx(*c);
+        std::map<std::string, std::int64_t> actual;
+        for (const auto& row : tx.exec("SELECT account_id, balance FROM accounts"))
+            actual[row[0].as<std::string>()] = row[1].as<std::int64_t>();
+        auto entries = tx.exec("SELECT count(*) FROM ledger_entries")[0][0].as<std::int64_t>();
+        auto outcomes = tx.exec_params(
+            "SELECT outcome, count(*) FROM exo_processed WHERE consumer_group = $1 GROUP BY 1 "
+            "ORDER BY "
+            "1",
+            config.kafka.group_id);
 
-    std::cout << "\nconsumed: " << expected["produced"] << " records (" << expected["unique_events"]
-              << " unique payments, " << expected["duplicates"]
-              << " duplicates); committed offsets reached the end\n";
-    std::cout << "dedup rows by outcome:";
-    for (const auto& row : outcomes) std::cout << " " << row[0].c_str() << "=" << row[1].c_str();
-    std::cout << "\nledger_entries: " << entries << " (expected " << expected["unique_events"]
-              << ")\n\n";
-    std::cout << "account      expected    actual\n";
-    bool ok = entries == expected["unique_events"].get<std::int64_t>();
-    for (const auto& [account, value] : expected["balances"].items()) {
-        auto want = value.get<std::int64_t>();
-        auto got = actual.count(account) ? actual[account] : 0;
-        ok = ok && want == got;
-        std::cout << fmt::format("{:<10} {:>10} {:>9}{}\n", account, want, got,
-                                 want == got ? "" : "   <-- MISMATCH");
-    }
-    ok = ok && actual.size() == expected["balances"].size();
-    std::cout << "\n" << (ok ? "OK: every payment applied exactly once" : "FAIL: mismatch") << "\n";
-    return ok ? 0 : 1;
+        std::cout << "\nconsumed: " << expected["produced"] << " records ("
+                  << expected["unique_events"] << " unique payments, " << expected["duplicates"]
+                  << " duplicates); committed offsets reached the end\n";
+        std::cout << "dedup rows by outcome:";
+        for (const auto& row : outcomes)
+            std::cout << " " << row[0].c_str() << "=" << row[1].c_str();
+        std::cout << "\nledger_entries: " << entries << " (expected " << expected["unique_events"]
+                  << ")\n\n";
+        std::cout << "account      expected    actual\n";
+        bool ok = entries == expected["unique_events"].get<std::int64_t>();
+        for (const auto& [account, value] : expected["balances"].items()) {
+            auto want = value.get<std::int64_t>();
+            auto got = actual.count(account) ? actual[account] : 0;
+            ok = ok && want == got;
+            std::cout << fmt::format("{:<10} {:>10} {:>9}{}\n", account, want, got,
+                                     want == got ? "" : "   <-- MISMATCH");
+        }
+        ok = ok && actual.size() == expected["balances"].size();
+        std::cout << "\n"
+                  << (ok ? "OK: every payment applied exactly once" : "FAIL: mismatch") << "\n";
+        return ok ? 0 : 1;
+    });
 }
 
 }  // namespace exo

@@ -10,6 +10,7 @@
 #include "app/arguments.hpp"
 #include "app/commands.hpp"
 #include "app/config_loading.hpp"
+#include "config/config_printer.hpp"
 #include "core/backoff.hpp"
 #include "pg/migrations.hpp"
 #include "pg/session.hpp"
@@ -46,42 +47,53 @@ bool schema_ready(const Config& config, const std::vector<Migration>& migrations
 
 int run_command(int argc, char** argv, const AppSetup& setup, std::stop_token stop) {
     Arguments args("run", argc, argv, 2, {"config"});
-    Config config = load_config(args.required("config"), setup.handlers);
-    if (!schema_ready(config, setup.all_migrations(), stop)) return 0;
-    auto failpoints = Failpoints::from_environment();
-    KafkaEndpoint kafka(config);
-    Daemon daemon(config, setup.handlers, failpoints, kafka.bootstrap_servers());
-    daemon.run(stop);
-    return 0;
+    return run_with_config(args.required("config"), setup.handlers, [&](Config& config) {
+        if (!schema_ready(config, setup.all_migrations(), stop)) return 0;
+        auto failpoints = Failpoints::from_environment();
+        KafkaEndpoint kafka(config);
+        Daemon daemon(config, setup.handlers, failpoints, kafka.bootstrap_servers());
+        daemon.run(stop);
+        return 0;
+    });
 }
 
 int migrate_command(int argc, char** argv, const AppSetup& setup) {
     Arguments args("migrate", argc, argv, 2, {"config"});
-    Config config = load_config(args.required("config"), setup.handlers);
-    const auto migrations = setup.all_migrations();
-    // The record-level limits do not fit a migration: an index build may run
-    // for minutes, and a second `exo migrate` must wait on the advisory lock
-    // for the first, not fail after lock_timeout. 0 leaves the server's settings.
-    PostgresConfig session = config.postgres;
-    session.statement_timeout = std::chrono::milliseconds(0);
-    session.lock_timeout = std::chrono::milliseconds(0);
-    auto c = open_postgres_session(session);
-    auto applied = apply_migrations(*c, migrations);
-    if (applied.empty()) spdlog::info("schema is up to date");
-    for (const auto& name : applied) spdlog::info("applied migration {}", name);
-    return 0;
+    return run_with_config(args.required("config"), setup.handlers, [&](Config& config) {
+        const auto migrations = setup.all_migrations();
+        // The record-level limits do not fit a migration: an index build may run
+        // for minutes, and a second `exo migrate` must wait on the advisory lock
+        // for the first, not fail after lock_timeout. 0 leaves the server's settings.
+        PostgresConfig session = config.postgres;
+        session.statement_timeout = std::chrono::milliseconds(0);
+        session.lock_timeout = std::chrono::milliseconds(0);
+        auto c = open_postgres_session(session);
+        auto applied = apply_migrations(*c, migrations);
+        if (applied.empty()) spdlog::info("schema is up to date");
+        for (const auto& name : applied) spdlog::info("applied migration {}", name);
+        return 0;
+    });
 }
 
 int check_config_command(int argc, char** argv, const AppSetup& setup) {
-    Arguments args("check-config", argc, argv, 2, {"config"});
+    Arguments args("check-config", argc, argv, 2, {"config"}, {"print"});
     const std::string path = args.required("config");
-    Config config = load_config(path, setup.handlers);
-    // Each binding's factory once, so a bad or missing handler option fails here
-    // (exit 2) and not when the daemon starts.
-    for (const auto& binding : config.bindings)
-        setup.handlers.create(binding.handler, binding.options);
-    std::printf("%s: valid (%zu binding(s))\n", path.c_str(), config.bindings.size());
-    return 0;
+    return run_with_config(path, setup.handlers, [&](Config& config) {
+        // Each binding's factory once, so a bad or missing handler option fails here
+        // (exit 2) and not when the daemon starts.
+        for (const auto& binding : config.bindings)
+            setup.handlers.create(binding.handler, binding.options);
+        const std::string verdict =
+            path + ": valid (" + std::to_string(config.bindings.size()) + " binding(s))";
+        if (!args.has("print")) {
+            std::printf("%s\n", verdict.c_str());
+            return 0;
+        }
+        // The verdict as a YAML comment keeps the output loadable as it is.
+        std::printf("# %s\n# the effective configuration: defaults filled in, secrets masked\n%s",
+                    verdict.c_str(), effective_config_yaml(config).c_str());
+        return 0;
+    });
 }
 
 }  // namespace exo

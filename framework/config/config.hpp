@@ -112,8 +112,26 @@ struct PipelineConfig {
     RedisDownPolicy on_redis_down = RedisDownPolicy::pause;
 };
 
+// text: "[time] [logger] [level] message [topic[partition]@offset key=...]", for people.
+// json: one JSON object per line (time, level, logger, message, and topic, partition,
+// offset and key when the line concerns a record), for log collectors.
+enum class LogFormat { text, json };
+
 struct LoggingConfig {
     std::string level = "info";  // trace, debug, info, warn, error, critical, off
+    LogFormat format = LogFormat::text;
+};
+
+// The HTTP endpoint for health, readiness and metrics. Off unless
+// observability.listen is given.
+struct ObservabilityConfig {
+    struct Listen {
+        std::string host;  // as written: a name, an IPv4 address, or an IPv6 one without brackets
+        int port = 0;      // 1-65535
+    };
+    std::optional<Listen> listen;  // nullopt: no endpoint
+
+    bool enabled() const { return listen.has_value(); }
 };
 
 struct BindingConfig {
@@ -137,6 +155,7 @@ struct Config {
     ClaimConfig claim;
     PipelineConfig pipeline;
     LoggingConfig logging;
+    ObservabilityConfig observability;
     std::vector<BindingConfig> bindings;  // at least one; topics are unique
 };
 

@@ -12,7 +12,7 @@ const Keys kPipelineKeys = {"workers",
                             "retry_backoff_initial_ms",
                             "retry_backoff_max_ms",
                             "on_redis_down"};
-const Keys kLoggingKeys = {"level"};
+const Keys kLoggingKeys = {"level", "format"};
 
 namespace {
 
@@ -21,6 +21,7 @@ const Choices<RedisDownPolicy> kRedisDownPolicies = {
 const Choices<std::string_view> kLogLevels = {
     {"trace", "trace"}, {"debug", "debug"},       {"info", "info"}, {"warn", "warn"},
     {"error", "error"}, {"critical", "critical"}, {"off", "off"}};
+const Choices<LogFormat> kLogFormats = {{"text", LogFormat::text}, {"json", LogFormat::json}};
 
 }  // namespace
 
@@ -51,6 +52,7 @@ LoggingConfig read_logging(const Reader& logging) {
     std::string_view level = out.level;
     logging.read("level", level, kLogLevels);
     out.level = std::string(level);
+    logging.read("format", out.format, kLogFormats);
     return out;
 }
 

@@ -17,6 +17,7 @@ extern const Keys kPostgresKeys;
 extern const Keys kClaimKeys;
 extern const Keys kPipelineKeys;
 extern const Keys kLoggingKeys;
+extern const Keys kObservabilityKeys;
 
 // kafka_section.cpp: brokers or the mock cluster, the group, librdkafka properties.
 KafkaConfig read_kafka(const Reader& kafka);
@@ -29,6 +30,9 @@ ClaimConfig read_claim(const Reader& claim);
 // process_sections.cpp: how the process runs.
 PipelineConfig read_pipeline(const Reader& pipeline);
 LoggingConfig read_logging(const Reader& logging);
+
+// observability_section.cpp: the HTTP endpoint's address (absent: no endpoint).
+ObservabilityConfig read_observability(const Reader& observability);
 
 // bindings_section.cpp: `bindings:` of the top-level mapping `top` (required,
 // at least one, each topic once). `handlers` are the registered handler names.

@@ -1,6 +1,5 @@
 #include "pg/session.hpp"
 
-#include <cctype>
 #include <optional>
 #include <pqxx/pqxx>
 #include <set>
@@ -8,121 +7,16 @@
 #include <utility>
 #include <vector>
 
+#include "core/conninfo.hpp"
+
 namespace exo {
 namespace {
 
 using Keywords = std::set<std::string, std::less<>>;
 
-// The length of the URI prefix, 0 for a key=value string. libpq's own test
-// (fe-connect.c, uri_prefix_length): case-sensitive.
-std::size_t uri_prefix_length(std::string_view conninfo) {
-    for (const std::string_view prefix : {"postgresql://", "postgres://"})
-        if (conninfo.starts_with(prefix)) return prefix.size();
-    return 0;
-}
-
-// Where the query string's '?' is, as libpq finds it: after the user:password@
-// part, which libpq reads up to the first '@' or '/', so a raw '?' in a password
-// does not start the query.
-std::size_t query_mark(std::string_view uri, std::size_t prefix) {
-    std::size_t from = prefix;
-    const std::size_t at = uri.find_first_of("@/", prefix);
-    if (at != std::string_view::npos && uri[at] == '@') from = at + 1;
-    return uri.find('?', from);
-}
-
-std::optional<int> hex_value(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return std::nullopt;
-}
-
-// libpq decodes the keywords of a URI query too, so "keepalives%5Fidle" counts.
-// A malformed escape is kept as it is: libpq will refuse the URI itself.
-std::string percent_decode(std::string_view text) {
-    std::string out;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        if (text[i] == '%' && i + 2 < text.size()) {
-            const auto high = hex_value(text[i + 1]);
-            const auto low = hex_value(text[i + 2]);
-            if (high && low) {
-                out += static_cast<char>(*high * 16 + *low);
-                i += 2;
-                continue;
-            }
-        }
-        out += text[i];
-    }
-    return out;
-}
-
-std::string percent_encode(std::string_view text) {
-    static constexpr char kHex[] = "0123456789ABCDEF";
-    std::string out;
-    for (const unsigned char c : text) {
-        if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
-            out += static_cast<char>(c);
-        } else {
-            out += '%';
-            out += kHex[c >> 4];
-            out += kHex[c & 0x0F];
-        }
-    }
-    return out;
-}
-
-// The keywords of a URI's query string ("?a=1&b=2"), as libpq's
-// conninfo_uri_parse_params splits it.
-Keywords uri_keywords(std::string_view uri, std::size_t query) {
+Keywords keywords_of(const std::vector<conninfo::Parameter>& parameters) {
     Keywords out;
-    if (query == std::string_view::npos) return out;
-    std::string_view rest = uri.substr(query + 1);
-    while (!rest.empty()) {
-        const std::size_t amp = rest.find('&');
-        const std::string_view param = rest.substr(0, amp);
-        out.insert(percent_decode(param.substr(0, param.find('='))));
-        if (amp == std::string_view::npos) break;
-        rest.remove_prefix(amp + 1);
-    }
-    return out;
-}
-
-bool is_space(char c) {
-    return std::isspace(static_cast<unsigned char>(c)) != 0;
-}
-
-// The keywords of a "key=value key='quoted value'" string, read as libpq's
-// conninfo_parse reads it (whitespace around '=', backslash escapes, quotes), so
-// a password such as 'x keepalives=0' is not mistaken for a keyword. Stops at
-// the first malformed entry: libpq refuses the string anyway.
-Keywords key_value_keywords(std::string_view text) {
-    Keywords out;
-    std::size_t i = 0;
-    const auto skip_spaces = [&] {
-        while (i < text.size() && is_space(text[i])) ++i;
-    };
-    while (true) {
-        skip_spaces();
-        if (i == text.size()) break;
-        const std::size_t start = i;
-        while (i < text.size() && text[i] != '=' && !is_space(text[i])) ++i;
-        std::string keyword(text.substr(start, i - start));
-        skip_spaces();
-        if (i == text.size() || text[i] != '=') break;
-        ++i;
-        skip_spaces();
-        out.insert(std::move(keyword));
-        if (i < text.size() && text[i] == '\'') {
-            for (++i; i < text.size() && text[i] != '\''; ++i)
-                if (text[i] == '\\' && i + 1 < text.size()) ++i;
-            if (i >= text.size()) break;  // unterminated
-            ++i;
-        } else {
-            for (; i < text.size() && !is_space(text[i]); ++i)
-                if (text[i] == '\\' && i + 1 < text.size()) ++i;
-        }
-    }
+    for (const auto& p : parameters) out.insert(p.keyword);
     return out;
 }
 
@@ -182,9 +76,9 @@ std::string session_settings_sql(const PostgresConfig& c) {
 
 std::string postgres_conninfo(const PostgresConfig& config) {
     const std::string& uri = config.uri;
-    if (const std::size_t prefix = uri_prefix_length(uri); prefix > 0) {
-        const std::size_t query = query_mark(uri, prefix);
-        const Keywords given = uri_keywords(uri, query);
+    if (const std::size_t prefix = conninfo::uri_prefix_length(uri); prefix > 0) {
+        const std::size_t query = conninfo::query_mark(uri, prefix);
+        const Keywords given = keywords_of(conninfo::uri_query_parameters(uri, query));
         std::string out = uri;
         bool has_query = query != std::string::npos;
         for (const auto& [key, value] : socket_parameters(config)) {
@@ -195,13 +89,13 @@ std::string postgres_conninfo(const PostgresConfig& config) {
             else if (out.back() != '?' && out.back() != '&')
                 out += '&';
             has_query = true;
-            out += key + "=" + percent_encode(value);
+            out += key + "=" + conninfo::percent_encode(value);
         }
         return out;
     }
     // Put in front, not appended: an unquoted value ending in a backslash at the
     // end of the user's string would otherwise escape the separating space.
-    const Keywords given = key_value_keywords(uri);
+    const Keywords given = keywords_of(conninfo::key_value_parameters(uri));
     std::string prefix;
     for (const auto& [key, value] : socket_parameters(config)) {
         if (!given.contains(key)) prefix += key + "=" + quoted(value) + " ";

@@ -1,0 +1,200 @@
+// effective_config_yaml (config_printer.hpp): each section in the order and with
+// the key names of config_parser.cpp's readers, so the output parses back.
+#include "config/config_printer.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include "core/secrets.hpp"
+
+namespace exo {
+namespace {
+
+// Values are read through ${ENV} expansion: a literal "${" must be written "$${".
+std::string literal(std::string_view text) {
+    std::string out;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if (text[i] == '$' && i + 1 < text.size() && text[i + 1] == '{') out += '$';
+        out += text[i];
+    }
+    return out;
+}
+
+std::string secret(std::string_view value) {
+    // An empty password means "no AUTH": nothing to hide, and masking it would
+    // change its meaning.
+    return value.empty() ? std::string() : std::string(kSecretMask);
+}
+
+class Printer {
+public:
+    Printer() { out_ << YAML::BeginMap; }
+
+    std::string finish() {
+        out_ << YAML::EndMap;
+        return std::string(out_.c_str()) + "\n";
+    }
+
+    void kafka(const KafkaConfig& k) {
+        begin("kafka");
+        if (k.mock) {
+            begin("mock");
+            number("brokers", k.mock->brokers);
+            out_ << YAML::Key << "topics" << YAML::Value << YAML::BeginSeq;
+            for (const auto& t : k.mock->topics)
+                out_ << YAML::DoubleQuoted << literal(t.name + ":" + std::to_string(t.partitions));
+            out_ << YAML::EndSeq;
+            if (!k.mock->bootstrap_file.empty()) text("bootstrap_file", k.mock->bootstrap_file);
+            end();
+        } else {
+            text("bootstrap_servers", k.bootstrap_servers);
+        }
+        text("group_id", k.group_id);
+        ms("commit_interval_ms", k.commit_interval);
+        begin("properties", k.properties.empty());
+        for (const auto& [key, value] : k.properties)
+            text(key, is_secret_key(key) ? secret(value) : value);
+        end();
+        end();
+    }
+
+    void redis(const RedisConfig& r) {
+        begin("redis");
+        text("host", r.host);
+        number("port", r.port);
+        text("password", secret(r.password));
+        number("db", r.db);
+        ms("connect_timeout_ms", r.connect_timeout);
+        ms("command_timeout_ms", r.command_timeout);
+        text("key_prefix", r.key_prefix);
+        end();
+    }
+
+    void postgres(const PostgresConfig& p) {
+        begin("postgres");
+        text("uri", mask_postgres_uri(p.uri));
+        number("dedup_retention_days", p.dedup_retention.count() / 24);
+        ms("connect_timeout_ms", p.connect_timeout);
+        ms("statement_timeout_ms", p.statement_timeout);
+        ms("lock_timeout_ms", p.lock_timeout);
+        ms("idle_in_transaction_timeout_ms", p.idle_in_transaction_timeout);
+        ms("keepalives_idle_ms", p.keepalives_idle);
+        ms("keepalives_interval_ms", p.keepalives_interval);
+        number("keepalives_count", p.keepalives_count);
+        ms("tcp_user_timeout_ms", p.tcp_user_timeout);
+        end();
+    }
+
+    void claim(const ClaimConfig& c) {
+        begin("claim");
+        ms("lease_ms", c.lease);
+        ms("completed_ttl_ms", c.completed_ttl);
+        end();
+    }
+
+    void pipeline(const PipelineConfig& p) {
+        begin("pipeline");
+        number("workers", p.workers);
+        number("batch_size", p.batch_size);
+        ms("linger_ms", p.linger);
+        number("max_queued_per_partition", p.max_queued_per_partition);
+        ms("shutdown_timeout_ms", p.shutdown_timeout);
+        ms("retry_backoff_initial_ms", p.retry_backoff_initial);
+        ms("retry_backoff_max_ms", p.retry_backoff_max);
+        text("on_redis_down",
+             p.on_redis_down == RedisDownPolicy::pause ? "pause" : "postgres_only");
+        end();
+    }
+
+    void logging(const LoggingConfig& l) {
+        begin("logging");
+        text("level", l.level);
+        text("format", l.format == LogFormat::json ? "json" : "text");
+        end();
+    }
+
+    void observability(const ObservabilityConfig& o) {
+        // No listen key: no endpoint ("observability: {}").
+        begin("observability", !o.listen);
+        if (o.listen) {
+            const bool ipv6 = o.listen->host.find(':') != std::string::npos;
+            text("listen", (ipv6 ? "[" + o.listen->host + "]" : o.listen->host) + ":" +
+                               std::to_string(o.listen->port));
+        }
+        end();
+    }
+
+    void bindings(const std::vector<BindingConfig>& bindings) {
+        out_ << YAML::Key << "bindings" << YAML::Value << YAML::BeginSeq;
+        for (const auto& b : bindings) binding(b);
+        out_ << YAML::EndSeq;
+    }
+
+private:
+    void binding(const BindingConfig& b) {
+        out_ << YAML::BeginMap;
+        text("topic", b.topic);
+        text("handler", b.handler);
+        if (b.key.kind == KeySourceKind::coordinates) {
+            text("key", "coordinates");
+        } else {
+            begin("key");
+            text(b.key.kind == KeySourceKind::header ? "header" : "json", b.key.name);
+            end();
+        }
+        if (b.sequence) {
+            begin("sequence");
+            text("entity", b.sequence->entity_pointer);
+            text("value", b.sequence->value_pointer);
+            text("mode", b.sequence->mode == SequenceMode::strict ? "strict" : "latest");
+            ms("gap_timeout_ms", b.sequence->gap_timeout);
+            end();
+        }
+        number("max_attempts", b.max_attempts);
+        text("dead_letter_topic", b.dead_letter_topic);
+        begin("options", b.options.empty());
+        for (const auto& key : b.options.keys()) {
+            const std::string value = b.options.string(key);
+            text(key, is_secret_key(key) ? secret(value) : value);
+        }
+        end();
+        out_ << YAML::EndMap;
+    }
+
+    // An empty mapping reads best as "key: {}".
+    void begin(std::string_view key, bool empty = false) {
+        out_ << YAML::Key << std::string(key) << YAML::Value;
+        if (empty) out_ << YAML::Flow;
+        out_ << YAML::BeginMap;
+    }
+    void end() { out_ << YAML::EndMap; }
+
+    // Always quoted: a value such as "true", "123" or "*****" stays text, and the
+    // output shows which values are text.
+    void text(std::string_view key, std::string_view value) {
+        out_ << YAML::Key << std::string(key) << YAML::Value << YAML::DoubleQuoted
+             << literal(value);
+    }
+    void number(std::string_view key, long long value) {
+        out_ << YAML::Key << std::string(key) << YAML::Value << value;
+    }
+    void ms(std::string_view key, std::chrono::milliseconds value) { number(key, value.count()); }
+
+    YAML::Emitter out_;
+};
+
+}  // namespace
+
+std::string effective_config_yaml(const Config& config) {
+    Printer p;
+    p.kafka(config.kafka);
+    p.redis(config.redis);
+    p.postgres(config.postgres);
+    p.claim(config.claim);
+    p.pipeline(config.pipeline);
+    p.logging(config.logging);
+    p.observability(config.observability);
+    p.bindings(config.bindings);
+    return p.finish();
+}
+
+}  // namespace exo

@@ -1,0 +1,38 @@
+#pragma once
+// The two line formats of logging.format (config.hpp LogFormat), as spdlog
+// formatters. Both add the calling thread's LogContext (core/log_context.hpp).
+//
+// Thread-safety: spdlog calls a sink's formatter under the sink's lock; the
+// formatters keep no state between lines.
+#include <spdlog/formatter.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace exo {
+
+// One JSON object per line:
+//   {"time":"2026-11-23T13:44:56.123Z","level":"warn","logger":"worker-0",
+//    "message":"...","topic":"payments","partition":3,"offset":42,"key":"k"}
+// time is RFC 3339 in UTC with milliseconds; level is one of logging.level's
+// names; logger is "exo" for the default logger; topic, partition and offset
+// appear while a LogContext is in force, key when it has one. Strings are
+// valid JSON whatever the bytes: invalid UTF-8 and NUL become U+FFFD (as
+// core/text.hpp printable_text), quotes, backslashes and control characters
+// are escaped, so a line never breaks in two.
+class JsonLogFormatter final : public spdlog::formatter {
+public:
+    void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override;
+    std::unique_ptr<spdlog::formatter> clone() const override;
+};
+
+// spdlog's default line ("[2026-11-23 13:44:56.123] [worker-0] [warning] ...")
+// followed, while a LogContext is in force, by " [payments[3]@42 key=k]" (the key
+// with control characters escaped, so the line stays one line).
+std::unique_ptr<spdlog::formatter> text_log_formatter();
+
+// `text` as a JSON string literal, quotes included (exposed for tests).
+std::string json_string(std::string_view text);
+
+}  // namespace exo
