@@ -8,6 +8,7 @@
 
 #include <exo/errors.hpp>
 #include "core/key_derivation.hpp"
+#include "core/log_context.hpp"
 #include "core/text.hpp"
 #include "pg/batch_transaction.hpp"
 #include "pg/framework_statements.hpp"
@@ -409,6 +410,9 @@ bool Worker::run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<Bat
                      std::size_t index, bool careful) {
     const auto& binding = *item.binding;
     const auto& topic = binding.topic;
+    const auto& r = item.pending.record;
+    // The handler's log lines and exo's about this record carry its coordinates.
+    LogContext log_context(r.topic, r.partition, r.offset, item.key);
     // Read before anything is written: a bad sequence field is the record's
     // fault alone and needs no rollback.
     std::optional<SequenceValue> seq;
@@ -485,6 +489,8 @@ bool Worker::record_step_failed(pqxx::transaction_base& tx, std::deque<BatchItem
 void Worker::record_failed(std::deque<BatchItem>& items, std::size_t index, Failure failure,
                            const std::string& why) {
     auto& item = items[index];
+    const auto& r = item.pending.record;
+    LogContext log_context(r.topic, r.partition, r.offset, item.key);
     const int attempts = item.pending.attempts + (counts_as_attempt(failure) ? 1 : 0);
     item.pending.attempts = attempts;
     switch (decide_record_failure(failure, attempts, item.binding->max_attempts)) {
