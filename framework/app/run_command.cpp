@@ -1,9 +1,12 @@
 // `exo run` and `exo migrate`: the composition root of the daemon. Services
-// start in dependency order and stop in reverse (declaration order below):
-// Kafka endpoint, then the daemon (workers, producer, consumer).
+// start in dependency order and stop in reverse (declaration order below): the
+// observability endpoint (first, so probes answer "starting" while PostgreSQL's
+// schema is awaited), the Kafka endpoint, then the daemon (workers, producers,
+// consumer, retention pruner), served by the endpoint while it exists.
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <optional>
 #include <pqxx/pqxx>
 #include <thread>
 
@@ -12,6 +15,8 @@
 #include "app/config_loading.hpp"
 #include "config/config_printer.hpp"
 #include "core/backoff.hpp"
+#include "observability/health.hpp"
+#include "observability/http_endpoint.hpp"
 #include "pg/migrations.hpp"
 #include "pg/session.hpp"
 #include "pipeline/daemon.hpp"
@@ -48,10 +53,15 @@ bool schema_ready(const Config& config, const std::vector<Migration>& migrations
 int run_command(int argc, char** argv, const AppSetup& setup, std::stop_token stop) {
     Arguments args("run", argc, argv, 2, {"config"});
     return run_with_config(args.required("config"), setup.handlers, [&](Config& config) {
+        std::optional<ObservabilityEndpoint> endpoint;
+        if (config.observability.enabled())
+            endpoint.emplace(*config.observability.listen,
+                             liveness_bound(config.pipeline.shutdown_timeout, config.claim.lease));
         if (!schema_ready(config, setup.all_migrations(), stop)) return 0;
         auto failpoints = Failpoints::from_environment();
         KafkaEndpoint kafka(config);
         Daemon daemon(config, setup.handlers, failpoints, kafka.bootstrap_servers());
+        AttachedDaemon served(endpoint ? &*endpoint : nullptr, daemon);
         daemon.run(stop);
         return 0;
     });

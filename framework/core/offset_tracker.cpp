@@ -53,4 +53,10 @@ std::size_t OffsetTracker::unfinished(const TopicPartition& tp) const {
     return it == partitions_.end() ? 0 : it->second.unfinished();
 }
 
+std::optional<Offset> OffsetTracker::committed(const TopicPartition& tp) const {
+    auto it = partitions_.find(tp);
+    if (it == partitions_.end()) return std::nullopt;
+    return it->second.committed();
+}
+
 }  // namespace exo

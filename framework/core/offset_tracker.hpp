@@ -28,6 +28,11 @@ public:
     std::optional<Offset> committable() const;
     void mark_committed(Offset next);
     std::size_t unfinished() const { return unfinished_.size(); }
+    // The next offset to read as last marked committed; nullopt before the first.
+    std::optional<Offset> committed() const {
+        if (!committed_next_) return std::nullopt;
+        return Offset{*committed_next_};
+    }
 
 private:
     std::set<std::int64_t> unfinished_;
@@ -50,6 +55,7 @@ public:
     void mark_committed(const std::vector<CommitPoint>& points);
     void forget(const TopicPartition& tp) { partitions_.erase(tp); }
     std::size_t unfinished(const TopicPartition& tp) const;
+    std::optional<Offset> committed(const TopicPartition& tp) const;
 
 private:
     std::map<TopicPartition, PartitionOffsets> partitions_;

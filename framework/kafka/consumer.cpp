@@ -119,6 +119,10 @@ KafkaConsumer::KafkaConsumer(const ConsumerOptions& options, RebalanceListener& 
     for (const auto& [name, value] : options.properties)
         set_kafka_property(conf.get(), name, value);
     rd_kafka_conf_set_rebalance_cb(conf.get(), &KafkaConsumer::rebalance_trampoline);
+    if (options.on_statistics) {
+        on_statistics_ = options.on_statistics;
+        rd_kafka_conf_set_stats_cb(conf.get(), &KafkaConsumer::statistics_trampoline);
+    }
     rd_kafka_conf_set_opaque(conf.get(), this);
 
     char reason[512] = {0};
@@ -421,6 +425,19 @@ void KafkaConsumer::rebalance_trampoline(rd_kafka_t* rk, rd_kafka_resp_err_t err
     }
 }
 
+int KafkaConsumer::statistics_trampoline(rd_kafka_t*, char* json, std::size_t len, void* opaque) {
+    auto* self = static_cast<KafkaConsumer*>(opaque);
+    try {
+        self->on_statistics_(std::string_view(json, len));
+    } catch (const std::exception& e) {
+        // Statistics are a report: a reading that cannot be used is skipped.
+        spdlog::warn("librdkafka statistics skipped: {}", e.what());
+    } catch (...) {
+        spdlog::warn("librdkafka statistics skipped: a non-std exception");
+    }
+    return 0;  // librdkafka frees the JSON
+}
+
 void KafkaConsumer::on_rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err,
                                  rd_kafka_topic_partition_list_t* partitions) {
     const char* protocol = rd_kafka_rebalance_protocol(rk);
@@ -440,7 +457,7 @@ void KafkaConsumer::on_rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err,
         spdlog::log(changed.empty() ? spdlog::level::debug : spdlog::level::info,
                     "Kafka consumer {} of group '{}': assigned {} ({})", rd_kafka_name(rk),
                     group_id_, describe(changed), cooperative ? "cooperative" : "eager");
-        if (!changed.empty()) listener_.on_assigned(changed);
+        listener_.on_assigned(changed);  // even empty: the member joined its group
         return;
     }
 

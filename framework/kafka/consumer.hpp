@@ -10,9 +10,11 @@
 #include <chrono>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <exo/record.hpp>
@@ -24,7 +26,8 @@ namespace exo {
 class RebalanceListener {
 public:
     virtual ~RebalanceListener() = default;
-    // Partitions newly assigned (incrementally for cooperative assignors).
+    // Partitions newly assigned (incrementally for cooperative assignors);
+    // possibly none: the group has this member, with nothing (new) for it.
     virtual void on_assigned(const std::vector<TopicPartition>& partitions) = 0;
     // Partitions about to be taken away: the listener must stop using them and
     // commit their offsets (synchronously, via commit()) before returning. `lost`
@@ -37,6 +40,9 @@ struct ConsumerOptions {
     std::string group_id;
     std::vector<std::string> topics;
     std::map<std::string, std::string> properties;  // extra librdkafka properties
+    // Set: librdkafka's statistics JSON, every statistics.interval.ms (which
+    // the caller sets in `properties`), on the poll thread inside poll().
+    std::function<void(std::string_view json)> on_statistics{};
 };
 
 struct OffsetToCommit {
@@ -90,6 +96,7 @@ public:
 private:
     static void rebalance_trampoline(rd_kafka_t* rk, rd_kafka_resp_err_t err,
                                      rd_kafka_topic_partition_list_t* partitions, void* opaque);
+    static int statistics_trampoline(rd_kafka_t* rk, char* json, std::size_t len, void* opaque);
     static void async_commit_done(rd_kafka_t* rk, rd_kafka_resp_err_t err,
                                   rd_kafka_topic_partition_list_t* offsets, void* opaque);
     // Runs inside rd_kafka_consumer_poll or rd_kafka_consumer_close (never inside
@@ -121,6 +128,7 @@ private:
 
     RebalanceListener& listener_;
     std::string group_id_;
+    std::function<void(std::string_view)> on_statistics_;
     // Destruction order: the queue and messages must be gone before the handle is
     // closed and destroyed, so handle_ is declared first (destroyed last).
     KafkaHandle handle_;

@@ -48,19 +48,13 @@ ProducerOptions dead_letter_producer(const std::string& bootstrap, const KafkaCo
     return options;
 }
 
-std::vector<std::string> bound_topics(const Config& config) {
-    std::vector<std::string> topics;
-    for (const auto& b : config.bindings) topics.push_back(b.topic);
-    return topics;
-}
-
 }  // namespace
 
 Daemon::Daemon(const Config& config, const HandlerRegistry& handlers, Failpoints& failpoints,
                std::string bootstrap_servers)
     : config_(config),
       bootstrap_(std::move(bootstrap_servers)),
-      stats_(bound_topics(config)),
+      stats_(binding_topics(config)),
       pruner_(config.postgres, stats_) {
     auto prefix = owner_prefix(config.kafka.group_id);
     for (int i = 0; i < config.pipeline.workers; ++i) {
@@ -98,8 +92,15 @@ Worker& Daemon::worker_for(const TopicPartition& tp) {
 }
 
 void Daemon::run(std::stop_token stop) {
-    ConsumerOptions options{bootstrap_, config_.kafka.group_id, binding_topics(config_),
-                            config_.kafka.properties};
+    ConsumerOptions options{
+        bootstrap_, config_.kafka.group_id, binding_topics(config_), config_.kafka.properties, {}};
+    if (config_.observability.enabled()) {
+        // The consumer lag and broker state of /metrics; a user's own interval wins.
+        options.properties.try_emplace("statistics.interval.ms", "5000");
+        options.on_statistics = [this](std::string_view json) {
+            kafka_statistics_ = parse_consumer_statistics(json);
+        };
+    }
     consumer_.emplace(options, static_cast<RebalanceListener&>(*this));
     for (auto& w : workers_) w->start();
     pruner_.start();
@@ -112,9 +113,11 @@ void Daemon::run(std::stop_token stop) {
     const std::size_t poll_max = static_cast<std::size_t>(
         std::max(config_.pipeline.batch_size * config_.pipeline.workers, 100));
     while (!stop.stop_requested()) {
+        last_poll_ = Clock::now().time_since_epoch().count();
         dispatch(consumer_->poll(poll_max, std::chrono::milliseconds(50)));
         update_pauses();
         update_readiness();
+        publish_status();
         if (Clock::now() >= next_commit) {
             commit_finished(true, nullptr);
             next_commit = Clock::now() + config_.kafka.commit_interval;
@@ -128,6 +131,10 @@ void Daemon::run(std::stop_token stop) {
     for (auto& w : workers_) w->join();
     pruner_.stop();
     ready_ = false;
+    {
+        std::lock_guard lock(status_mutex_);
+        status_.running = false;
+    }
     spdlog::info("stopped: {}", stats_.summary());
 }
 
@@ -209,12 +216,18 @@ void Daemon::drain(const std::vector<TopicPartition>& partitions, const char* wh
 }
 
 void Daemon::on_assigned(const std::vector<TopicPartition>& partitions) {
+    joined_ = true;
+    if (partitions.empty()) {  // a spare member, or a cooperative round with nothing new
+        publish_status(true);
+        return;
+    }
     spdlog::info("assigned: {}", describe(partitions));
     stats_.assignments++;
     // The consumer drops a partition's pause on revoke, so a re-assigned one
     // arrives unpaused: only our own bookkeeping needs resetting.
     assigned_.insert(partitions.begin(), partitions.end());
     for (const auto& tp : partitions) paused_.erase(tp);
+    publish_status(true);
 }
 
 void Daemon::on_revoked(const std::vector<TopicPartition>& partitions, bool lost) {
@@ -228,6 +241,7 @@ void Daemon::on_revoked(const std::vector<TopicPartition>& partitions, bool lost
         assigned_.erase(tp);
         paused_.erase(tp);
     }
+    if (lost) joined_ = false;  // the group moved on without this member
 }
 
 void Daemon::update_readiness() {
@@ -247,6 +261,58 @@ void Daemon::update_readiness() {
                              : "a dependency is not answering, a handler cannot prepare, or a "
                                "partition is stalled (see the error above)");
     }
+}
+
+void Daemon::publish_status(bool now) {
+    constexpr auto kInterval = std::chrono::milliseconds(250);
+    const auto at = Clock::now();
+    if (!now && at - status_published_ < kInterval) return;
+    status_published_ = at;
+
+    DaemonStatus s;
+    s.running = true;
+    s.joined = joined_;
+    for (const auto& tp : assigned_) {
+        auto& inbox = worker_for(tp).inbox();
+        PartitionStatus p;
+        p.partition = tp;
+        p.paused = paused_.count(tp) != 0;
+        p.stalled = inbox.stalled(tp);
+        p.queued = inbox.queued(tp);
+        p.parked = inbox.parked(tp);
+        std::size_t unfinished = 0;
+        {
+            std::lock_guard lock(offsets_mutex_);
+            unfinished = offsets_.unfinished(tp);
+            if (auto c = offsets_.committed(tp)) p.committed = c->value;
+        }
+        // Read at slightly different moments: never report a negative count.
+        p.in_flight = unfinished > p.queued + p.parked ? unfinished - p.queued - p.parked : 0;
+        if (kafka_statistics_)
+            if (auto it = kafka_statistics_->lag.find(tp); it != kafka_statistics_->lag.end())
+                p.lag = it->second;
+        s.partitions.push_back(std::move(p));
+    }
+    for (std::size_t i = 0; i < workers_.size(); ++i) {
+        const auto& w = *workers_[i];
+        s.workers.push_back({static_cast<int>(i), w.healthy(), w.busy_since()});
+        s.redis_up = s.redis_up && w.redis_up();
+        s.postgres_up = s.postgres_up && w.postgres_up();
+    }
+    // Before librdkafka's first statistics, an assignment proves a broker answered.
+    s.kafka_up = kafka_statistics_ ? kafka_statistics_->brokers_up > 0 : joined_;
+    std::lock_guard lock(status_mutex_);
+    status_ = std::move(s);
+}
+
+DaemonStatus Daemon::status() const {
+    DaemonStatus s;
+    {
+        std::lock_guard lock(status_mutex_);
+        s = status_;
+    }
+    s.last_poll = Clock::time_point(Clock::duration(last_poll_.load()));
+    return s;
 }
 
 }  // namespace exo

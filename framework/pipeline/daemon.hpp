@@ -8,8 +8,8 @@
 // synchronously.
 //
 // Lifecycle: construct -> run(stop) (returns after a clean drain; throws on a
-// fatal Kafka error) -> destroy. Thread-safety: run() on one thread; stats() and
-// ready() from any thread.
+// fatal Kafka error) -> destroy. Thread-safety: run() on one thread; stats(),
+// ready() and status() from any thread.
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -22,6 +22,8 @@
 #include "config/config.hpp"
 #include "core/offset_tracker.hpp"
 #include "kafka/consumer.hpp"
+#include "kafka/consumer_statistics.hpp"
+#include "observability/daemon_status.hpp"
 #include "pipeline/failpoints.hpp"
 #include "pipeline/handler_registry.hpp"
 #include "pipeline/pipeline_stats.hpp"
@@ -43,6 +45,9 @@ public:
     const PipelineStats& stats() const { return stats_; }
     // Partitions assigned and every worker's dependencies answering.
     bool ready() const { return ready_.load(); }
+    // What the daemon does, as of its poll loop's last snapshot (a few hundred
+    // milliseconds old at most) and its last turn (live).
+    DaemonStatus status() const;
 
 private:
     void on_assigned(const std::vector<TopicPartition>& partitions) override;
@@ -53,6 +58,9 @@ private:
     void commit_finished(bool synchronous, const std::vector<TopicPartition>* only);
     void drain(const std::vector<TopicPartition>& partitions, const char* why);
     void update_readiness();
+    // Poll thread: publishes a new status snapshot when the last is older than
+    // its interval (or at once with `now`).
+    void publish_status(bool now = false);
     Worker& worker_for(const TopicPartition& tp);
 
     const Config& config_;
@@ -64,8 +72,15 @@ private:
     std::mutex offsets_mutex_;
     OffsetTracker offsets_;  // guarded by offsets_mutex_
 
-    std::set<TopicPartition> assigned_;  // poll thread only
-    std::set<TopicPartition> paused_;    // poll thread only
+    std::set<TopicPartition> assigned_;                   // poll thread only
+    std::set<TopicPartition> paused_;                     // poll thread only
+    bool joined_ = false;                                 // poll thread only: an assignment came
+    std::optional<ConsumerStatistics> kafka_statistics_;  // poll thread only: the last reading
+    std::chrono::steady_clock::time_point status_published_{};  // poll thread only
+
+    mutable std::mutex status_mutex_;
+    DaemonStatus status_;  // guarded by status_mutex_
+    std::atomic<std::chrono::steady_clock::rep> last_poll_{0};
 
     // Destruction order: the consumer goes first (its close() calls on_revoked,
     // which uses the workers), then the workers, then the pruner.

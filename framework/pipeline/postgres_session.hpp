@@ -34,6 +34,8 @@ public:
     // answered() ends an outage, logging that once.
     int failed();
     bool outage_logged() const { return down_logged_; }
+    // Failures in a row; 0 once PostgreSQL answered again.
+    int failures() const { return failures_; }
     void mark_outage_logged() { down_logged_ = true; }
     void answered();
     // A handler's prepare() failing: reported once until it succeeds.

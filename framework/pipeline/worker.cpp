@@ -96,7 +96,11 @@ void Worker::run(std::stop_token stop) {
     while (!stop.stop_requested()) {
         auto batch = inbox_.take_batch(static_cast<std::size_t>(p.batch_size), p.linger, stop);
         if (batch.empty()) continue;
+        busy_since_ = Clock::now().time_since_epoch().count();
         run_batch(std::move(batch));
+        busy_since_ = kIdle;
+        redis_up_ = redis_.failures() == 0;
+        postgres_up_ = postgres_.failures() == 0;
     }
 }
 

@@ -86,6 +86,17 @@ public:
     // handlers prepared, and none of its partitions is stalled.
     // Thread-safe.
     bool healthy() const { return healthy_.load() && inbox_.stalled_partitions() == 0; }
+    // Since when the worker runs the batch in hand; nullopt while it waits for
+    // records. Thread-safe.
+    std::optional<std::chrono::steady_clock::time_point> busy_since() const {
+        const auto since = busy_since_.load();
+        if (since == kIdle) return std::nullopt;
+        return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(since));
+    }
+    // Whether Redis / PostgreSQL answered on this worker's last use of them.
+    // Thread-safe.
+    bool redis_up() const { return redis_up_.load(); }
+    bool postgres_up() const { return postgres_up_.load(); }
 
 private:
     void run(std::stop_token stop);
@@ -154,7 +165,11 @@ private:
     PostgresSession postgres_;
     DeadLetterPublisher dead_letters_;  // after the sessions it uses
     std::atomic<bool> healthy_{true};
-    std::atomic<bool> leases_abandoned_{false};  // set from the poll thread, for the batch in hand
+    std::atomic<bool> leases_abandoned_{false};
+    static constexpr std::chrono::steady_clock::rep kIdle = -1;
+    std::atomic<std::chrono::steady_clock::rep> busy_since_{kIdle};
+    std::atomic<bool> redis_up_{true};
+    std::atomic<bool> postgres_up_{true};  // set from the poll thread, for the batch in hand
 
     WorkerInbox inbox_;
     LeaseKeeper lease_keeper_;

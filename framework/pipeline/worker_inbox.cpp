@@ -178,6 +178,11 @@ std::size_t WorkerInbox::stalled_partitions() const {
     return stalled_.size();
 }
 
+bool WorkerInbox::stalled(const TopicPartition& tp) const {
+    std::lock_guard lock(mutex_);
+    return stalled_.count(tp) != 0;
+}
+
 void WorkerInbox::clear_stalled(const TopicPartition& tp) {
     std::lock_guard lock(mutex_);
     stalled_.erase(tp);

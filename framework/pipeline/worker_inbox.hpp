@@ -67,6 +67,7 @@ public:
     // the finish_batch that requeued it until clear_stalled() or a drop; a retry
     // in progress does not make the partition look healthy.
     std::size_t stalled_partitions() const;
+    bool stalled(const TopicPartition& tp) const;
     // The stalled record of `tp` reached an outcome.
     void clear_stalled(const TopicPartition& tp);
     bool batch_in_progress() const;

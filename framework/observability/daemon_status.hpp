@@ -1,0 +1,52 @@
+#pragma once
+// A snapshot of what a running daemon is doing, for the observability
+// endpoint (/status, /healthz, /readyz and the gauges of /metrics). The poll
+// thread publishes one every few hundred milliseconds (Daemon::status());
+// readers get a copy and never touch the pipeline's own state.
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <exo/types.hpp>
+
+namespace exo {
+
+struct PartitionStatus {
+    TopicPartition partition{};
+    bool paused = false;   // fetching paused: its worker's queue is full
+    bool stalled = false;  // a record that cannot even be dead-lettered holds it
+    // The next offset to read, as this member last committed it (nullopt: none yet).
+    std::optional<std::int64_t> committed{};
+    std::size_t queued = 0;           // waiting in its worker's queue (parked ones excluded)
+    std::size_t in_flight = 0;        // handed to a worker, in a batch now
+    std::size_t parked = 0;           // strict-sequence gaps waiting for a predecessor
+    std::optional<std::int64_t> lag{};  // librdkafka's consumer lag, when known
+};
+
+struct WorkerStatus {
+    int index = 0;
+    // Its dependencies answered on last use, its handlers prepared, none of its
+    // partitions stalled (Worker::healthy()).
+    bool healthy = true;
+    // Since when it works on the batch in hand; nullopt while it waits for records.
+    std::optional<std::chrono::steady_clock::time_point> busy_since;
+};
+
+struct DaemonStatus {
+    using Clock = std::chrono::steady_clock;
+    bool running = false;           // the poll loop started and has not stopped
+    Clock::time_point last_poll{};  // the poll loop's last turn
+    // The group gave this member an assignment, possibly empty (a spare member).
+    bool joined = false;
+    std::vector<PartitionStatus> partitions;  // assigned to this member
+    std::vector<WorkerStatus> workers;
+    // As last observed: Redis and PostgreSQL by every worker's last use of
+    // them, Kafka by librdkafka's statistics (a broker connection up).
+    bool redis_up = true;
+    bool postgres_up = true;
+    bool kafka_up = false;
+};
+
+}  // namespace exo

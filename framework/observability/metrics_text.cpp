@@ -1,0 +1,164 @@
+#include "observability/metrics_text.hpp"
+
+#include <fmt/format.h>
+
+#include <iterator>
+
+namespace exo {
+namespace {
+
+class Writer {
+public:
+    void family(const char* name, const char* type, const char* help) {
+        fmt::format_to(std::back_inserter(out_), "# HELP {} {}\n# TYPE {} {}\n", name, help, name,
+                       type);
+    }
+    void sample(const std::string& name, const std::string& labels, double value) {
+        if (labels.empty())
+            fmt::format_to(std::back_inserter(out_), "{} {}\n", name, value);
+        else
+            fmt::format_to(std::back_inserter(out_), "{}{{{}}} {}\n", name, labels, value);
+    }
+    void sample(const std::string& name, const std::string& labels, std::uint64_t value) {
+        if (labels.empty())
+            fmt::format_to(std::back_inserter(out_), "{} {}\n", name, value);
+        else
+            fmt::format_to(std::back_inserter(out_), "{}{{{}}} {}\n", name, labels, value);
+    }
+    void histogram(const std::string& name, const std::string& labels,
+                   const BucketHistogram::Snapshot& s) {
+        const std::string sep = labels.empty() ? "" : ",";
+        for (std::size_t i = 0; i < BucketHistogram::kBounds.size(); ++i)
+            sample(name + "_bucket",
+                   labels + sep + fmt::format("le=\"{}\"", BucketHistogram::kBounds[i]),
+                   s.cumulative[i]);
+        sample(name + "_bucket", labels + sep + "le=\"+Inf\"", s.count());
+        sample(name + "_sum", labels, s.sum_seconds);
+        sample(name + "_count", labels, s.count());
+    }
+    std::string take() { return std::move(out_); }
+
+private:
+    std::string out_;
+};
+
+std::string topic_label(const std::string& topic) {
+    return "topic=\"" + escape_label_value(topic) + "\"";
+}
+
+struct Counter {
+    const char* name;
+    const char* help;
+    const std::atomic<std::uint64_t>& value;
+};
+
+}  // namespace
+
+std::string escape_label_value(const std::string& value) {
+    std::string out;
+    out.reserve(value.size());
+    for (char c : value) {
+        if (c == '\\')
+            out += "\\\\";
+        else if (c == '"')
+            out += "\\\"";
+        else if (c == '\n')
+            out += "\\n";
+        else
+            out += c;
+    }
+    return out;
+}
+
+std::string render_metrics(const PipelineStats& stats, const DaemonStatus& status, bool ready,
+                           const std::string& version) {
+    Writer w;
+    w.family("exo_build_info", "gauge", "The running exo's version (always 1).");
+    w.sample("exo_build_info", "version=\"" + escape_label_value(version) + "\"", std::uint64_t{1});
+
+    // The "" topic (records of no bound topic) is shown only if it ever counted.
+    auto shown = [](const std::string& topic, const TopicStats& t) {
+        if (!topic.empty()) return true;
+        for (auto o : kOutcomes)
+            if (t.count(o) > 0) return true;
+        return t.parked.load() > 0;
+    };
+    w.family("exo_records_total", "counter",
+             "Records by durable outcome (parked: strict-sequence gaps set aside, an event).");
+    for (const auto& [topic, t] : stats.topics()) {
+        if (!shown(topic, *t)) continue;
+        for (auto o : kOutcomes)
+            w.sample("exo_records_total", topic_label(topic) + ",outcome=\"" + to_string(o) + "\"",
+                     t->count(o));
+        w.sample("exo_records_total", topic_label(topic) + ",outcome=\"parked\"", t->parked.load());
+    }
+
+    const Counter counters[] = {
+        {"exo_records_polled_total", "Records fetched from Kafka and handed to a worker.",
+         stats.polled},
+        {"exo_batches_total", "Batches run by the workers.", stats.batches},
+        {"exo_conflicts_total", "Records NACKed because another owner held the key or a row lock.",
+         stats.conflicts},
+        {"exo_retries_total", "Retryable failures retried after a backoff.", stats.retries},
+        {"exo_batch_failures_total", "Batches put back whole (a dependency or a step failed).",
+         stats.batch_failures},
+        {"exo_lost_completions_total",
+         "Completions that found the claim taken over (PostgreSQL decided).",
+         stats.lost_completions},
+        {"exo_lease_renewals_total", "Claims extended for slow batches.", stats.lease_renewals},
+        {"exo_leases_lost_total", "Lease extensions that found the claim taken over.",
+         stats.leases_lost},
+        {"exo_dead_letter_failures_total",
+         "Dead letters that could not be recorded or produced (kept and retried).",
+         stats.dead_letter_failures},
+        {"exo_dedup_rows_pruned_total", "Dedup rows and gap sightings deleted by retention.",
+         stats.dedup_rows_pruned},
+        {"exo_rebalance_assignments_total", "Rebalances that gave this member partitions.",
+         stats.assignments},
+        {"exo_rebalance_revocations_total", "Rebalances that took partitions (lost included).",
+         stats.revocations},
+    };
+    for (const auto& c : counters) {
+        w.family(c.name, "counter", c.help);
+        w.sample(c.name, "", c.value.load());
+    }
+
+    w.family("exo_handler_duration_seconds", "histogram", "Time spent in a handler's handle().");
+    for (const auto& [topic, t] : stats.topics())
+        if (shown(topic, *t))
+            w.histogram("exo_handler_duration_seconds", topic_label(topic),
+                        t->handler_duration.snapshot());
+    w.family("exo_record_latency_seconds", "histogram",
+             "Kafka record timestamp to durable outcome.");
+    for (const auto& [topic, t] : stats.topics())
+        if (shown(topic, *t))
+            w.histogram("exo_record_latency_seconds", topic_label(topic),
+                        t->record_latency.snapshot());
+
+    w.family("exo_consumer_lag", "gauge",
+             "Records behind the partition's high watermark (librdkafka statistics).");
+    std::uint64_t paused = 0;
+    for (const auto& p : status.partitions) {
+        if (p.paused) ++paused;
+        if (p.lag)
+            w.sample("exo_consumer_lag",
+                     topic_label(p.partition.topic.value) +
+                         fmt::format(",partition=\"{}\"", p.partition.partition.value),
+                     static_cast<double>(*p.lag));
+    }
+    w.family("exo_partitions_assigned", "gauge", "Partitions assigned to this member.");
+    w.sample("exo_partitions_assigned", "", static_cast<std::uint64_t>(status.partitions.size()));
+    w.family("exo_partitions_paused", "gauge",
+             "Assigned partitions whose fetching is paused (worker queue full).");
+    w.sample("exo_partitions_paused", "", paused);
+    w.family("exo_dependency_up", "gauge",
+             "1 when the dependency answered on its last use, else 0.");
+    w.sample("exo_dependency_up", "dependency=\"redis\"", std::uint64_t{status.redis_up});
+    w.sample("exo_dependency_up", "dependency=\"postgres\"", std::uint64_t{status.postgres_up});
+    w.sample("exo_dependency_up", "dependency=\"kafka\"", std::uint64_t{status.kafka_up});
+    w.family("exo_ready", "gauge", "1 while /readyz answers 200.");
+    w.sample("exo_ready", "", std::uint64_t{ready});
+    return w.take();
+}
+
+}  // namespace exo

@@ -1,0 +1,18 @@
+#pragma once
+// /status: the daemon's state as JSON, for operators and scripts
+// (`curl -s host:port/status | jq`). Pure.
+#include <string>
+
+#include "observability/daemon_status.hpp"
+#include "observability/health.hpp"
+
+namespace exo {
+
+// {"live":{"ok":..,"reason":..},"ready":{..},"joined":..,"dependencies":{"redis":..,
+//  "postgres":..,"kafka":..},"workers":[{"index","healthy","busy_ms"}],
+//  "partitions":[{"topic","partition","paused","stalled","committed","queued",
+//  "in_flight","parked","lag"}]}; committed, lag and busy_ms are null when unknown.
+std::string status_json(const DaemonStatus& status, const HealthVerdict& live,
+                        const HealthVerdict& ready, DaemonStatus::Clock::time_point now);
+
+}  // namespace exo
