@@ -5,7 +5,8 @@
 namespace exo {
 
 Arguments::Arguments(const std::string& command, int argc, char** argv, int first,
-                     const std::vector<std::string>& allowed)
+                     const std::vector<std::string>& allowed,
+                     const std::vector<std::string>& switches)
     : command_(command) {
     for (int i = first; i < argc; ++i) {
         std::string arg = argv[i];
@@ -13,9 +14,15 @@ Arguments::Arguments(const std::string& command, int argc, char** argv, int firs
             throw UsageError("exo " + command + ": unexpected argument '" + arg +
                              "' (see exo --help)");
         std::string name = arg.substr(2), value;
+        if (std::find(switches.begin(), switches.end(), name) != switches.end()) {
+            values_[name].push_back("");
+            continue;
+        }
         if (auto eq = name.find('='); eq != std::string::npos) {
             value = name.substr(eq + 1);
             name = name.substr(0, eq);
+            if (std::find(switches.begin(), switches.end(), name) != switches.end())
+                throw UsageError("exo " + command + ": --" + name + " takes no value");
         } else {
             if (i + 1 >= argc || std::string(argv[i + 1]).rfind("--", 0) == 0)
                 throw UsageError("exo " + command + ": --" + name + " needs a value");
