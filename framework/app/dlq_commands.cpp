@@ -6,9 +6,9 @@
 #include "app/arguments.hpp"
 #include "app/commands.hpp"
 #include "app/config_loading.hpp"
+#include "app/dlq_options.hpp"
 #include "app/operator_setup.hpp"
 #include "ops/dedup_queries.hpp"
-#include "app/dlq_options.hpp"
 #include "ops/ops_report.hpp"
 #include "ops/replay.hpp"
 #include "pg/session.hpp"
@@ -143,7 +143,7 @@ int dlq_command(int argc, char** argv, const AppSetup& setup) {
     const std::string sub = argc >= 3 ? argv[2] : "";
     if (sub == "list") return dlq_list(argc, argv, setup);
     if (sub == "replay") return dlq_replay(argc, argv, setup);
-    throw UsageError("exo dlq: say `list` or `replay`" +
+    throw UsageError("say `list` or `replay`" +
                      (sub.empty() ? std::string() : ", not '" + sub + "'") + " (see exo --help)");
 }
 
