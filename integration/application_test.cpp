@@ -22,21 +22,13 @@ using exo::testing::PipelineHarness;
 
 namespace {
 
-struct Finished {
-    int exit_code = -1;
-    std::string output;
-};
-
 // Runs the consumer binary with `args` to its end (at most 60 s).
-Finished run_to_end(const std::string& name, const std::vector<std::string>& args) {
+exo::testing::FinishedChild run_to_end(const std::string& name,
+                                       const std::vector<std::string>& args) {
     const std::string log_file = "/tmp/" + exo::testing::unique_name(name) + ".log";
-    ChildProcess child(exo::testing::exo_binary(), args, {}, log_file);
-    auto status = child.wait(60s);
-    REQUIRE_MESSAGE(status.has_value(), "still running after 60 s: " << log_file);
-    std::ifstream in(log_file);
-    std::stringstream text;
-    text << in.rdbuf();
-    return {WIFEXITED(*status) ? WEXITSTATUS(*status) : -1, text.str()};
+    auto finished = exo::testing::run_to_end(exo::testing::exo_binary(), args, {}, log_file, 60s);
+    REQUIRE_MESSAGE(finished.has_value(), "still running after 60 s: " << log_file);
+    return *finished;
 }
 
 // The harness's config file with `extra` appended to its (only) binding.

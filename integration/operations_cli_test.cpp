@@ -23,7 +23,6 @@
 #include "test_handlers.hpp"
 
 using namespace std::chrono_literals;
-using exo::testing::ChildProcess;
 using exo::testing::partition_end;
 using exo::testing::payment;
 using exo::testing::PipelineHarness;
@@ -32,23 +31,14 @@ using nlohmann::json;
 
 namespace {
 
-struct Finished {
-    int exit_code = -1;  // -1 when killed by a signal
-    int signal = 0;      // the signal that ended it, if any
-    std::string output;  // stdout and stderr
-};
+using Finished = exo::testing::FinishedChild;
 
 Finished exo_cli(const std::vector<std::string>& args,
                  const std::map<std::string, std::string>& env = {}) {
     const std::string log_file = "/tmp/" + exo::testing::unique_name("ops_cli") + ".log";
-    ChildProcess child(exo::testing::exo_binary(), args, env, log_file);
-    auto status = child.wait(90s);
-    REQUIRE_MESSAGE(status.has_value(), "still running after 90 s: " << log_file);
-    std::ifstream in(log_file);
-    std::stringstream text;
-    text << in.rdbuf();
-    return {WIFEXITED(*status) ? WEXITSTATUS(*status) : -1,
-            WIFSIGNALED(*status) ? WTERMSIG(*status) : 0, text.str()};
+    auto finished = exo::testing::run_to_end(exo::testing::exo_binary(), args, env, log_file, 90s);
+    REQUIRE_MESSAGE(finished.has_value(), "still running after 90 s: " << log_file);
+    return *finished;
 }
 
 // The JSON document a --json command printed (log lines may surround it): from
@@ -299,4 +289,47 @@ TEST_CASE(
     CHECK(again.exit_code == 0);
     CHECK(again.output.find("nothing to replay") != std::string::npos);
     CHECK(topic_end(h) == 7);
+}
+
+TEST_CASE(
+    "two replays of every dead letter at once while the daemon runs apply each record exactly "
+    "once") {
+    PipelineHarness h({.name = "ops_race", .partitions = 1});
+    std::vector<exo::PaymentMessage> payments;
+    std::map<std::string, std::int64_t> expected;
+    for (int i = 1; i <= 4; ++i) {
+        const std::string account = "acc-" + std::to_string(i);
+        payments.push_back(payment("big-" + std::to_string(i), account, 100 * i + 100, 1));
+        expected[account] = 100 * i + 100;
+    }
+    h.produce(payments);
+    consume_refusing_large_payments(h);
+    const std::string config = write_config(h);
+    REQUIRE(h.count("SELECT count(*) FROM exo_processed WHERE outcome = 'DEAD_LETTERED'") == 4);
+
+    RunningDaemon d(h.config(), h.registry(), h.bootstrap());
+    REQUIRE(exo::testing::eventually([&] { return d.ready(); }, 30s));
+    // Two operators at once: whatever each finds, every record is processed once.
+    const std::string log_a = "/tmp/" + exo::testing::unique_name("ops_race_a") + ".log";
+    const std::string log_b = "/tmp/" + exo::testing::unique_name("ops_race_b") + ".log";
+    const std::vector<std::string> replay_all{"dlq", "replay", "--config", config, "--all"};
+    exo::testing::ChildProcess a(exo::testing::exo_binary(), replay_all, {}, log_a);
+    exo::testing::ChildProcess b(exo::testing::exo_binary(), replay_all, {}, log_b);
+    auto status_a = a.wait(90s), status_b = b.wait(90s);
+    REQUIRE(status_a.has_value());
+    REQUIRE(status_b.has_value());
+    CHECK(WIFEXITED(*status_a));
+    CHECK(WEXITSTATUS(*status_a) == 0);
+    CHECK(WIFEXITED(*status_b));
+    CHECK(WEXITSTATUS(*status_b) == 0);
+
+    REQUIRE(h.wait_until_consumed(60s));
+    CHECK(exo::testing::eventually([&] { return h.balances() == expected; }, 30s));
+    d.stop();
+    CHECK(h.balances() == expected);
+    CHECK(h.count("SELECT count(*) FROM ledger_entries") == 4);
+    CHECK(h.count("SELECT count(*) FROM exo_processed WHERE outcome = 'APPLIED'") == 4);
+    CHECK(partition_end(h.bootstrap(), h.topic() + ".dlq") == 4);  // no new dead letter
+    CHECK(topic_end(h) >= 8);  // every record replayed at least once
+    CHECK(json_of(exo_cli({"dlq", "list", "--config", config, "--json"})).empty());
 }

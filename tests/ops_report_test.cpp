@@ -65,6 +65,16 @@ TEST_CASE("an unknown key says so, with nulls in JSON and no invented fields") {
     CHECK(to_text(r).find("unknown key") != std::string::npos);
 }
 
+TEST_CASE("inspect with Redis unreachable says the claim is unknown instead of absent") {
+    InspectReport r = applied_report();
+    r.claim.reset();
+    r.claim_error = "connection refused";
+    CHECK(to_json(r)["claim_error"] == "connection refused");
+    CHECK(to_text(r).find("claim (Redis): unknown, Redis could not be asked: connection refused") !=
+          std::string::npos);
+    CHECK(to_text(r).find("outcome: APPLIED") != std::string::npos);
+}
+
 TEST_CASE("a pending replay is known and tells the operator to run the replay again") {
     InspectReport r;
     r.key = "k";

@@ -14,6 +14,7 @@
 #include "ops/ops_report.hpp"
 #include "pg/session.hpp"
 #include "redis/claim_store.hpp"
+#include "redis/redis_error.hpp"
 
 namespace exo {
 namespace {
@@ -55,10 +56,18 @@ int inspect_command(int argc, char** argv, const AppSetup& setup) {
     const std::string& group = config.kafka.group_id;
 
     auto pg = open_postgres_session(config.postgres);
-    InspectReport report{group,        key,          find_dedup_row(*pg, group, key),
-                         std::nullopt, std::nullopt, find_replay_ticket(*pg, group, key)};
-    RedisConnection redis(operator_redis(config.redis));
-    report.claim = read_claim(redis, claim_key(config.redis.key_prefix, group, key));
+    InspectReport report;
+    report.group = group;
+    report.key = key;
+    report.row = find_dedup_row(*pg, group, key);
+    report.replay = find_replay_ticket(*pg, group, key);
+    try {
+        RedisConnection redis(operator_redis(config.redis));
+        report.claim = read_claim(redis, claim_key(config.redis.key_prefix, group, key));
+    } catch (const RedisError& e) {
+        // What PostgreSQL says is still worth printing: it is the truth.
+        report.claim_error = e.what();
+    }
     if (report.row) report.sequence = sequence_of(config, *report.row, *pg);
 
     if (args.has("json"))

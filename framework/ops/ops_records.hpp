@@ -60,6 +60,9 @@ struct InspectReport {
     std::string key;
     std::optional<DedupRow> row;
     std::optional<ClaimView> claim;
+    // Set when Redis could not be asked: the claim is unknown, the row still
+    // decides (Redis is only the efficiency fence).
+    std::optional<std::string> claim_error;
     std::optional<SequenceView> sequence;
     std::optional<ReplayTicket> replay;
     bool known() const { return row.has_value() || replay.has_value(); }

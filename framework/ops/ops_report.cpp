@@ -70,6 +70,7 @@ json to_json(const InspectReport& r) {
             {"known", r.known()},
             {"row", optional_json(r.row)},
             {"claim", optional_json(r.claim)},
+            {"claim_error", or_null(r.claim_error)},
             {"sequence", optional_json(r.sequence)},
             {"replay", optional_json(r.replay)}};
 }
@@ -101,6 +102,8 @@ std::string to_text(const InspectReport& r) {
         if (c.lease_until_ms)
             line(out, "lease until (Redis ms)", std::to_string(*c.lease_until_ms));
         line(out, "ttl", c.ttl_ms < 0 ? "none" : std::to_string(c.ttl_ms) + " ms");
+    } else if (r.claim_error) {
+        out << "claim (Redis): unknown, Redis could not be asked: " << *r.claim_error << "\n";
     } else {
         out << "claim (Redis): none (never claimed, expired or flushed; the dedup row decides)\n";
     }
