@@ -22,21 +22,13 @@ using exo::testing::PipelineHarness;
 
 namespace {
 
-struct Finished {
-    int exit_code = -1;
-    std::string output;
-};
-
 // Runs the consumer binary with `args` to its end (at most 60 s).
-Finished run_to_end(const std::string& name, const std::vector<std::string>& args) {
+exo::testing::FinishedChild run_to_end(const std::string& name,
+                                       const std::vector<std::string>& args) {
     const std::string log_file = "/tmp/" + exo::testing::unique_name(name) + ".log";
-    ChildProcess child(exo::testing::exo_binary(), args, {}, log_file);
-    auto status = child.wait(60s);
-    REQUIRE_MESSAGE(status.has_value(), "still running after 60 s: " << log_file);
-    std::ifstream in(log_file);
-    std::stringstream text;
-    text << in.rdbuf();
-    return {WIFEXITED(*status) ? WEXITSTATUS(*status) : -1, text.str()};
+    auto finished = exo::testing::run_to_end(exo::testing::exo_binary(), args, {}, log_file, 60s);
+    REQUIRE_MESSAGE(finished.has_value(), "still running after 60 s: " << log_file);
+    return *finished;
 }
 
 // The harness's config file with `extra` appended to its (only) binding.
@@ -76,6 +68,7 @@ TEST_CASE(
     std::vector<std::string> applied;
     for (const auto& row : names) applied.push_back(row[0].as<std::string>());
     CHECK(applied == std::vector<std::string>{"0001_exo_core.sql", "0003_exo_sequence_gaps.sql",
+                                              "0004_exo_applied_by.sql", "0005_exo_replays.sql",
                                               "0002_ledger.sql"});
     CHECK(tx.exec("SELECT to_regclass('accounts') IS NOT NULL")[0][0].as<bool>());
     auto again = run_to_end("app_migrate_again", {"migrate", "--config", config});

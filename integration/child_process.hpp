@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <ostream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -139,5 +140,29 @@ private:
     pid_t pid_ = -1;
     std::optional<int> status_;
 };
+
+// How a child run to its end finished, and everything it wrote.
+struct FinishedChild {
+    int exit_code = -1;  // -1 when a signal ended it
+    int signal = 0;      // the signal that ended it; 0 if it exited
+    std::string output;  // its stdout and stderr
+};
+
+// Runs `program args...` (see ChildProcess) to its end; nullopt if it still runs
+// after `timeout` (it is then killed).
+inline std::optional<FinishedChild> run_to_end(const std::string& program,
+                                               const std::vector<std::string>& args,
+                                               const std::map<std::string, std::string>& env,
+                                               const std::string& log_file,
+                                               std::chrono::milliseconds timeout) {
+    ChildProcess child(program, args, env, log_file);
+    auto status = child.wait(timeout);
+    if (!status) return std::nullopt;
+    std::ifstream in(log_file);
+    std::stringstream text;
+    text << in.rdbuf();
+    return FinishedChild{WIFEXITED(*status) ? WEXITSTATUS(*status) : -1,
+                         WIFSIGNALED(*status) ? WTERMSIG(*status) : 0, text.str()};
+}
 
 }  // namespace exo::testing

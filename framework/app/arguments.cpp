@@ -21,6 +21,8 @@ Arguments::Arguments(const std::string& command, int argc, char** argv, int firs
         if (auto eq = name.find('='); eq != std::string::npos) {
             value = name.substr(eq + 1);
             name = name.substr(0, eq);
+            if (std::find(switches.begin(), switches.end(), name) != switches.end())
+                throw UsageError("exo " + command + ": --" + name + " takes no value");
         } else {
             if (i + 1 >= argc || std::string(argv[i + 1]).rfind("--", 0) == 0)
                 throw UsageError("exo " + command + ": --" + name + " needs a value");

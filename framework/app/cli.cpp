@@ -21,6 +21,14 @@ Usage:
                                  validate the configuration and every binding's handler options;
                                  --print: the effective configuration as YAML, defaults filled in,
                                  secrets masked as "*****"
+  exo inspect --config FILE --key KEY [--json]
+                                 a key's dedup row, Redis claim, sequence and replay (exit 3: unknown key)
+  exo dlq list --config FILE [--topic T] [--since DURATION] [--json]
+                                 dead letters (and replays not processed yet) with reason and origin
+  exo dlq replay --config FILE (--key KEY | --offset N [--topic T] [--partition P] | --all [--topic T])
+                 [--dry-run] [--json]
+                                 process dead-lettered records once more, exactly once
+                                 (docs/operations.md); running it again finishes a crashed replay
   exo mock-kafka [--brokers N] [--topic NAME:PARTITIONS]... [--bootstrap-file FILE]
                                  run librdkafka's mock cluster as a standalone broker until SIGTERM
   exo demo-produce (--bootstrap SERVERS | --bootstrap-file FILE) --expected-file FILE
@@ -30,8 +38,9 @@ Usage:
                  [--timeout 120]  wait until the group consumed everything, compare balances
   exo --help | --version
 
-Exit codes: 0 success, 1 run-time failure, 2 bad usage or configuration.
-Failpoints for crash tests: EXO_FAILPOINTS=after_pg_commit=kill[@N].
+Exit codes: 0 success, 1 run-time failure, 2 bad usage or configuration, 3 unknown key.
+Failpoints for crash tests: EXO_FAILPOINTS=after_pg_commit=kill[@N] (replay: replay_after_ticket,
+replay_after_claim_forgotten, replay_after_produce).
 )";
 
 }  // namespace
@@ -57,6 +66,8 @@ int run_cli(int argc, char** argv, const AppSetup& setup) {
         if (command == "run") return run_command(argc, argv, setup, stop.get_token());
         if (command == "migrate") return migrate_command(argc, argv, setup);
         if (command == "check-config") return check_config_command(argc, argv, setup);
+        if (command == "inspect") return inspect_command(argc, argv, setup);
+        if (command == "dlq") return dlq_command(argc, argv, setup);
         if (command == "mock-kafka") return mock_kafka_command(argc, argv, stop.get_token());
         if (command == "demo-produce") return demo_produce_command(argc, argv);
         if (command == "demo-check") return demo_check_command(argc, argv, setup, stop.get_token());

@@ -33,6 +33,9 @@ struct KafkaErrorDeleter {
 struct HeadersDeleter {
     void operator()(rd_kafka_headers_t* p) const noexcept { rd_kafka_headers_destroy(p); }
 };
+struct MetadataDeleter {
+    void operator()(const rd_kafka_metadata_t* p) const noexcept { rd_kafka_metadata_destroy(p); }
+};
 struct MockClusterDeleter {
     void operator()(rd_kafka_mock_cluster_t* p) const noexcept { rd_kafka_mock_cluster_destroy(p); }
 };
@@ -45,6 +48,7 @@ using MessageHandle = std::unique_ptr<rd_kafka_message_t, MessageDeleter>;
 using QueueHandle = std::unique_ptr<rd_kafka_queue_t, QueueDeleter>;
 using KafkaErrorHandle = std::unique_ptr<rd_kafka_error_t, KafkaErrorDeleter>;
 using HeadersHandle = std::unique_ptr<rd_kafka_headers_t, HeadersDeleter>;
+using MetadataHandle = std::unique_ptr<const rd_kafka_metadata_t, MetadataDeleter>;
 using MockClusterHandle = std::unique_ptr<rd_kafka_mock_cluster_t, MockClusterDeleter>;
 
 }  // namespace exo

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <pqxx/pqxx>
 
+#include "pg/process_identity.hpp"
+
 namespace exo {
 namespace {
 
@@ -22,8 +24,8 @@ constexpr const char* kClearGap = "exo_clear_gap";
 std::string start_sql(const char* first_rule, const char* rule) {
     return std::string(
                "WITH ins AS (INSERT INTO exo_processed (consumer_group, idempotency_key,"
-               " fencing_token, topic, kafka_partition, kafka_offset, outcome)"
-               " VALUES ($1, $2, $3, $4, $5, $6, 'APPLIED')"
+               " fencing_token, topic, kafka_partition, kafka_offset, outcome, applied_by)"
+               " VALUES ($1, $2, $3, $4, $5, $6, 'APPLIED', $10)"
                " ON CONFLICT (consumer_group, idempotency_key) DO NOTHING RETURNING 1),"
                " prev AS (SELECT last_sequence FROM exo_sequences"
                " WHERE handler = $7::text AND entity = $8::text FOR UPDATE),"
@@ -44,8 +46,8 @@ std::string start_sql(const char* first_rule, const char* rule) {
 void prepare_framework_statements(pqxx::connection_base& c) {
     c.prepare(kInsertProcessed,
               "INSERT INTO exo_processed (consumer_group, idempotency_key, fencing_token, topic,"
-              " kafka_partition, kafka_offset, outcome, result)"
-              " VALUES ($1, $2, $3, $4, $5, $6, $7, NULLIF($8, ''))"
+              " kafka_partition, kafka_offset, outcome, result, applied_by)"
+              " VALUES ($1, $2, $3, $4, $5, $6, $7, NULLIF($8, ''), $9)"
               " ON CONFLICT (consumer_group, idempotency_key) DO NOTHING RETURNING 1");
     c.prepare(kSelectProcessed,
               "SELECT outcome, coalesce(result, '') FROM exo_processed"
@@ -96,7 +98,7 @@ std::optional<ExistingRow> insert_processed(pqxx::transaction_base& tx, const Pr
     auto inserted =
         tx.exec_prepared(kInsertProcessed, row.consumer_group, row.idempotency_key, row.token.value,
                          row.partition.topic.value, row.partition.partition.value, row.offset.value,
-                         to_sql(row.outcome), row.result);
+                         to_sql(row.outcome), row.result, process_identity());
     if (!inserted.empty()) return std::nullopt;
     return existing_row(tx, row.consumer_group, row.idempotency_key);
 }
@@ -109,11 +111,11 @@ RecordStart start_record(pqxx::transaction_base& tx, const ProcessedRow& row,
         if (!out.duplicate) out.verdict = SequenceVerdict::apply;
         return out;
     }
-    auto r =
-        tx.exec_prepared(sequence->mode == SequenceMode::strict ? kStartStrict : kStartLatest,
-                         row.consumer_group, row.idempotency_key, row.token.value,
-                         row.partition.topic.value, row.partition.partition.value, row.offset.value,
-                         sequence->handler, sequence->entity, sequence->sequence);
+    auto r = tx.exec_prepared(sequence->mode == SequenceMode::strict ? kStartStrict : kStartLatest,
+                              row.consumer_group, row.idempotency_key, row.token.value,
+                              row.partition.topic.value, row.partition.partition.value,
+                              row.offset.value, sequence->handler, sequence->entity,
+                              sequence->sequence, process_identity());
     if (!r[0][0].as<bool>()) {
         out.duplicate = existing_row(tx, row.consumer_group, row.idempotency_key);
         return out;

@@ -1,0 +1,62 @@
+#pragma once
+// Reads a topic the way a tool does, not the way the daemon consumes it: the
+// partitions are assigned, never subscribed, so no consumer group is joined
+// or rebalanced and nothing is committed; reading starts at the oldest record
+// Kafka still keeps. Used by `exo dlq replay` (find a dead letter, or an
+// original record by its coordinates) and `exo inspect`.
+//
+// Lifecycle: one reader per command; every read assigns what it needs and
+// unassigns it again. Thread-safety: none.
+// Errors: every method throws KafkaError when Kafka cannot be reached, refuses,
+// or does not answer within the timeout (the message says which topic).
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <exo/record.hpp>
+#include "kafka/kafka_error.hpp"
+#include "kafka/rdkafka_handles.hpp"
+
+namespace exo {
+
+class TopicReader {
+public:
+    // `properties`: extra librdkafka properties (security settings); the ones exo
+    // reserves for its consumer (group.id, offset commits) are ignored. Throws
+    // KafkaConfigError for a bad property.
+    TopicReader(const std::string& bootstrap_servers,
+                const std::map<std::string, std::string>& properties);
+    TopicReader(const TopicReader&) = delete;
+    TopicReader& operator=(const TopicReader&) = delete;
+    ~TopicReader();  // closes the consumer before the handle is destroyed
+
+    // Every record `topic` holds now (each partition up to its end at the time
+    // of the call), partition by partition, in offset order. Throws KafkaError
+    // for an unknown topic.
+    std::vector<Record> read_all(const std::string& topic, std::chrono::milliseconds timeout);
+
+    // The record at (topic, partition, offset), or nullopt if Kafka no longer has
+    // it: below the partition's start (expired by retention, deleted), removed by
+    // compaction, or never written (at or past the end).
+    std::optional<Record> read_at(const std::string& topic, int partition, std::int64_t offset,
+                                  std::chrono::milliseconds timeout);
+
+private:
+    struct Range {
+        int partition;
+        std::int64_t from;  // first offset to read
+        std::int64_t end;   // the partition's end: one past its last record
+    };
+    int partition_count(const std::string& topic, std::chrono::milliseconds timeout);
+    Range range(const std::string& topic, int partition, std::chrono::milliseconds timeout);
+    // Reads [from, end) of each range.
+    std::vector<Record> read(const std::string& topic, const std::vector<Range>& ranges,
+                             std::chrono::milliseconds timeout);
+
+    KafkaHandle handle_;
+};
+
+}  // namespace exo

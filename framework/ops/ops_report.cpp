@@ -1,0 +1,182 @@
+#include "ops/ops_report.hpp"
+
+#include <sstream>
+
+namespace exo {
+namespace {
+
+using nlohmann::json;
+
+template <typename T>
+json or_null(const std::optional<T>& v) {
+    return v ? json(*v) : json(nullptr);
+}
+
+std::string or_dash(const std::optional<std::string>& v) {
+    return v ? *v : "-";
+}
+
+json to_json(const DedupRow& r) {
+    return {{"outcome", r.outcome},
+            {"processed_at", r.processed_at},
+            {"topic", r.topic},
+            {"partition", r.partition},
+            {"offset", r.offset},
+            {"fencing_token", r.fencing_token},
+            {"result", or_null(r.result)},
+            {"applied_by", or_null(r.applied_by)}};
+}
+
+json to_json(const ClaimView& c) {
+    return {{"redis_key", c.redis_key}, {"state", c.state},
+            {"owner", c.owner},         {"token", c.token},
+            {"result", c.result},       {"lease_until_ms", or_null(c.lease_until_ms)},
+            {"ttl_ms", c.ttl_ms}};
+}
+
+json to_json(const SequenceView& s) {
+    return {{"handler", s.handler},
+            {"entity", or_null(s.entity)},
+            {"last_sequence", or_null(s.last_sequence)},
+            {"note", s.note}};
+}
+
+json to_json(const ReplayTicket& t) {
+    return {{"topic", t.topic},
+            {"partition", t.partition},
+            {"offset", t.offset},
+            {"reason", t.reason},
+            {"dead_lettered_at", t.dead_lettered_at},
+            {"requested_at", t.requested_at},
+            {"produced_at", or_null(t.produced_at)},
+            {"produced_to", or_null(t.produced_to)},
+            {"finished_outcome", or_null(t.finished_outcome)}};
+}
+
+template <typename T>
+json optional_json(const std::optional<T>& v) {
+    return v ? to_json(*v) : json(nullptr);
+}
+
+void line(std::ostringstream& out, const char* name, const std::string& value) {
+    out << "  " << name << ": " << value << "\n";
+}
+
+}  // namespace
+
+json to_json(const InspectReport& r) {
+    return {{"group", r.group},
+            {"key", r.key},
+            {"known", r.known()},
+            {"row", optional_json(r.row)},
+            {"claim", optional_json(r.claim)},
+            {"claim_error", or_null(r.claim_error)},
+            {"sequence", optional_json(r.sequence)},
+            {"replay", optional_json(r.replay)}};
+}
+
+std::string to_text(const InspectReport& r) {
+    std::ostringstream out;
+    out << "key " << r.key << " (group " << r.group << ")\n";
+    if (r.row) {
+        const auto& d = *r.row;
+        out << "dedup row (PostgreSQL):\n";
+        line(out, "outcome", d.outcome);
+        line(out, "processed at", d.processed_at);
+        line(out, "from",
+             d.topic + "/" + std::to_string(d.partition) + "/" + std::to_string(d.offset) +
+                 " (topic/partition/offset)");
+        line(out, "fencing token", std::to_string(d.fencing_token));
+        line(out, "result", or_dash(d.result));
+        line(out, "applied by", or_dash(d.applied_by));
+    } else {
+        out << "dedup row (PostgreSQL): none\n";
+    }
+    if (r.claim) {
+        const auto& c = *r.claim;
+        out << "claim (Redis " << c.redis_key << "):\n";
+        line(out, "state", c.state);
+        line(out, "owner", c.owner);
+        line(out, "token", c.token);
+        if (!c.result.empty()) line(out, "result", c.result);
+        if (c.lease_until_ms)
+            line(out, "lease until (Redis ms)", std::to_string(*c.lease_until_ms));
+        line(out, "ttl", c.ttl_ms < 0 ? "none" : std::to_string(c.ttl_ms) + " ms");
+    } else if (r.claim_error) {
+        out << "claim (Redis): unknown, Redis could not be asked: " << *r.claim_error << "\n";
+    } else {
+        out << "claim (Redis): none (never claimed, expired or flushed; the dedup row decides)\n";
+    }
+    if (r.sequence) {
+        const auto& s = *r.sequence;
+        out << "sequence (handler " << s.handler << "):\n";
+        line(out, "entity", or_dash(s.entity));
+        line(out, "last sequence",
+             s.last_sequence ? std::to_string(*s.last_sequence) : std::string("-"));
+        if (!s.note.empty()) line(out, "note", s.note);
+    }
+    if (r.replay) {
+        const auto& t = *r.replay;
+        out << "replay:\n";
+        line(out, "dead-lettered from",
+             t.topic + "/" + std::to_string(t.partition) + "/" + std::to_string(t.offset) + " at " +
+                 t.dead_lettered_at);
+        line(out, "reason", t.reason);
+        line(out, "requested at", t.requested_at);
+        line(out, "produced",
+             t.produced_at ? *t.produced_at + " to " + or_dash(t.produced_to)
+                           : std::string("not yet: run the replay again"));
+        line(out, "state",
+             t.finished_outcome ? "finished, outcome " + *t.finished_outcome
+                                : std::string("waiting for the daemon"));
+    }
+    if (!r.known()) out << "unknown key: no dedup row and no replay in this group\n";
+    return out.str();
+}
+
+json to_json(const std::vector<DeadLetterEntry>& entries) {
+    json out = json::array();
+    for (const auto& e : entries)
+        out.push_back({{"key", e.key},
+                       {"state", to_string(e.state)},
+                       {"topic", e.topic},
+                       {"partition", e.partition},
+                       {"offset", e.offset},
+                       {"reason", e.reason},
+                       {"dead_lettered_at", e.dead_lettered_at},
+                       {"dead_lettered_by", or_null(e.dead_lettered_by)}});
+    return out;
+}
+
+std::string to_text(const std::vector<DeadLetterEntry>& entries) {
+    std::ostringstream out;
+    for (const auto& e : entries)
+        out << e.dead_lettered_at << "  " << to_string(e.state) << "  " << e.topic << "/"
+            << e.partition << "/" << e.offset << "  key " << e.key << "\n    reason: " << e.reason
+            << "\n";
+    out << entries.size() << " dead letter(s)\n";
+    return out.str();
+}
+
+json to_json(const std::vector<ReplayResult>& results) {
+    json out = json::array();
+    for (const auto& r : results)
+        out.push_back({{"key", r.key},
+                       {"status", to_string(r.status)},
+                       {"detail", r.detail},
+                       {"produced_to", r.produced_to}});
+    return out;
+}
+
+std::string to_text(const std::vector<ReplayResult>& results) {
+    std::ostringstream out;
+    for (const auto& r : results) {
+        out << to_string(r.status) << " " << r.key << ": " << r.detail;
+        if (!r.produced_to.empty()) out << " -> " << r.produced_to;
+        out << "\n";
+    }
+    if (results.empty()) out << "nothing to replay\n";
+    return out.str();
+}
+
+}  // namespace exo

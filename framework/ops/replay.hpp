@@ -1,0 +1,72 @@
+#pragma once
+// `exo dlq replay`: process a dead-lettered record once more, exactly once
+// (docs/operations.md, "Replaying dead letters", has the argument). Per key:
+//   0. find the record to re-produce, and check it derives the same key;
+//      nothing is changed if it cannot be found (a clear error instead)
+//   1. PostgreSQL, one statement: the DEAD_LETTERED row becomes a replay ticket
+//      (the key is new to the daemon again)          failpoint replay_after_ticket
+//   2. Redis: the claim is deleted                    failpoint replay_after_claim_forgotten
+//   3. Kafka: the record is produced to its original topic and partition with
+//      exo-replayed-from, and acknowledged           failpoint replay_after_produce
+//   4. PostgreSQL: the ticket records that it was sent
+// A crash anywhere leaves either the row (nothing happened) or the ticket, from
+// which running the replay again resumes at step 2. The dedup row, inserted by
+// whichever copy of the key the daemon processes first, keeps every extra copy
+// a duplicate.
+//
+// Thread-safety: none; one replayer per command.
+#include <map>
+#include <string>
+#include <vector>
+
+#include <pqxx/connection>
+
+#include "config/config.hpp"
+#include "kafka/producer.hpp"
+#include "kafka/topic_reader.hpp"
+#include "ops/ops_records.hpp"
+#include "pipeline/failpoints.hpp"
+#include "redis/redis_connection.hpp"
+
+namespace exo {
+
+struct ReplayServices {
+    const Config& config;
+    pqxx::connection& postgres;
+    RedisConnection& redis;
+    TopicReader& reader;
+    KafkaProducer& producer;
+    Failpoints& failpoints;
+};
+
+// The record of a dead letter cannot be found any more: not in its dead-letter
+// topic (or only without its value) and not at its coordinates in the source
+// topic. Nothing was changed. A run-time failure (exit 1).
+class ReplaySourceGone : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+class DeadLetterReplayer {
+public:
+    explicit DeadLetterReplayer(ReplayServices services) : s_(services) {}
+
+    // Replays `entry` (a DEAD_LETTERED row or a pending replay), or with
+    // `dry_run` only finds its record and says what would be done.
+    // Throws ReplaySourceGone; UsageError when the entry's topic has no binding in
+    // the config or the replayed record would derive another key (a
+    // `coordinates` binding); pqxx, RedisError and KafkaError for failures of
+    // the servers (the replay is then resumed by running it again).
+    ReplayResult replay(const DeadLetterEntry& entry, bool dry_run);
+
+private:
+    // The dead-letter topic's records, read once per command.
+    const std::vector<Record>& dead_letters(const std::string& dlq_topic);
+    OutgoingRecord find_record(const DeadLetterEntry& entry, const BindingConfig& binding,
+                               std::string& source);
+
+    ReplayServices s_;
+    std::map<std::string, std::vector<Record>> dead_letters_;
+};
+
+}  // namespace exo

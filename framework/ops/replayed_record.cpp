@@ -1,0 +1,74 @@
+#include "ops/replayed_record.hpp"
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+namespace exo {
+namespace {
+
+// Every header make_dead_letter() appends (pipeline/dead_letter.cpp), and ours.
+constexpr std::array<std::string_view, 8> kExoHeaders{
+    "exo-error",           "exo-attempts",        "exo-original-topic", "exo-original-partition",
+    "exo-original-offset", "exo-idempotency-key", "exo-value-omitted",  kReplayedFromHeader};
+
+bool is_exo_header(const RecordHeader& h) {
+    return std::find(kExoHeaders.begin(), kExoHeaders.end(), h.name) != kExoHeaders.end();
+}
+
+std::string header_text(const Record& r, std::string_view name) {
+    const RecordHeader* h = r.header(name);
+    return h != nullptr && h->value ? *h->value : std::string();
+}
+
+OutgoingRecord replay(const Record& from, const OriginalCoordinates& at) {
+    OutgoingRecord out;
+    out.topic = at.topic;
+    out.partition = at.partition;
+    out.key = from.key;
+    out.value = from.value;
+    for (const auto& h : from.headers)
+        if (!is_exo_header(h)) out.headers.push_back(h);
+    out.headers.push_back({kReplayedFromHeader, to_text(at)});
+    return out;
+}
+
+}  // namespace
+
+std::string to_text(const OriginalCoordinates& at) {
+    return at.topic + "/" + std::to_string(at.partition) + "/" + std::to_string(at.offset);
+}
+
+bool is_dead_letter_of(const Record& dead_letter, const std::string& key,
+                       const OriginalCoordinates& at) {
+    return header_text(dead_letter, "exo-idempotency-key") == key &&
+           header_text(dead_letter, "exo-original-topic") == at.topic &&
+           header_text(dead_letter, "exo-original-partition") == std::to_string(at.partition) &&
+           header_text(dead_letter, "exo-original-offset") == std::to_string(at.offset);
+}
+
+bool value_omitted(const Record& dead_letter) {
+    return dead_letter.header("exo-value-omitted") != nullptr;
+}
+
+OutgoingRecord replay_of_dead_letter(const Record& dead_letter, const OriginalCoordinates& at) {
+    return replay(dead_letter, at);
+}
+
+OutgoingRecord replay_of_original(const Record& original) {
+    return replay(original,
+                  {original.topic.value, original.partition.value, original.offset.value});
+}
+
+Record as_consumed(const OutgoingRecord& record) {
+    Record r;
+    r.topic = Topic{record.topic};
+    r.partition = Partition{record.partition.value_or(0)};
+    r.offset = Offset{-1};
+    r.key = record.key;
+    r.value = record.value;
+    r.headers = record.headers;
+    return r;
+}
+
+}  // namespace exo

@@ -1,0 +1,46 @@
+#pragma once
+// The record `exo dlq replay` re-produces, built from a dead letter (section 6.2
+// of docs/design.md says what one carries) or, when the dead letter had to leave
+// its value out, from the original record itself. Pure: no I/O.
+#include <cstdint>
+#include <string>
+
+#include <exo/record.hpp>
+#include "kafka/producer.hpp"
+
+namespace exo {
+
+// Header on every replayed record: "<topic>/<partition>/<offset>" of the record
+// it replays. For people and tools; the daemon treats the record like any other.
+inline constexpr const char* kReplayedFromHeader = "exo-replayed-from";
+
+struct OriginalCoordinates {
+    std::string topic;
+    int partition = 0;
+    std::int64_t offset = 0;
+};
+
+// "<topic>/<partition>/<offset>".
+std::string to_text(const OriginalCoordinates& at);
+
+// Whether `dead_letter`, a record of a dead-letter topic, is the dead letter of
+// `key` consumed at `at` (its exo-idempotency-key and exo-original-* headers).
+bool is_dead_letter_of(const Record& dead_letter, const std::string& key,
+                       const OriginalCoordinates& at);
+
+// Whether the dead letter was sent without the original value (exo-value-omitted).
+bool value_omitted(const Record& dead_letter);
+
+// To the original topic and partition: the dead letter's Kafka key, value and
+// headers without the ones the dead-letter step added (and without an earlier
+// exo-replayed-from), plus exo-replayed-from.
+OutgoingRecord replay_of_dead_letter(const Record& dead_letter, const OriginalCoordinates& at);
+
+// The same from the original record, read at its coordinates.
+OutgoingRecord replay_of_original(const Record& original);
+
+// The record as the daemon will consume it, for deriving its idempotency key
+// before it is produced (the offset is not known yet and left at -1).
+Record as_consumed(const OutgoingRecord& record);
+
+}  // namespace exo

@@ -1,0 +1,78 @@
+// The flags of `exo inspect` and `exo dlq list|replay`: app/dlq_options.hpp and
+// the switches of app/arguments.hpp. No servers.
+#include <doctest/doctest.h>
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include <exo/errors.hpp>
+#include "app/arguments.hpp"
+#include "app/dlq_options.hpp"
+
+using namespace exo;
+using namespace std::chrono_literals;
+
+namespace {
+
+// argv for `exo dlq replay <args...>`; the strings live as long as this object.
+class Argv {
+public:
+    Argv(std::initializer_list<std::string> args) : strings_{"exo", "dlq", "replay"} {
+        strings_.insert(strings_.end(), args.begin(), args.end());
+        for (auto& s : strings_) pointers_.push_back(s.data());
+        pointers_.push_back(nullptr);
+    }
+    Arguments parse() {
+        return Arguments("dlq replay", static_cast<int>(strings_.size()), pointers_.data(), 3,
+                         {"config", "key", "offset", "topic", "partition", "since"},
+                         {"all", "dry-run", "json"});
+    }
+
+private:
+    std::vector<std::string> strings_;
+    std::vector<char*> pointers_;
+};
+
+}  // namespace
+
+TEST_CASE("a switch takes no value and a flag after it is still read") {
+    auto args = Argv{"--json", "--key", "k1", "--dry-run"}.parse();
+    CHECK(args.has("json"));
+    CHECK(args.has("dry-run"));
+    CHECK_FALSE(args.has("all"));
+    CHECK(args.get("key") == "k1");
+    CHECK_THROWS_WITH_AS(Argv{"--json=yes"}.parse(), doctest::Contains("--json takes no value"),
+                         UsageError);
+}
+
+TEST_CASE("since takes a duration with a unit and refuses a bare number or nonsense") {
+    CHECK(parse_since("90s") == 90s);
+    CHECK(parse_since("30m") == 30min);
+    CHECK(parse_since("2h") == 2h);
+    CHECK(parse_since("7d") == 7 * 24h);
+    CHECK_THROWS_WITH_AS(parse_since("15"), doctest::Contains("with a unit"), UsageError);
+    CHECK_THROWS_AS(parse_since("soon"), UsageError);
+    CHECK_THROWS_AS(parse_since("0s"), UsageError);
+}
+
+TEST_CASE("replay needs exactly one of --key, --offset and --all") {
+    CHECK(replay_selection(Argv{"--key", "k"}.parse()).key == "k");
+    CHECK(replay_selection(Argv{"--offset", "42"}.parse()).offset == 42);
+    CHECK(replay_selection(Argv{"--all", "--topic", "t"}.parse()).all);
+    CHECK_THROWS_WITH_AS(replay_selection(Argv{}.parse()), doctest::Contains("exactly one"),
+                         UsageError);
+    CHECK_THROWS_AS(replay_selection(Argv{"--key", "k", "--all"}.parse()), UsageError);
+    CHECK_THROWS_AS(replay_selection(Argv{"--offset", "1", "--all"}.parse()), UsageError);
+}
+
+TEST_CASE("replay refuses an offset that is not a non-negative integer, and --topic with --key") {
+    CHECK_THROWS_WITH_AS(replay_selection(Argv{"--offset", "-1"}.parse()),
+                         doctest::Contains("non-negative integer"), UsageError);
+    CHECK_THROWS_AS(replay_selection(Argv{"--offset", "12x"}.parse()), UsageError);
+    CHECK_THROWS_WITH_AS(replay_selection(Argv{"--key", "k", "--topic", "t"}.parse()),
+                         doctest::Contains("narrow --offset and --all"), UsageError);
+    auto s = replay_selection(Argv{"--offset", "7", "--topic", "t", "--partition", "2"}.parse());
+    CHECK(s.topic == "t");
+    CHECK(s.partition == 2);
+}

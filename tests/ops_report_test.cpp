@@ -1,0 +1,114 @@
+// What `exo inspect` and `exo dlq list|replay` print, for people and for
+// --json: ops/ops_report.hpp. No servers.
+#include <doctest/doctest.h>
+
+#include "ops/ops_report.hpp"
+
+using namespace exo;
+
+namespace {
+
+InspectReport applied_report() {
+    InspectReport r;
+    r.group = "billing";
+    r.key = "e-1";
+    r.row = DedupRow{
+        "APPLIED",         "2026-01-02T03:04:05.678Z",         "payments", 3, 42, 1700000000000001,
+        std::string("ok"), std::string("host-a/123/exo-0.2.0")};
+    r.claim = ClaimView{
+        "exo:billing:e-1", "COMPLETED", "billing@host-a:123:9/w0", "1700000000000001", "ok",
+        std::nullopt,      86399000};
+    r.sequence = SequenceView{"ledger", std::string("acc-1"), 7, ""};
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("inspect as JSON carries every field of the row, the claim and the sequence") {
+    auto j = to_json(applied_report());
+    CHECK(j["known"] == true);
+    CHECK(j["row"]["outcome"] == "APPLIED");
+    CHECK(j["row"]["processed_at"] == "2026-01-02T03:04:05.678Z");
+    CHECK(j["row"]["topic"] == "payments");
+    CHECK(j["row"]["partition"] == 3);
+    CHECK(j["row"]["offset"] == 42);
+    CHECK(j["row"]["fencing_token"] == 1700000000000001);
+    CHECK(j["row"]["result"] == "ok");
+    CHECK(j["row"]["applied_by"] == "host-a/123/exo-0.2.0");
+    CHECK(j["claim"]["state"] == "COMPLETED");
+    CHECK(j["claim"]["ttl_ms"] == 86399000);
+    CHECK(j["claim"]["lease_until_ms"].is_null());
+    CHECK(j["sequence"]["entity"] == "acc-1");
+    CHECK(j["sequence"]["last_sequence"] == 7);
+    CHECK(j["replay"].is_null());
+}
+
+TEST_CASE("inspect as text names the outcome, origin, token, process and claim TTL") {
+    auto text = to_text(applied_report());
+    CHECK(text.find("outcome: APPLIED") != std::string::npos);
+    CHECK(text.find("payments/3/42") != std::string::npos);
+    CHECK(text.find("fencing token: 1700000000000001") != std::string::npos);
+    CHECK(text.find("applied by: host-a/123/exo-0.2.0") != std::string::npos);
+    CHECK(text.find("ttl: 86399000 ms") != std::string::npos);
+    CHECK(text.find("last sequence: 7") != std::string::npos);
+}
+
+TEST_CASE("an unknown key says so, with nulls in JSON and no invented fields") {
+    InspectReport r;
+    r.group = "g";
+    r.key = "nope";
+    CHECK_FALSE(r.known());
+    auto j = to_json(r);
+    CHECK(j["known"] == false);
+    CHECK(j["row"].is_null());
+    CHECK(j["claim"].is_null());
+    CHECK(to_text(r).find("unknown key") != std::string::npos);
+}
+
+TEST_CASE("inspect with Redis unreachable says the claim is unknown instead of absent") {
+    InspectReport r = applied_report();
+    r.claim.reset();
+    r.claim_error = "connection refused";
+    CHECK(to_json(r)["claim_error"] == "connection refused");
+    CHECK(to_text(r).find("claim (Redis): unknown, Redis could not be asked: connection refused") !=
+          std::string::npos);
+    CHECK(to_text(r).find("outcome: APPLIED") != std::string::npos);
+}
+
+TEST_CASE("a pending replay is known and tells the operator to run the replay again") {
+    InspectReport r;
+    r.key = "k";
+    r.replay = ReplayTicket{"payments",   0,           5, "too big", "t0", "t1", std::nullopt,
+                            std::nullopt, std::nullopt};
+    CHECK(r.known());
+    CHECK(to_text(r).find("not yet: run the replay again") != std::string::npos);
+}
+
+TEST_CASE("the dead-letter list shows state, origin and reason, and counts") {
+    std::vector<DeadLetterEntry> list{
+        {"k1", DeadLetterState::dead_lettered, "payments", 1, 9, "amount too big", "t0", "h/1/exo"},
+        {"k2", DeadLetterState::replay_pending, "payments", 0, 3, "bad", "t1", std::nullopt}};
+    auto text = to_text(list);
+    CHECK(text.find("DEAD_LETTERED  payments/1/9  key k1") != std::string::npos);
+    CHECK(text.find("reason: amount too big") != std::string::npos);
+    CHECK(text.find("REPLAY_PENDING") != std::string::npos);
+    CHECK(text.find("2 dead letter(s)") != std::string::npos);
+    auto j = to_json(list);
+    REQUIRE(j.size() == 2);
+    CHECK(j[0]["offset"] == 9);
+    CHECK(j[1]["state"] == "REPLAY_PENDING");
+    CHECK(j[1]["dead_lettered_by"].is_null());
+}
+
+TEST_CASE("replay results say what was done to each key") {
+    std::vector<ReplayResult> results{
+        {"k1", ReplayResult::Status::replayed, "from its dead letter payments.dlq/0/4",
+         "payments/1"},
+        {"k2", ReplayResult::Status::skipped, "not dead-lettered: its outcome is APPLIED", ""}};
+    auto text = to_text(results);
+    CHECK(text.find("replayed k1: from its dead letter payments.dlq/0/4 -> payments/1") !=
+          std::string::npos);
+    CHECK(text.find("skipped k2") != std::string::npos);
+    CHECK(to_json(results)[0]["status"] == "replayed");
+    CHECK(to_text(std::vector<ReplayResult>{}) == "nothing to replay\n");
+}

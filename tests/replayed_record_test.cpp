@@ -1,0 +1,81 @@
+// The record `exo dlq replay` re-produces: ops/replayed_record.hpp. No servers.
+#include <doctest/doctest.h>
+
+#include "ops/replayed_record.hpp"
+#include "pipeline/dead_letter.hpp"
+
+using namespace exo;
+
+namespace {
+
+Record original() {
+    Record r;
+    r.topic = Topic{"payments"};
+    r.partition = Partition{2};
+    r.offset = Offset{17};
+    r.key = "account-1";
+    r.value = R"({"eventId":"e-1"})";
+    r.headers = {{"trace", "abc"}, {"id", std::nullopt}};
+    return r;
+}
+
+// The dead letter exactly as the daemon produces it, as consumed from the DLQ.
+Record dead_letter_of(const Record& r, DeadLetterValue value = DeadLetterValue::original) {
+    PendingRecord pending{r};
+    pending.attempts = 3;
+    OutgoingRecord out = make_dead_letter(pending, "payments.dlq", "boom", "e-1", value);
+    Record d;
+    d.topic = Topic{out.topic};
+    d.partition = Partition{0};
+    d.offset = Offset{4};
+    d.key = out.key;
+    d.value = out.value;
+    d.headers = out.headers;
+    return d;
+}
+
+}  // namespace
+
+TEST_CASE("a replay of a dead letter is the original record back on its topic and partition") {
+    const OriginalCoordinates at{"payments", 2, 17};
+    auto out = replay_of_dead_letter(dead_letter_of(original()), at);
+    CHECK(out.topic == "payments");
+    CHECK(out.partition == 2);
+    CHECK(out.key == original().key);
+    CHECK(out.value == original().value);
+    REQUIRE(out.headers.size() == 3);
+    CHECK(out.headers[0].name == "trace");
+    CHECK(out.headers[1].name == "id");
+    CHECK_FALSE(out.headers[1].value.has_value());
+    CHECK(out.headers[2].name == kReplayedFromHeader);
+    CHECK(out.headers[2].value == "payments/2/17");
+}
+
+TEST_CASE("a dead letter is matched by its key and all three original coordinates") {
+    auto d = dead_letter_of(original());
+    CHECK(is_dead_letter_of(d, "e-1", {"payments", 2, 17}));
+    CHECK_FALSE(is_dead_letter_of(d, "e-2", {"payments", 2, 17}));
+    CHECK_FALSE(is_dead_letter_of(d, "e-1", {"payments", 1, 17}));
+    CHECK_FALSE(is_dead_letter_of(d, "e-1", {"payments", 2, 18}));
+    CHECK_FALSE(is_dead_letter_of(d, "e-1", {"refunds", 2, 17}));
+}
+
+TEST_CASE("a dead letter sent without its value is recognized, so the original is read instead") {
+    CHECK(value_omitted(dead_letter_of(original(), DeadLetterValue::omitted)));
+    CHECK_FALSE(value_omitted(dead_letter_of(original())));
+}
+
+TEST_CASE("replaying a record that was itself replayed keeps one exo-replayed-from") {
+    Record r = original();
+    r.headers.push_back({kReplayedFromHeader, "payments/2/3"});
+    auto out = replay_of_original(r);
+    int count = 0;
+    for (const auto& h : out.headers)
+        if (h.name == kReplayedFromHeader) {
+            ++count;
+            CHECK(h.value == "payments/2/17");
+        }
+    CHECK(count == 1);
+    CHECK(as_consumed(out).topic.value == "payments");
+    CHECK(as_consumed(out).header("trace") != nullptr);
+}
