@@ -17,6 +17,7 @@
 #include "bench_world.hpp"
 #include "calibration.hpp"
 #include "config/config.hpp"
+#include "metrics_scraper.hpp"
 #include "pipeline_scenario.hpp"
 #include "postgres_bare.hpp"
 #include "report.hpp"
@@ -133,6 +134,8 @@ private:
                 if (e.linger_ms) c.pipeline.linger = std::chrono::milliseconds(*e.linger_ms);
                 if (e.commit_interval_ms)
                     c.kafka.commit_interval = std::chrono::milliseconds(*e.commit_interval_ms);
+                if (e.observability)
+                    c.observability.listen = ObservabilityConfig::Listen{"127.0.0.1", free_port()};
             });
         }
         if (o_.wants("per-record"))

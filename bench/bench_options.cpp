@@ -29,7 +29,8 @@ per figure (medians of --runs) and PASS/FAIL against the targets in README, "Per
                          what-if measurements for the report's proposals (not exo's code)
   --workers N            workers of exo-default (default: the config default)
   --extra SPEC           another pipeline scenario, SPEC like workers=2,batch_size=200,
-                         linger_ms=2,commit_interval_ms=200 (repeatable)
+                         linger_ms=2,commit_interval_ms=200 (repeatable); observability=1
+                         serves /metrics and scrapes it every second during the run
   --paced-seconds S      length of the latency run at 50% of the max rate; 0 skips it (10)
   --paced-rate R         records/s of that run (default: half of exo-default's median)
   --latency-csv FILE     write exo-paced's per-event trace (run, seconds after the first
@@ -103,11 +104,14 @@ PipelineOverrides parse_extra(const std::string& spec) {
             o.linger_ms = to_int("--extra linger_ms", value, 0);
         else if (name == "commit_interval_ms")
             o.commit_interval_ms = to_int("--extra commit_interval_ms", value, 1);
+        else if (name == "observability")
+            o.observability = to_int("--extra observability", value, 0) != 0;
         else
             throw std::invalid_argument("--extra: unknown field '" + name +
-                                        "' (workers, batch_size, linger_ms, commit_interval_ms)");
+                                        "' (workers, batch_size, linger_ms, commit_interval_ms, "
+                                        "observability)");
     }
-    if (!o.workers && !o.batch_size && !o.linger_ms && !o.commit_interval_ms)
+    if (!o.workers && !o.batch_size && !o.linger_ms && !o.commit_interval_ms && !o.observability)
         throw std::invalid_argument("--extra wants at least one name=value");
     return o;
 }

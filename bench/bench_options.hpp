@@ -17,6 +17,9 @@ struct PipelineOverrides {
     std::optional<int> batch_size;
     std::optional<int> linger_ms;
     std::optional<int> commit_interval_ms;
+    // observability=1: the HTTP endpoint on, librdkafka statistics every 5 s,
+    // and /metrics scraped every second, as a Prometheus would.
+    bool observability = false;
 };
 
 struct BenchOptions {

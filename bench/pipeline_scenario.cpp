@@ -9,6 +9,7 @@
 #include <exception>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <pqxx/pqxx>
 #include <stop_token>
 #include <thread>
@@ -18,6 +19,8 @@
 #include "kafka/producer.hpp"
 #include "latency_handler.hpp"
 #include "ledger.hpp"
+#include "metrics_scraper.hpp"
+#include "observability/http_endpoint.hpp"
 #include "pg_round_trips.hpp"
 #include "pipeline/daemon.hpp"
 #include "pipeline/failpoints.hpp"
@@ -182,6 +185,15 @@ ScenarioResult run_pipeline_scenario(BenchWorld& world, const Isolation& iso,
     {
         DaemonThread daemon(s.config, registry, world.bootstrap());
         const auto& stats = daemon.daemon().stats();
+        // observability=1: what a production deployment adds, measured with it.
+        std::optional<ObservabilityEndpoint> endpoint;
+        std::optional<AttachedDaemon> served;
+        std::optional<MetricsScraper> scraper;
+        if (s.config.observability.enabled()) {
+            endpoint.emplace(*s.config.observability.listen, std::chrono::minutes(1));
+            served.emplace(&*endpoint, daemon.daemon());
+            scraper.emplace(s.config.observability.listen->port);
+        }
 
         if (paced) {
             // Start producing once the group has its partitions, so the 3 s first
