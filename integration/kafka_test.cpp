@@ -371,8 +371,10 @@ TEST_CASE(
     const auto topic = unique_name("coop");
     const auto group = unique_name("coop-group");
     cluster.create_topic(topic, 4);
+    // Each incremental round waits session.timeout.ms less 1 s for the members: 3 s
+    // instead of 6 (still 6 heartbeats wide).
     const std::map<std::string, std::string> cooperative = {
-        {"partition.assignment.strategy", "cooperative-sticky"}};
+        {"partition.assignment.strategy", "cooperative-sticky"}, {"session.timeout.ms", "3000"}};
     auto producer = make_producer(cluster.bootstrap_servers());
     auto produce_one_each = [&](const std::string& value) {
         for (int p = 0; p < 4; ++p) producer.produce(outgoing(topic, p, value));

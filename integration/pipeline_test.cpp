@@ -75,7 +75,12 @@ TEST_CASE("two daemons in one group never apply a duplicate twice") {
 TEST_CASE(
     "a crash after the PostgreSQL commit but before complete leaves a duplicate that the "
     "next owner detects and repairs") {
-    PipelineHarness h({.name = "crash", .partitions = 1, .workers = 1, .lease = 1500ms});
+    // The killed member is dropped after session.timeout.ms: 3 s instead of 6.
+    PipelineHarness h({.name = "crash",
+                       .partitions = 1,
+                       .workers = 1,
+                       .lease = 1500ms,
+                       .session_timeout = 3000ms});
     std::vector<exo::PaymentMessage> messages{payment("c-1", "acc-1", 100, 1),
                                               payment("c-2", "acc-1", 20, 2),
                                               payment("c-3", "acc-1", 3, 3)};
