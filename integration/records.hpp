@@ -1,7 +1,7 @@
 #pragma once
 // What the pipeline tests share: a payment record on cue, waiting on a condition
-// with a deadline (never a fixed sleep), and reading a topic back with an
-// independent consumer.
+// with a deadline (never a fixed sleep), and reading a topic back with a consumer
+// of its own, outside any group.
 #include <librdkafka/rdkafka.h>
 
 #include <chrono>
@@ -22,35 +22,6 @@ namespace exo::testing {
 inline PaymentMessage payment(const std::string& event, const std::string& account,
                               std::int64_t amount, std::int64_t sequence, int partition = 0) {
     return {{event, account, "CREDIT", amount, sequence}, partition, false};
-}
-
-// Polls `pred` every 20 ms until it holds or `timeout` passes; returns its last answer.
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-        if (pred()) return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return pred();
-}
-
-// Polls `observe()` every 20 ms until `done(value)` holds and returns that value; after
-// `timeout` fails the test case, saying what it waited for and the last value observed.
-// The deadline is generous (the box may be loaded), the polling frequent (no test waits
-// longer than its condition needs).
-template <class Observe, class Done>
-auto wait_until(const std::string& what, std::chrono::milliseconds timeout, Observe observe,
-                Done done) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    for (;;) {
-        auto value = observe();
-        if (done(value)) return value;
-        if (std::chrono::steady_clock::now() >= deadline)
-            FAIL("gave up after " << timeout.count() << " ms waiting for " << what
-                                  << "; last observed: " << value);
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
 }
 
 // Reads `topic` from the beginning, every partition, until `expected` records arrived
