@@ -20,6 +20,7 @@ using exo::testing::payment;
 using exo::testing::PipelineHarness;
 using exo::testing::read_topic;
 using exo::testing::RunningDaemon;
+using exo::testing::wait_until;
 
 namespace {
 
@@ -44,14 +45,24 @@ TEST_CASE(
                        .workers = 1,
                        .lease = 1000ms,
                        .handler = "misbehaving_ledger",
-                       .slow_for = 8000ms});
-    // Longer than the slow handler would be allowed if it blocked polling.
-    h.mutable_config().kafka.properties["max.poll.interval.ms"] = "7000";
+                       .slow_for = 5500ms,
+                       .session_timeout = 4000ms});
+    // Shorter than the slow handler: had it blocked polling, its member would leave the
+    // group. It may not be below session.timeout.ms, shortened with it (8 heartbeats).
+    h.mutable_config().kafka.properties["max.poll.interval.ms"] = "4500";
     RunningDaemon a(h.config(), h.registry(), h.bootstrap());
     RunningDaemon b(h.config(), h.registry(), h.bootstrap());
-    // Both members assigned (the second join rebalances the first).
-    REQUIRE(eventually([&] { return a.ready() && b.ready(); }, 30s));
-    std::this_thread::sleep_for(1s);
+    // Both members assigned and the rebalance over (the second join may rebalance the
+    // first): each holds exactly the partitions of its last assignment.
+    auto assignments = [&] {
+        const auto held = [](const RunningDaemon& d) {
+            return static_cast<long>(d.stats().assignments - d.stats().revocations);
+        };
+        return std::to_string(held(a)) + " and " + std::to_string(held(b));
+    };
+    wait_until(
+        "each member to hold one assignment, and to be ready", 30s, assignments,
+        [&](const std::string& held) { return held == "1 and 1" && a.ready() && b.ready(); });
     auto revocations_before = a.stats().revocations + b.stats().revocations;
 
     h.produce({payment("slow-1", "acc-1", 70, 1, 0), payment("slow-1", "acc-1", 70, 1, 1)});
@@ -74,7 +85,11 @@ TEST_CASE(
 TEST_CASE(
     "a worker frozen past its lease is taken over, and when it wakes its commit loses on "
     "the dedup row") {
-    PipelineHarness h({.name = "frozen", .partitions = 1, .workers = 1, .lease = 1000ms});
+    PipelineHarness h({.name = "frozen",
+                       .partitions = 1,
+                       .workers = 1,
+                       .lease = 1000ms,
+                       .session_timeout = 3000ms});
     h.produce({payment("f-1", "acc-1", 1, 1), payment("f-2", "acc-1", 10, 2),
                payment("f-3", "acc-1", 100, 3)});
     auto config_file = "/tmp/" + h.schema() + ".yaml";
@@ -93,8 +108,9 @@ TEST_CASE(
         CHECK(other.stats().applied == 3);
     }
     child.signal(SIGCONT);
-    // Woken, the frozen worker runs its transaction: every dedup row exists.
-    std::this_thread::sleep_for(3s);
+    // Woken, the frozen worker runs its transaction: every dedup row exists. SIGTERM
+    // right away: the shutdown drains, so the batch in progress still runs to its end
+    // (and the summary line checked below counts what its commit lost).
     child.signal(SIGTERM);
     auto status = child.wait(30s);
     REQUIRE(status.has_value());
@@ -165,8 +181,10 @@ TEST_CASE(
 TEST_CASE("a dead letter that Kafka refuses is kept and retried, never skipped") {
     PipelineHarness h({.name = "dlq_fail", .partitions = 1, .handler = "misbehaving_ledger"});
     h.produce({payment("poison-1", "acc-1", 5, 1), payment("ok-2", "acc-2", 6, 1)});
-    // The daemon's first produce requests (its dead letters) are refused.
-    h.cluster().push_request_errors(kApiProduce, 6, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+    // The daemon's first produce requests (its dead letters) are refused. Each refusal
+    // makes the producer wait for a metadata refresh (about 1 s) before the next request,
+    // and fails every try of the dead letter meanwhile: two already stall the partition.
+    h.cluster().push_request_errors(kApiProduce, 2, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
     RunningDaemon d(h.config(), h.registry(), h.bootstrap());
     REQUIRE(eventually([&] { return d.stats().dead_letter_failures > 0; }, 60s));
     // Refused: the record is not finished, so no offset moves past it.
@@ -220,9 +238,11 @@ TEST_CASE(
         {.count = 1500, .accounts = 30, .duplicate_ratio = 0.2, .partitions = 4, .seed = 21});
     RunningDaemon d(h.config(), h.registry(), h.bootstrap());
     through_outage(h, w, "redis", [&] {
-        std::this_thread::sleep_for(2s);
+        REQUIRE(eventually([&] { return !d.ready(); }, 30s));  // it noticed
         auto finished_while_down = d.stats().finished();
-        std::this_thread::sleep_for(1500ms);
+        // Proves nothing happens, so a bounded wait: a second is two of the longest
+        // retry backoffs (500 ms) and five commit intervals.
+        std::this_thread::sleep_for(1s);
         CHECK(d.stats().finished() == finished_while_down);  // stalled: no claims, no work
         CHECK_FALSE(d.ready());
         CHECK(exo::group_lag(h.bootstrap(), h.config().kafka.group_id, h.topic()) != 0);
@@ -255,7 +275,10 @@ TEST_CASE(
         {.count = 1500, .accounts = 30, .duplicate_ratio = 0.2, .partitions = 4, .seed = 23});
     RunningDaemon d(h.config(), h.registry(), h.bootstrap());
     through_outage(h, w, "postgres", [&] {
-        std::this_thread::sleep_for(3s);
+        REQUIRE(eventually([&] { return !d.ready(); }, 30s));  // it noticed
+        // Proves no offset moves, so a bounded wait: five commit intervals (200 ms) and
+        // two of the longest retry backoffs (500 ms).
+        std::this_thread::sleep_for(1s);
         CHECK(exo::group_lag(h.bootstrap(), h.config().kafka.group_id, h.topic()) != 0);
         CHECK_FALSE(d.ready());
     });
@@ -286,7 +309,9 @@ TEST_CASE(
 }
 
 static void rebalance_mid_stream(const std::string& assignor) {
-    PipelineHarness h({.name = "rebalance", .partitions = 6, .workers = 1});
+    // Each join and leave is a rebalance, which waits session.timeout.ms less 1 s.
+    PipelineHarness h(
+        {.name = "rebalance", .partitions = 6, .workers = 1, .session_timeout = 3000ms});
     h.mutable_config().kafka.properties["partition.assignment.strategy"] = assignor;
     auto w = exo::generate_payments(
         {.count = 6000, .accounts = 80, .duplicate_ratio = 0.15, .partitions = 6, .seed = 25});

@@ -69,9 +69,10 @@ PipelineHarness::PipelineHarness(HarnessOptions options) : options_(std::move(op
     config_.kafka.bootstrap_servers = cluster_->bootstrap_servers();
     config_.kafka.group_id = group_;
     config_.kafka.commit_interval = std::chrono::milliseconds(200);
-    config_.kafka.properties = {{"session.timeout.ms", "6000"},
-                                {"heartbeat.interval.ms", "500"},
-                                {"fetch.wait.max.ms", "20"}};
+    config_.kafka.properties = {
+        {"session.timeout.ms", std::to_string(options_.session_timeout.count())},
+        {"heartbeat.interval.ms", "500"},
+        {"fetch.wait.max.ms", "20"}};
     config_.redis.host = redis.host;
     config_.redis.port = redis.port;
     config_.redis.key_prefix = prefix_;
@@ -113,13 +114,15 @@ void PipelineHarness::produce(const std::vector<PaymentMessage>& messages) {
 
 std::string PipelineHarness::config_yaml() const {
     const auto& b = config_.bindings.front();
+    std::string properties;  // as a test set them, e.g. a shorter session.timeout.ms
+    for (const auto& [name, value] : config_.kafka.properties)
+        properties += (properties.empty() ? "" : ", ") + name + ": \"" + value + "\"";
     return fmt::format(
         "kafka:\n"
         "  bootstrap_servers: \"{}\"\n"
         "  group_id: {}\n"
         "  commit_interval_ms: 200\n"
-        "  properties: {{session.timeout.ms: 6000, heartbeat.interval.ms: 500, "
-        "fetch.wait.max.ms: 20}}\n"
+        "  properties: {{{}}}\n"
         "redis: {{host: {}, port: {}, key_prefix: {}}}\n"
         "postgres: {{uri: \"{}\"}}\n"
         "claim: {{lease_ms: {}}}\n"
@@ -130,7 +133,7 @@ std::string PipelineHarness::config_yaml() const {
         "    handler: ledger\n"
         "    key: {{json: /eventId}}\n"
         "{}",
-        bootstrap(), group_, config_.redis.host, config_.redis.port, prefix_, uri_,
+        bootstrap(), group_, properties, config_.redis.host, config_.redis.port, prefix_, uri_,
         config_.claim.lease.count(), config_.pipeline.workers, config_.pipeline.batch_size, topic_,
         b.sequence
             ? fmt::format("    sequence: {{entity: /accountId, value: /sequenceId, mode: {}}}\n",
@@ -142,7 +145,7 @@ bool PipelineHarness::wait_until_consumed(std::chrono::seconds timeout) const {
     auto deadline = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < deadline) {
         if (group_lag(bootstrap(), group_, topic_) == 0) return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     return false;
 }

@@ -40,6 +40,10 @@ struct HarnessOptions {
     int brokers = 1;
     int max_attempts = 3;
     std::chrono::milliseconds gap_timeout{20000};
+    // The group's session.timeout.ms. The mock cluster makes a rebalance wait this
+    // less 1 s for members to rejoin, and notices a killed or frozen member only
+    // after it: tests that wait for either shorten it.
+    std::chrono::milliseconds session_timeout{6000};
 };
 
 // Stops or starts one of the servers of scripts/services.sh, on the same port.

@@ -1,7 +1,7 @@
 #pragma once
 // What the pipeline tests share: a payment record on cue, waiting on a condition
-// with a deadline (never a fixed sleep), and reading a topic back with an
-// independent consumer.
+// with a deadline (never a fixed sleep), and reading a topic back with a consumer
+// of its own, outside any group.
 #include <librdkafka/rdkafka.h>
 
 #include <chrono>
@@ -24,36 +24,67 @@ inline PaymentMessage payment(const std::string& event, const std::string& accou
     return {{event, account, "CREDIT", amount, sequence}, partition, false};
 }
 
-// Polls `pred` every 20 ms until it holds or `timeout` passes; returns its last answer.
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-        if (pred()) return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return pred();
-}
-
-// Reads `topic` from the beginning with a consumer of its own until `expected`
-// records arrived or 30 s passed.
+// Reads `topic` from the beginning, every partition, until `expected` records arrived
+// or 30 s passed. The partitions are assigned, not subscribed to: no group join (which
+// takes about 3 s on the mock cluster) and nothing committed.
 inline std::vector<Record> read_topic(const std::string& bootstrap, const std::string& topic,
                                       std::size_t expected) {
-    struct Ignore : RebalanceListener {
-        void on_assigned(const std::vector<TopicPartition>&) override {}
-        void on_revoked(const std::vector<TopicPartition>&, bool) override {}
-    } listener;
-    KafkaConsumer consumer({bootstrap,
-                            unique_name("reader"),
-                            {topic},
-                            {{"session.timeout.ms", "6000"}, {"fetch.wait.max.ms", "20"}}},
-                           listener);
+    KafkaConf conf(rd_kafka_conf_new());
+    route_kafka_logs(conf.get());
+    char reason[512];
+    const std::string group = unique_name("reader");  // assign() needs one, never joins it
+    for (const auto& [name, value] :
+         std::vector<std::pair<const char*, const char*>>{{"bootstrap.servers", bootstrap.c_str()},
+                                                          {"group.id", group.c_str()},
+                                                          {"enable.auto.commit", "false"},
+                                                          {"fetch.wait.max.ms", "20"}})
+        if (rd_kafka_conf_set(conf.get(), name, value, reason, sizeof reason) != RD_KAFKA_CONF_OK)
+            throw std::runtime_error(reason);
+    KafkaHandle rk(rd_kafka_new(RD_KAFKA_CONSUMER, conf.get(), reason, sizeof reason));
+    if (!rk) throw std::runtime_error(reason);
+    conf.release();  // owned by rk
+    rd_kafka_poll_set_consumer(rk.get());
+
+    const rd_kafka_metadata_t* md = nullptr;
+    auto err = rd_kafka_metadata(rk.get(), 1, nullptr, &md, 10000);
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+        throw std::runtime_error("metadata of " + topic + ": " + rd_kafka_err2str(err));
+    int partitions = 0;
+    for (int i = 0; i < md->topic_cnt; ++i)
+        if (topic == md->topics[i].topic) partitions = md->topics[i].partition_cnt;
+    rd_kafka_metadata_destroy(md);
+    TopicPartitionList list(rd_kafka_topic_partition_list_new(partitions));
+    for (int p = 0; p < partitions; ++p)
+        rd_kafka_topic_partition_list_add(list.get(), topic.c_str(), p)->offset =
+            RD_KAFKA_OFFSET_BEGINNING;
+    err = rd_kafka_assign(rk.get(), list.get());
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+        throw std::runtime_error("assign " + topic + ": " + rd_kafka_err2str(err));
+
     std::vector<Record> got;
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (got.size() < expected && std::chrono::steady_clock::now() < deadline)
-        for (auto& r : consumer.poll(100, std::chrono::milliseconds(200)))
-            got.push_back(std::move(r));
-    consumer.close();
+    while (got.size() < expected && std::chrono::steady_clock::now() < deadline) {
+        MessageHandle m(rd_kafka_consumer_poll(rk.get(), 100));
+        if (!m || m->err != RD_KAFKA_RESP_ERR_NO_ERROR) continue;
+        Record r;
+        r.topic = Topic{topic};
+        r.partition = Partition{m->partition};
+        r.offset = Offset{m->offset};
+        if (m->payload != nullptr) r.value.assign(static_cast<const char*>(m->payload), m->len);
+        rd_kafka_headers_t* headers = nullptr;  // owned by the message
+        const char* name = nullptr;
+        const void* value = nullptr;
+        std::size_t size = 0;
+        if (rd_kafka_message_headers(m.get(), &headers) == RD_KAFKA_RESP_ERR_NO_ERROR)
+            for (std::size_t i = 0; rd_kafka_header_get_all(headers, i, &name, &value, &size) ==
+                                    RD_KAFKA_RESP_ERR_NO_ERROR;
+                 ++i)
+                r.headers.push_back({name, value ? std::optional<std::string>(std::string(
+                                                       static_cast<const char*>(value), size))
+                                                 : std::nullopt});
+        got.push_back(std::move(r));
+    }
+    rd_kafka_consumer_close(rk.get());
     return got;
 }
 

@@ -68,6 +68,18 @@ struct Claims {
         return out;
     }
     long long pttl() { return redis.command({"PTTL", a.redis_key(key)}).integer; }
+    long long lease_until() { return std::stoll(record()["lease_until"]); }
+    // Waits until Redis's clock, the one the scripts judge leases by, reaches `until`.
+    void wait_for_redis_time(long long until) {
+        exo::testing::wait_until(
+            "Redis time (ms) to reach " + std::to_string(until), 10s,
+            [&] {
+                auto t = redis.command({"TIME"});
+                REQUIRE(t.elements.size() == 2);
+                return std::stoll(t.elements[0].str) * 1000 + std::stoll(t.elements[1].str) / 1000;
+            },
+            [&](long long now) { return now >= until; });
+    }
 };
 
 }  // namespace
@@ -117,7 +129,7 @@ TEST_SUITE("redis claim") {
 
     TEST_CASE_FIXTURE(Claims, "another owner after the lease takes over with a higher token") {
         auto first = acquire(a, kShortLease);
-        std::this_thread::sleep_for(kShortLease + 100ms);
+        wait_for_redis_time(lease_until());
         auto r = claim(b);
         CHECK(r.status == ClaimStatus::taken_over);
         CHECK(r.token > first.token);
@@ -128,7 +140,7 @@ TEST_SUITE("redis claim") {
     TEST_CASE_FIXTURE(Claims,
                       "the owner that was taken over from loses extend, complete and release") {
         auto old = acquire(a, kShortLease);
-        std::this_thread::sleep_for(kShortLease + 100ms);
+        wait_for_redis_time(lease_until());
         auto now = claim(b);
         REQUIRE(now.status == ClaimStatus::taken_over);
         auto before = record();
@@ -207,9 +219,10 @@ TEST_SUITE("redis claim") {
 
     TEST_CASE_FIXTURE(Claims, "extend keeps another owner out after the original lease") {
         auto mine = acquire(a, kShortLease);
+        const auto original = lease_until();
         CHECK(extend(a, mine.token, kLease) == FinishStatus::ok);
         CHECK(pttl() > 60'000 - 1'000);
-        std::this_thread::sleep_for(kShortLease + 100ms);
+        wait_for_redis_time(original);
         auto r = claim(b);
         CHECK(r.status == ClaimStatus::conflict);
         CHECK(r.retry_after > kShortLease);

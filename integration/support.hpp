@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "ledger_migrations.hpp"
 #include "pg/migrations.hpp"
@@ -57,6 +58,35 @@ inline std::vector<Migration> ledger_migrations() {
     for (const auto& m : handlers::kLedgerMigrations)
         out.push_back({std::string(m.name), std::string(m.sql)});
     return out;
+}
+
+// Polls `pred` every 20 ms until it holds or `timeout` passes; returns its last answer.
+template <class Pred>
+bool eventually(Pred pred, std::chrono::milliseconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (pred()) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return pred();
+}
+
+// Polls `observe()` every 20 ms until `done(value)` holds and returns that value; after
+// `timeout` fails the test case, saying what it waited for and the last value observed.
+// The deadline is generous (the box may be loaded), the polling frequent (no test waits
+// longer than its condition needs).
+template <class Observe, class Done>
+auto wait_until(const std::string& what, std::chrono::milliseconds timeout, Observe observe,
+                Done done) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        auto value = observe();
+        if (done(value)) return value;
+        if (std::chrono::steady_clock::now() >= deadline)
+            FAIL("gave up after " << timeout.count() << " ms waiting for " << what
+                                  << "; last observed: " << value);
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
 }
 
 // "prefix-<pid>-<n>-<ms>": unique across tests and test runs.
