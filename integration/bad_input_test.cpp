@@ -329,6 +329,26 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "a handler whose prepare() throws something other than a std::exception waits like any "
+    "prepare failure: the worker lives, nothing is dead-lettered, and it resumes") {
+    PipelineHarness h(
+        {.name = "prepare_int", .partitions = 1, .handler = "foreign_prepare_ledger"});
+    h.produce({payment("pi-1", "acc-1", 1, 1), payment("pi-2", "acc-2", 2, 1)});
+    RunningDaemon d(h.config(), h.registry(), h.bootstrap());
+    REQUIRE(eventually([&] { return d.stats().batch_failures >= 2; }, 60s));
+    CHECK_FALSE(d.ready());
+    CHECK(d.stats().finished() == 0);
+    {
+        pqxx::connection c(h.postgres_uri());
+        pqxx::nontransaction(c).exec("CREATE TABLE prepare_gate (x int)");
+    }
+    REQUIRE(h.wait_until_consumed(60s));
+    d.stop();
+    CHECK(h.balances() == Balances{{"acc-1", 1}, {"acc-2", 2}});
+    CHECK(d.stats().dead_lettered == 0);
+}
+
+TEST_CASE(
     "a handler that throws something other than a std::exception is retried, then "
     "dead-lettered, and the daemon lives on") {
     PipelineHarness h(

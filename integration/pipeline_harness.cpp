@@ -64,6 +64,9 @@ PipelineHarness::PipelineHarness(HarnessOptions options) : options_(std::move(op
     registry_.add("unprepared_ledger", [slow_for](const HandlerOptions&) {
         return std::make_unique<UnpreparedLedger>(slow_for);
     });
+    registry_.add("foreign_prepare_ledger", [slow_for](const HandlerOptions&) {
+        return std::make_unique<ForeignThrowingPrepareLedger>(slow_for);
+    });
 
     auto redis = redis_options();
     config_.kafka.bootstrap_servers = cluster_->bootstrap_servers();

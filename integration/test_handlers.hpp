@@ -87,4 +87,16 @@ public:
     }
 };
 
+// Like UnpreparedLedger, but its prepare() throws something that is not a
+// std::exception (an int) until prepare_gate exists.
+class ForeignThrowingPrepareLedger final : public MisbehavingLedger {
+public:
+    using MisbehavingLedger::MisbehavingLedger;
+    void prepare(pqxx::connection_base& c) override {
+        auto gate = pqxx::nontransaction(c).exec("SELECT to_regclass('prepare_gate') IS NOT NULL");
+        if (!gate[0][0].as<bool>()) throw 42;
+        MisbehavingLedger::prepare(c);
+    }
+};
+
 }  // namespace exo::testing
