@@ -3,12 +3,14 @@
 // and the mock Kafka cluster. Each test fails on the code before its fix: by a
 // partition that never finishes, a lost effect, or a crash.
 #include <doctest/doctest.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
 
 #include <limits>
 #include <pqxx/pqxx>
 #include <random>
 #include <thread>
 
+#include "kafka/kafka_logging.hpp"
 #include "kafka/producer.hpp"
 #include "pipeline_harness.hpp"
 #include "records.hpp"
@@ -326,6 +328,27 @@ TEST_CASE(
     d.stop();
     CHECK(h.balances() == Balances{{"acc-1", 1}, {"acc-2", 2}});
     CHECK(d.stats().dead_lettered == 0);
+}
+
+TEST_CASE(
+    "the dead-letter producer gets the consumer's security settings but not its consumer-only "
+    "properties, so librdkafka has nothing to warn about") {
+    // The harness sets session.timeout.ms and heartbeat.interval.ms, consumer-only
+    // properties a producer would warn about ("... is a consumer property and will be
+    // ignored by this producer instance") at every start of every worker.
+    PipelineHarness h(
+        {.name = "dlq_props", .partitions = 1, .handler = "misbehaving_ledger", .max_attempts = 1});
+    REQUIRE(h.config().kafka.properties.count("session.timeout.ms") == 1);
+    // librdkafka's lines reach the "kafka" logger (kafka/kafka_logging.hpp).
+    auto kafka_log = exo::kafka_logger();
+    auto seen = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(1000);
+    kafka_log->sinks().push_back(seen);
+    h.produce({payment("poison-1", "acc-1", 1, 1), payment("ok-1", "acc-2", 2, 1)});
+    consume_all(h);
+    kafka_log->sinks().pop_back();
+    CHECK(dead_letters(h) == 1);
+    for (const auto& line : seen->last_formatted())
+        CHECK_MESSAGE(line.find("consumer property") == std::string::npos, line);
 }
 
 TEST_CASE(

@@ -7,8 +7,6 @@
 
 namespace exo {
 
-namespace {
-
 std::shared_ptr<spdlog::logger> kafka_logger() {
     if (auto existing = spdlog::get("kafka")) return existing;
     // Two librdkafka threads may log their first line at once: only one registers.
@@ -19,6 +17,8 @@ std::shared_ptr<spdlog::logger> kafka_logger() {
     spdlog::register_logger(logger);
     return logger;
 }
+
+namespace {
 
 void log_to_spdlog(const rd_kafka_t* rk, int level, const char* facility,
                    const char* line) noexcept {

@@ -4,6 +4,9 @@
 // application's format, level and sinks like every other line.
 #include <librdkafka/rdkafka.h>
 #include <spdlog/common.h>
+#include <spdlog/logger.h>
+
+#include <memory>
 
 namespace exo {
 
@@ -20,5 +23,8 @@ spdlog::level::level_enum kafka_log_level(int syslog_level) noexcept;
 // Thread-safety: librdkafka calls the callback from its own threads; the callback is
 // noexcept (a failure to log drops the line) and spdlog loggers are thread-safe.
 void route_kafka_logs(rd_kafka_conf_t* conf) noexcept;
+
+// The "kafka" logger itself (created as described above on first use).
+std::shared_ptr<spdlog::logger> kafka_logger();
 
 }  // namespace exo

@@ -46,6 +46,14 @@ public:
         dropped_ = 0;
     }
 
+    // Whether a line kept contains `text` (for tests of what is logged).
+    bool contains(std::string_view text) {
+        std::lock_guard lock(mutex_);
+        for (const auto& line : lines_)
+            if (line.find(text) != std::string::npos) return true;
+        return false;
+    }
+
     // Writes the lines kept, after a header. `may_block` false (a crash: the crashing thread
     // may hold the lock) prints nothing rather than wait for the lock.
     void print(std::ostream& out, bool may_block) {
