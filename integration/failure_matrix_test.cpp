@@ -83,6 +83,45 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "a batch still running when a revoke's drain deadline passes stops renewing its claims, "
+    "so the new owner takes them over after one lease; PostgreSQL keeps it exactly once") {
+    PipelineHarness h({.name = "abandon",
+                       .partitions = 1,
+                       .workers = 1,
+                       .lease = 1000ms,
+                       .handler = "misbehaving_ledger",
+                       .slow_for = 8000ms,
+                       .session_timeout = 3000ms});
+    h.mutable_config().pipeline.shutdown_timeout = 500ms;
+    RunningDaemon a(h.config(), h.registry(), h.bootstrap());
+    wait_until(
+        "the first member to be ready", 30s, [&] { return a.ready(); }, [](bool r) { return r; });
+    h.produce({payment("slow-1", "acc-1", 70, 1, 0)});
+    // In the slow handler: its claim renewed every third of the lease.
+    wait_until(
+        "the slow batch to renew its claim", 30s, [&] { return a.stats().lease_renewals.load(); },
+        [](std::uint64_t n) { return n >= 2; });
+
+    RunningDaemon b(h.config(), h.registry(), h.bootstrap());
+    wait_until(
+        "the first member to give its partition up", 30s,
+        [&] { return a.stats().revocations.load(); }, [](std::uint64_t n) { return n >= 1; });
+    // Past the 500 ms drain deadline (the revoke counted when it began) and one more
+    // renewal period, the claim is abandoned: no renewal may follow. Watching for 2 s
+    // (6 renewal periods) of the 8 s handler is enough to see one if it came.
+    std::this_thread::sleep_for(1000ms);
+    const auto abandoned_at = a.stats().lease_renewals.load();
+    std::this_thread::sleep_for(2000ms);
+    CHECK(a.stats().lease_renewals.load() == abandoned_at);
+
+    REQUIRE(h.wait_until_consumed(60s));
+    a.stop();
+    b.stop();
+    CHECK(h.balances() == std::map<std::string, std::int64_t>{{"acc-1", 70}});
+    CHECK(h.count("SELECT count(*) FROM ledger_entries") == 1);
+}
+
+TEST_CASE(
     "a worker frozen past its lease is taken over, and when it wakes its commit loses on "
     "the dedup row") {
     PipelineHarness h({.name = "frozen",
