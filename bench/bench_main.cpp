@@ -52,8 +52,9 @@ public:
 
 private:
     bool needs_main() const {
-        for (const char* name : {"exo-default", "postgres-bare", "postgres-bare-savepoints",
-                                 "proto-set-framework", "proto-set-all"})
+        for (const char* name :
+             {"exo-default", "postgres-bare", "postgres-bare-set", "postgres-bare-savepoints",
+              "proto-set-framework", "proto-set-all"})
             if (o_.wants(name)) return true;
         for (const auto& e : o_.extras)
             if (o_.wants(extra_name(e))) return true;
@@ -145,6 +146,9 @@ private:
                 c.pipeline.linger = std::chrono::milliseconds(0);
             });
         bare(world, run, *main, "postgres-bare", BareMode::per_record);
+        // The limit of exo's own SQL shape: the framework's statements set-based
+        // per transaction, the handler's per record (docs/design.md section 4.1).
+        bare(world, run, *main, "postgres-bare-set", BareMode::set_framework);
         bare(world, run, *main, "postgres-bare-savepoints", BareMode::per_record_savepoint);
         bare(world, run, *main, "proto-set-framework", BareMode::set_framework);
         bare(world, run, *main, "proto-set-all", BareMode::set_all);
@@ -188,6 +192,10 @@ void print_header(const BenchOptions& o) {
     std::cout << "postgres-bare: the pipeline's per-record SQL via exo's prepared statements, "
                  "transactions of batch_size records, one connection per exo-default worker, no "
                  "Kafka, no Redis\n";
+    std::cout << "postgres-bare-set: the bare PostgreSQL limit of exo's SQL shape: dedup rows "
+                 "and sequences set-based per transaction (the prototype's statements), the "
+                 "ledger per record, no savepoints, no Kafka, no Redis; the same as "
+                 "proto-set-framework\n";
     std::cout << "postgres-bare-savepoints: postgres-bare plus the worker's SAVEPOINT round trip "
                  "per record\n";
     std::cout << "proto-set-*: PROTOTYPES of a set-based batch (bench/set_based_prototype.hpp), "

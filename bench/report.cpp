@@ -201,7 +201,9 @@ Verdict print_report(std::ostream& out, const BenchOptions& o, const Calibration
     double exo = rate("exo-default"), base = rate("per-record"), bare = rate("postgres-bare");
     out << fmt::format("ratio exo-default/per-record={} (records/s; per-record ran {} records)\n",
                        number(exo / base, 2), o.baseline_records);
+    const double bare_set = rate("postgres-bare-set");
     out << fmt::format("ratio exo-default/postgres-bare={}\n", number(exo / bare, 2));
+    out << fmt::format("ratio exo-default/postgres-bare-set={}\n", number(exo / bare_set, 2));
     if (results.find("postgres-bare-savepoints"))
         out << fmt::format("ratio exo-default/postgres-bare-savepoints={}\n",
                            number(exo / rate("postgres-bare-savepoints"), 2));
@@ -219,12 +221,15 @@ Verdict print_report(std::ostream& out, const BenchOptions& o, const Calibration
     bool exo_correct = exo_runs != nullptr;
     if (exo_runs)
         for (const auto& r : *exo_runs) exo_correct = exo_correct && r.failure.empty();
-    target("exo-default >= 20000 records/s with the correctness check passing", !std::isnan(exo),
-           exo >= 20000 && exo_correct, number(exo) + " records/s");
+    // When it fails, postgres-bare-set is the measured limit of exo's SQL shape on this machine.
+    target("exo-default >= 22000 records/s with the correctness check passing", !std::isnan(exo),
+           exo >= 22000 && exo_correct,
+           number(exo) + " records/s; limit of exo's SQL shape (postgres-bare-set): " +
+               number(bare_set) + " records/s");
     target("exo-default >= 10x per-record", !std::isnan(exo / base), exo / base >= 10,
            number(exo / base, 2) + "x");
-    target("exo-default >= 50% of postgres-bare", !std::isnan(exo / bare), exo / bare >= 0.5,
-           number(exo / bare * 100, 1) + "%");
+    target("exo-default >= 60% of postgres-bare-set", !std::isnan(exo / bare_set),
+           exo / bare_set >= 0.6, number(exo / bare_set * 100, 1) + "%");
     if (auto* paced = results.find("exo-paced")) {
         std::vector<double> p99;
         for (const auto& r : *paced)

@@ -11,6 +11,7 @@
 #include "core/key_derivation.hpp"
 #include "core/sequence_decision.hpp"
 #include "pg/framework_statements.hpp"
+#include "pg/sql_arrays.hpp"
 
 namespace exo::bench {
 namespace {
@@ -20,31 +21,6 @@ constexpr const char* kExisting = "proto_existing";
 constexpr const char* kLockSequences = "proto_lock_sequences";
 constexpr const char* kUpsertSequences = "proto_upsert_sequences";
 constexpr const char* kLedger = "proto_ledger";
-
-// A PostgreSQL array literal of text values: {"a","b\"c"}.
-std::string text_array(const std::vector<std::string>& values) {
-    std::string out = "{";
-    for (std::size_t i = 0; i < values.size(); ++i) {
-        if (i > 0) out += ',';
-        out += '"';
-        for (char c : values[i]) {
-            if (c == '"' || c == '\\') out += '\\';
-            out += c;
-        }
-        out += '"';
-    }
-    return out + "}";
-}
-
-template <class Int>
-std::string int_array(const std::vector<Int>& values) {
-    std::string out = "{";
-    for (std::size_t i = 0; i < values.size(); ++i) {
-        if (i > 0) out += ',';
-        out += std::to_string(values[i]);
-    }
-    return out + "}";
-}
 
 struct Item {
     std::size_t index = 0;

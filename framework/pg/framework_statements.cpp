@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <pqxx/pqxx>
 
+#include "pg/group_start.hpp"
 #include "pg/process_identity.hpp"
 
 namespace exo {
@@ -72,6 +73,7 @@ void prepare_framework_statements(pqxx::connection_base& c) {
               " AND idempotency_key = $2), now())) * 1000)::bigint");
     c.prepare(kClearGap,
               "DELETE FROM exo_sequence_gaps WHERE consumer_group = $1 AND idempotency_key = $2");
+    prepare_group_statements(c);
 }
 
 namespace {
@@ -82,17 +84,22 @@ ExistingRow existing_row(pqxx::transaction_base& tx, const std::string& group,
                          const std::string& key) {
     auto existing = tx.exec_prepared(kSelectProcessed, group, key);
     if (existing.empty()) return ExistingRow{StoredOutcome::applied, ""};
-    const auto text = existing[0][0].as<std::string>();
-    const auto outcome = parse_stored_outcome(text);
-    // The table's CHECK constraint allows no other value; a newer exo's would
-    // need this one to learn it, not to guess.
-    if (!outcome)
-        throw std::runtime_error("exo_processed row for key '" + key + "' has outcome '" + text +
-                                 "', unknown to this exo: run the exo version that wrote it");
-    return ExistingRow{*outcome, existing[0][1].as<std::string>()};
+    return existing_row_of(key, existing[0][0].as<std::string>(), existing[0][1].as<std::string>());
 }
 
 }  // namespace
+
+ExistingRow existing_row_of(const std::string& key, const std::string& outcome_text,
+                            std::string result) {
+    const auto outcome = parse_stored_outcome(outcome_text);
+    // The table's CHECK constraint allows no other value; a newer exo's would
+    // need this one to learn it, not to guess.
+    if (!outcome)
+        throw std::runtime_error("exo_processed row for key '" + key + "' has outcome '" +
+                                 outcome_text +
+                                 "', unknown to this exo: run the exo version that wrote it");
+    return ExistingRow{*outcome, std::move(result)};
+}
 
 std::optional<ExistingRow> insert_processed(pqxx::transaction_base& tx, const ProcessedRow& row) {
     auto inserted =

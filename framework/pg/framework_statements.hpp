@@ -41,6 +41,11 @@ struct ExistingRow {
 // blocks until the winner commits, then sees its row.
 std::optional<ExistingRow> insert_processed(pqxx::transaction_base& tx, const ProcessedRow& row);
 
+// The row read back for a duplicate key. Throws std::runtime_error for an
+// outcome this exo does not know (a row written by a newer one).
+ExistingRow existing_row_of(const std::string& key, const std::string& outcome_text,
+                            std::string result);
+
 // Sets outcome and result of a row inserted earlier in this transaction.
 void update_processed(pqxx::transaction_base& tx, const std::string& group, const std::string& key,
                       StoredOutcome outcome, const std::string& result);

@@ -37,14 +37,18 @@ struct BatchItem {
     bool in_transaction = false;  // taken into this batch's transaction (not settled by Redis)
     bool committed = false;       // ... and that transaction committed: its fate is durable
     bool handler_ran = false;     // handle() was called in this batch (a re-run is a rerun)
-    std::string result;           // handler result, or the stored one
-    std::string error;            // why requeued / dead-lettered
+    // The set-based start of its group wrote its dedup row and moved its
+    // sequence: only its handler is left to run (docs/design.md section 4.1).
+    bool framework_started = false;
+    std::string result;                  // handler result, or the stored one
+    std::string error;                   // why requeued / dead-lettered
     std::chrono::milliseconds delay{0};  // requeue: hold the partition this long
 
     const TopicPartition partition() const { return pending.record.topic_partition(); }
     // Forgets what an aborted transaction decided about this record.
     void reset_to_pending() {
         fate = Fate::pending;
+        framework_started = false;
         outcome.reset();
         stored = StoredOutcome::applied;
         pending.dead_letter.reset();

@@ -74,6 +74,8 @@ public:
     std::atomic<std::uint64_t> batch_failures{0};     // whole batch put back (dependency down)
     std::atomic<std::uint64_t> redis_round_trips{0};
     std::atomic<std::uint64_t> postgres_round_trips{0};
+    // Transactions whose framework SQL ran set-based (docs/design.md section 4.1).
+    std::atomic<std::uint64_t> groups_set_based{0};
     LatencyHistogram latency;  // poll -> durable outcome, per finished record (percentiles)
 
     std::uint64_t finished() const {

@@ -50,13 +50,25 @@ RecordStepResult run_record_step(pqxx::transaction_base& tx, const RecordStepInp
         // transaction that rolls back never happened.
         const auto waited = record_gap(tx, in.group, in.key);
         out.round_trips += 2;
-        if (waited >= binding.sequence->gap_timeout)
-            out.gap_expired = "sequence gap for " + in.sequence->entity + ": " +
-                              std::to_string(in.sequence->sequence) + " never became next within " +
-                              std::to_string(binding.sequence->gap_timeout.count()) +
-                              " ms (gap_timeout)";
+        out.gap_expired = gap_expiry(binding, in.sequence->entity, in.sequence->sequence, waited);
         return out;
     }
+    auto handled = run_handler_step(tx, in);
+    handled.round_trips += out.round_trips;
+    return handled;
+}
+
+std::string gap_expiry(const BindingConfig& binding, const std::string& entity,
+                       std::int64_t sequence, std::chrono::milliseconds waited) {
+    if (waited < binding.sequence->gap_timeout) return {};
+    return "sequence gap for " + entity + ": " + std::to_string(sequence) +
+           " never became next within " + std::to_string(binding.sequence->gap_timeout.count()) +
+           " ms (gap_timeout)";
+}
+
+RecordStepResult run_handler_step(pqxx::transaction_base& tx, const RecordStepInput& in) {
+    RecordStepResult out;
+    const auto& binding = in.binding;
     HandlerContext ctx(tx, in.record, in.key, in.payload, in.log, in.attempt, in.handler_ran);
     ++out.round_trips;  // a handler's statements, at least one
     in.handler_ran = true;

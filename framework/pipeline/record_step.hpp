@@ -63,6 +63,16 @@ struct RecordStepResult {
 RecordStepResult run_record_step(pqxx::transaction_base& tx, const RecordStepInput& in,
                                  GapUndo undo);
 
+// The handler's part alone, for a record whose dedup row and sequence the
+// set-based start of its group already wrote (pg/group_start.hpp); what
+// run_record_step does after its start. Errors as run_record_step.
+RecordStepResult run_handler_step(pqxx::transaction_base& tx, const RecordStepInput& in);
+
+// Why a strict-sequence gap that waited `waited` since its first sighting is a
+// dead letter now; empty while it may still wait. `binding.sequence` must be set.
+std::string gap_expiry(const BindingConfig& binding, const std::string& entity,
+                       std::int64_t sequence, std::chrono::milliseconds waited);
+
 // The statement that rolls one record back inside the careful pass's
 // transaction (the savepoint every record runs in).
 inline constexpr const char* kRollbackRecord = "ROLLBACK TO SAVEPOINT exo_record";

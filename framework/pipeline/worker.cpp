@@ -12,6 +12,7 @@
 #include "core/text.hpp"
 #include "pg/batch_transaction.hpp"
 #include "pg/framework_statements.hpp"
+#include "pg/group_start.hpp"
 #include "pg/pg_errors.hpp"
 #include "pg/session.hpp"
 #include "pipeline/dead_letter.hpp"
@@ -358,6 +359,12 @@ bool Worker::run_transaction(std::deque<BatchItem>& items, const std::vector<std
                              bool careful, std::string& why) {
     BatchTransaction batch(postgres_.connection());
     auto& tx = batch.statements();
+    // Optimistic: the framework's SQL of every record at once, then the handlers.
+    if (!careful && !start_group_set_based(tx, items, group, why)) {
+        batch.rollback();
+        ctx_.stats.postgres_round_trips += 2;  // BEGIN and ROLLBACK
+        return false;
+    }
     std::optional<std::size_t> previous;  // careful: the record whose savepoint is open
     for (auto i : group) {
         auto& item = items[i];
@@ -410,6 +417,88 @@ void Worker::savepoint(pqxx::transaction_base& tx, const char* statement,
     if (statement != kReleaseSavepoint) tx.exec(statement);
 }
 
+bool Worker::start_group_set_based(pqxx::transaction_base& tx, std::deque<BatchItem>& items,
+                                   const std::vector<std::size_t>& group, std::string& why) {
+    std::vector<std::size_t> started;  // records[n] is items[started[n]]
+    std::vector<GroupRecord> records;
+    std::vector<SequenceValue> values;  // the entities records[n].sequence refers to
+    values.reserve(group.size());       // never reallocates: the references stay valid
+    for (auto i : group) {
+        auto& item = items[i];
+        if (item.fate != Fate::pending) continue;
+        const auto& binding = *item.binding;
+        std::optional<SequenceStep> step;
+        if (binding.sequence) {
+            // Read before anything is written, as on the per-record path.
+            try {
+                values.push_back(extract_sequence(*binding.sequence, item.payload));
+            } catch (const PermanentError& e) {
+                item.dead_letter(e.what());
+                continue;
+            }
+            step.emplace(SequenceStep{binding.handler, values.back().entity, values.back().sequence,
+                                      binding.sequence->mode});
+        }
+        started.push_back(i);
+        records.push_back({item.key, item.token.value_or(FencingToken{0}), item.partition(),
+                           item.pending.record.offset, step});
+    }
+    // One record: start_record in run_one is one round trip, the set-based start two.
+    if (records.size() < 2) return true;
+    GroupStart start;
+    try {
+        start = start_group(tx, ctx_.config.kafka.group_id, records);
+    } catch (const std::exception& e) {
+        if (pauses_the_worker(classify(e))) throw;  // the whole batch waits for the dependency
+        why = printable_text(e.what());
+        return false;  // the careful pass meets it record by record
+    }
+    ctx_.stats.postgres_round_trips += static_cast<std::uint64_t>(start.round_trips);
+    ctx_.stats.groups_set_based++;
+    if (start.contended) {
+        // The per-record path's ContentionError: the careful pass NACKs whoever meets it.
+        why = "sequence of " + *start.contended + " moved concurrently";
+        return false;
+    }
+    for (std::size_t n = 0; n < records.size(); ++n) {
+        auto& item = items[started[n]];
+        auto& decided = start.records[n];
+        if (decided.duplicate) {
+            item.finish_duplicate(Outcome::duplicate_postgres, decided.duplicate->outcome,
+                                  std::move(decided.duplicate->result));
+            continue;
+        }
+        switch (*decided.verdict) {
+            case SequenceVerdict::apply:
+                item.framework_started = true;  // run_one runs only its handler
+                break;
+            case SequenceVerdict::stale:
+                item.result.clear();
+                item.finish(Outcome::stale);
+                break;
+            case SequenceVerdict::gap: {
+                const auto& seq = *records[n].sequence;
+                auto expired =
+                    gap_expiry(*item.binding, seq.entity, seq.sequence, decided.gap_waited);
+                if (!expired.empty())
+                    item.dead_letter(std::move(expired), /*record_key=*/false,
+                                     /*clears_gap=*/true);
+                else
+                    park_for_gap(item, seq.entity);
+                break;
+            }
+        }
+    }
+    return true;
+}
+
+void Worker::park_for_gap(BatchItem& item, const std::string& entity) {
+    // Parked, not held: the predecessor may be right behind it.
+    // Capped at 1 s so a filled gap is noticed soon.
+    auto delay = std::min(retry_delay(++item.pending.gap_waits), milliseconds(1000));
+    item.park(delay, "waiting for an earlier sequence of " + entity);
+}
+
 bool Worker::run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<BatchItem>& items,
                      std::size_t index, bool careful) {
     const auto& binding = *item.binding;
@@ -420,7 +509,7 @@ bool Worker::run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<Bat
     // Read before anything is written: a bad sequence field is the record's
     // fault alone and needs no rollback.
     std::optional<SequenceValue> seq;
-    if (binding.sequence) {
+    if (binding.sequence && !item.framework_started) {
         try {
             seq = extract_sequence(*binding.sequence, item.payload);
         } catch (const PermanentError& e) {
@@ -443,8 +532,11 @@ bool Worker::run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<Bat
                                     item.pending.attempts + 1,
                                     item.handler_ran,
                                     &handler_took};
-        auto step = run_record_step(tx, input,
-                                    careful ? GapUndo::rollback_to_savepoint : GapUndo::delete_row);
+        auto step =
+            item.framework_started
+                ? run_handler_step(tx, input)
+                : run_record_step(tx, input,
+                                  careful ? GapUndo::rollback_to_savepoint : GapUndo::delete_row);
         ctx_.stats.postgres_round_trips += static_cast<std::uint64_t>(step.round_trips);
         if (step.outcome == Outcome::applied) ctx_.stats.handler_ran(topic, handler_took);
         if (step.outcome == Outcome::duplicate_postgres) {
@@ -456,10 +548,7 @@ bool Worker::run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<Bat
             item.dead_letter(std::move(step.gap_expired), /*record_key=*/false,
                              /*clears_gap=*/true);
         } else {
-            // Parked, not held: the predecessor may be right behind it.
-            // Capped at 1 s so a filled gap is noticed soon.
-            auto delay = std::min(retry_delay(++item.pending.gap_waits), milliseconds(1000));
-            item.park(delay, "waiting for an earlier sequence of " + seq->entity);
+            park_for_gap(item, seq->entity);
         }
         return true;
     } catch (const std::exception& e) {

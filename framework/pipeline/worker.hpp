@@ -118,6 +118,16 @@ private:
     // (`why` says which). A lost connection throws.
     bool run_transaction(std::deque<BatchItem>& items, const std::vector<std::size_t>& group,
                          bool careful, std::string& why);
+    // The optimistic pass's framework SQL for every pending record of `group`
+    // at once (pg/group_start.hpp): duplicates, stale records and gaps get
+    // their fate, records to apply are marked framework_started. Returns false
+    // (with `why`) when it failed or a concurrent transaction created an entity
+    // of the group: the caller rolls back and runs the group carefully. Throws
+    // what pauses the worker (PostgreSQL down).
+    bool start_group_set_based(pqxx::transaction_base& tx, std::deque<BatchItem>& items,
+                               const std::vector<std::size_t>& group, std::string& why);
+    // A strict-sequence gap that may still be filled: parked, at most 1 s.
+    void park_for_gap(BatchItem& item, const std::string& entity);
     // Returns false only in the optimistic pass, when the record failed.
     bool run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<BatchItem>& items,
                  std::size_t index, bool careful);

@@ -1,0 +1,210 @@
+#include "pg/group_start.hpp"
+
+#include <algorithm>
+#include <map>
+#include <pqxx/pqxx>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/sequence_plan.hpp"
+#include "pg/process_identity.hpp"
+#include "pg/sql_arrays.hpp"
+
+namespace exo {
+namespace {
+
+constexpr const char* kGroupStart = "exo_group_start";
+constexpr const char* kGroupExisting = "exo_group_existing";
+constexpr const char* kGroupSequences = "exo_group_sequences";
+
+// Statement A inserts every dedup row and locks every entity of the group. Rows
+// answer either an inserted key (first column NULL) or an entity that exists:
+// its 1-based position in the entity arrays and its last sequence. The entities
+// come sorted and unique, and each is probed by a LATERAL subquery with LIMIT 1
+// (one primary-key probe per entity, whatever the statistics; a join with
+// unnest() may get a generic plan that scans the table), so every transaction
+// locks entity rows in one global order and two groups sharing entities wait
+// for each other instead of deadlocking.
+constexpr const char* kGroupStartSql =
+    "WITH ins AS (INSERT INTO exo_processed (consumer_group, idempotency_key, fencing_token,"
+    " topic, kafka_partition, kafka_offset, outcome, applied_by)"
+    " SELECT $1::text, u.k, u.t, u.tp, u.p, u.o, 'APPLIED', $7::text"
+    " FROM unnest($2::text[], $3::bigint[], $4::text[], $5::int[], $6::bigint[])"
+    " AS u(k, t, tp, p, o)"
+    " ON CONFLICT (consumer_group, idempotency_key) DO NOTHING RETURNING idempotency_key),"
+    " seq AS (SELECT u.n, s.last_sequence"
+    " FROM unnest($8::text[], $9::text[]) WITH ORDINALITY AS u(h, e, n),"
+    " LATERAL (SELECT last_sequence FROM exo_sequences WHERE handler = u.h AND entity = u.e"
+    " LIMIT 1 FOR UPDATE) AS s)"
+    " SELECT NULL::bigint, idempotency_key, NULL::bigint FROM ins"
+    " UNION ALL SELECT n, NULL::text, last_sequence FROM seq";
+
+// The rows of keys that were already there (a separate statement, as in
+// start_record: it sees rows committed while the insert waited for them).
+constexpr const char* kGroupExistingSql =
+    "SELECT u.k, p.outcome, p.result FROM unnest($2::text[]) AS u(k),"
+    " LATERAL (SELECT outcome, coalesce(result, '') AS result FROM exo_processed"
+    " WHERE consumer_group = $1 AND idempotency_key = u.k LIMIT 1) AS p";
+
+// Statement C writes the plan's sequences: entities locked by statement A are
+// moved (their row exists and is ours); new ones are created with DO NOTHING,
+// and a creation that finds a row means a concurrent transaction created the
+// entity after statement A read it as new: the plan is void.
+constexpr const char* kGroupSequencesSql =
+    "WITH moved AS (INSERT INTO exo_sequences AS s (handler, entity, last_sequence)"
+    " SELECT h, e, q FROM unnest($1::text[], $2::text[], $3::bigint[]) AS u(h, e, q)"
+    " ON CONFLICT (handler, entity) DO UPDATE"
+    " SET last_sequence = EXCLUDED.last_sequence, updated_at = now() RETURNING 1),"
+    " created AS (INSERT INTO exo_sequences (handler, entity, last_sequence)"
+    " SELECT h, e, q FROM unnest($4::text[], $5::text[], $6::bigint[]) AS u(h, e, q)"
+    " ON CONFLICT (handler, entity) DO NOTHING RETURNING handler, entity)"
+    " SELECT u.e FROM unnest($4::text[], $5::text[]) AS u(h, e)"
+    " WHERE (u.h, u.e) NOT IN (SELECT handler, entity FROM created)";
+
+// Stale rows say so; gap rows go and their first sighting is kept. Rare, so not
+// prepared: a custom plan sees how few keys the arrays hold and probes the
+// primary key (a generic plan of "= ANY(array)" may scan the whole group).
+constexpr const char* kGroupSettleSql =
+    "WITH st AS (UPDATE exo_processed SET outcome = 'STALE', result = NULL"
+    " WHERE consumer_group = $1::text AND idempotency_key = ANY($2::text[])),"
+    " del AS (DELETE FROM exo_processed"
+    " WHERE consumer_group = $1::text AND idempotency_key = ANY($3::text[])),"
+    " g AS (INSERT INTO exo_sequence_gaps (consumer_group, idempotency_key)"
+    " SELECT $1::text, k FROM unnest($3::text[]) AS u(k)"
+    " ON CONFLICT (consumer_group, idempotency_key) DO NOTHING"
+    " RETURNING idempotency_key, first_seen)"
+    " SELECT u.k, floor(extract(epoch FROM now() - coalesce(g.first_seen,"
+    " (SELECT x.first_seen FROM exo_sequence_gaps x"
+    " WHERE x.consumer_group = $1::text AND x.idempotency_key = u.k), now())) * 1000)::bigint"
+    " FROM unnest($3::text[]) AS u(k) LEFT JOIN g ON g.idempotency_key = u.k";
+
+using EntityId = std::pair<std::string, std::string>;  // (handler, entity)
+
+}  // namespace
+
+void prepare_group_statements(pqxx::connection_base& c) {
+    c.prepare(kGroupStart, kGroupStartSql);
+    c.prepare(kGroupExisting, kGroupExistingSql);
+    c.prepare(kGroupSequences, kGroupSequencesSql);
+}
+
+GroupStart start_group(pqxx::transaction_base& tx, const std::string& group,
+                       const std::vector<GroupRecord>& records) {
+    GroupStart out;
+    out.records.resize(records.size());
+    if (records.empty()) return out;
+
+    // Sorted and unique: the order every transaction locks entities in.
+    std::map<EntityId, std::size_t> entity_index;
+    for (const auto& r : records)
+        if (r.sequence) entity_index.emplace(EntityId{r.sequence->handler, r.sequence->entity}, 0);
+    std::vector<std::string> handlers, entities;
+    for (auto& [id, index] : entity_index) {
+        index = entities.size();
+        handlers.push_back(id.first);
+        entities.push_back(id.second);
+    }
+
+    std::vector<std::string> keys, topics;
+    std::vector<std::int64_t> tokens, offsets;
+    std::vector<std::int32_t> partitions;
+    for (const auto& r : records) {
+        keys.push_back(r.key);
+        tokens.push_back(r.token.value);
+        topics.push_back(r.partition.topic.value);
+        partitions.push_back(r.partition.partition.value);
+        offsets.push_back(r.offset.value);
+    }
+    auto started = tx.exec_prepared(kGroupStart, group, text_array(keys), int_array(tokens),
+                                    text_array(topics), int_array(partitions), int_array(offsets),
+                                    process_identity(), text_array(handlers), text_array(entities));
+    ++out.round_trips;
+    std::unordered_set<std::string> inserted;
+    std::vector<std::optional<std::int64_t>> last(entities.size());
+    for (const auto& row : started) {
+        if (row[0].is_null())
+            inserted.insert(row[1].as<std::string>());
+        else
+            last.at(row[0].as<std::size_t>() - 1) = row[2].as<std::int64_t>();
+    }
+
+    std::vector<std::string> known;
+    for (const auto& r : records)
+        if (!inserted.contains(r.key)) known.push_back(r.key);
+    std::unordered_map<std::string, ExistingRow> existing;
+    if (!known.empty()) {
+        for (const auto& row : tx.exec_prepared(kGroupExisting, group, text_array(known))) {
+            auto key = row[0].as<std::string>();
+            existing.emplace(
+                key, existing_row_of(key, row[1].as<std::string>(), row[2].as<std::string>()));
+        }
+        ++out.round_trips;
+    }
+
+    std::vector<PlannedRecord> planned;
+    std::vector<std::size_t> planned_record;  // planned[n] is records[planned_record[n]]
+    for (std::size_t i = 0; i < records.size(); ++i) {
+        const auto& r = records[i];
+        auto& decided = out.records[i];
+        if (!inserted.contains(r.key)) {
+            // Retention may have deleted the row since: the key was then
+            // settled long ago, and APPLIED is as good an answer as any.
+            auto found = existing.find(r.key);
+            decided.duplicate =
+                found != existing.end() ? found->second : ExistingRow{StoredOutcome::applied, ""};
+            continue;
+        }
+        if (!r.sequence) {
+            decided.verdict = SequenceVerdict::apply;
+            continue;
+        }
+        planned.push_back({entity_index.at(EntityId{r.sequence->handler, r.sequence->entity}),
+                           r.sequence->mode, r.sequence->sequence});
+        planned_record.push_back(i);
+    }
+    const auto plan = plan_sequences(last, planned);
+    for (std::size_t n = 0; n < planned.size(); ++n)
+        out.records[planned_record[n]].verdict = plan.verdicts[n];
+
+    std::vector<std::string> moved_h, moved_e, created_h, created_e;
+    std::vector<std::int64_t> moved_q, created_q;
+    for (std::size_t e = 0; e < entities.size(); ++e) {
+        if (!plan.moved[e]) continue;
+        auto& h = last[e] ? moved_h : created_h;
+        auto& en = last[e] ? moved_e : created_e;
+        auto& q = last[e] ? moved_q : created_q;
+        h.push_back(handlers[e]);
+        en.push_back(entities[e]);
+        q.push_back(*plan.last[e]);
+    }
+    if (!moved_e.empty() || !created_e.empty()) {
+        auto written = tx.exec_prepared(kGroupSequences, text_array(moved_h), text_array(moved_e),
+                                        int_array(moved_q), text_array(created_h),
+                                        text_array(created_e), int_array(created_q));
+        ++out.round_trips;
+        if (!written.empty()) {
+            out.contended = written[0][0].as<std::string>();
+            out.records.clear();
+            return out;
+        }
+    }
+
+    std::vector<std::string> stale, gaps;
+    for (std::size_t i = 0; i < records.size(); ++i) {
+        const auto& verdict = out.records[i].verdict;
+        if (verdict == SequenceVerdict::stale) stale.push_back(records[i].key);
+        if (verdict == SequenceVerdict::gap) gaps.push_back(records[i].key);
+    }
+    if (stale.empty() && gaps.empty()) return out;
+    auto settled = tx.exec_params(kGroupSettleSql, group, text_array(stale), text_array(gaps));
+    ++out.round_trips;
+    std::unordered_map<std::string, std::int64_t> waited;
+    for (const auto& row : settled) waited[row[0].as<std::string>()] = row[1].as<std::int64_t>();
+    for (std::size_t i = 0; i < records.size(); ++i)
+        if (out.records[i].verdict == SequenceVerdict::gap)
+            out.records[i].gap_waited =
+                std::chrono::milliseconds(std::max<std::int64_t>(0, waited.at(records[i].key)));
+    return out;
+}
+
+}  // namespace exo

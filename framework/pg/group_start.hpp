@@ -1,0 +1,56 @@
+#pragma once
+// The framework's part of a whole group of records, set-based (docs/design.md
+// section 4.1): what start_record() and the stale / gap statements of
+// run_record_step() do for one record, done for every record of a transaction
+// in two round trips instead of one or more per record. The optimistic pass of
+// a group runs it before the handlers; the careful pass keeps the per-record
+// path, so every failure is still met record by record.
+//
+// Errors: pqxx exceptions (classify with classify_pg_error). A failure, or an
+// answer with `contended` set, leaves the transaction to be rolled back; the
+// caller then runs the group the careful way, where the per-record path decides
+// each record as before.
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <pqxx/transaction_base>
+
+#include <exo/types.hpp>
+#include "pg/framework_statements.hpp"
+
+namespace exo {
+
+void prepare_group_statements(pqxx::connection_base& connection);
+
+struct GroupRecord {
+    const std::string& key;  // the idempotency key as stored; unique within the group
+    FencingToken token;
+    TopicPartition partition;
+    Offset offset;
+    std::optional<SequenceStep> sequence;
+};
+
+struct GroupRecordStart {
+    std::optional<ExistingRow> duplicate;  // set: the key was known, nothing was written
+    // Set iff the key is new: apply (run the handler), stale (its row now says
+    // STALE) or gap (its row is gone and its sighting recorded).
+    std::optional<SequenceVerdict> verdict;
+    std::chrono::milliseconds gap_waited{0};  // gap: since its first sighting, server time
+};
+
+struct GroupStart {
+    std::vector<GroupRecordStart> records;  // one per GroupRecord, in the same order
+    // Set: a concurrent transaction created this entity after it was read as
+    // new, so the plan is void (the per-record path's ContentionError) and
+    // `records` is empty. Nothing after the sequence write was run.
+    std::optional<std::string> contended;
+    int round_trips = 0;
+};
+
+// `records` in partition order (the order the per-record path runs them).
+GroupStart start_group(pqxx::transaction_base& tx, const std::string& group,
+                       const std::vector<GroupRecord>& records);
+
+}  // namespace exo

@@ -1,0 +1,35 @@
+#pragma once
+// PostgreSQL array literals for set-based statements: libpqxx 6.4 has no array
+// parameters, so arrays travel as one text parameter each and the statement
+// casts them (`$2::text[]`) and unnests them.
+#include <string>
+#include <vector>
+
+namespace exo {
+
+// {"a","b\"c"}: every element quoted, so NULL, empty strings and commas are plain text.
+inline std::string text_array(const std::vector<std::string>& values) {
+    std::string out = "{";
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        if (i > 0) out += ',';
+        out += '"';
+        for (char c : values[i]) {
+            if (c == '"' || c == '\\') out += '\\';
+            out += c;
+        }
+        out += '"';
+    }
+    return out + "}";
+}
+
+template <class Int>
+std::string int_array(const std::vector<Int>& values) {
+    std::string out = "{";
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        if (i > 0) out += ',';
+        out += std::to_string(values[i]);
+    }
+    return out + "}";
+}
+
+}  // namespace exo
