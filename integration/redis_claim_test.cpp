@@ -17,8 +17,8 @@ using namespace std::chrono_literals;
 namespace {
 
 using exo::ClaimStatus;
-using exo::StoredOutcome;
 using exo::FinishStatus;
+using exo::StoredOutcome;
 
 constexpr auto kLease = 10'000ms;
 constexpr auto kShortLease = 150ms;

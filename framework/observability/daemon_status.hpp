@@ -19,9 +19,9 @@ struct PartitionStatus {
     bool stalled = false;  // a record that cannot even be dead-lettered holds it
     // The next offset to read, as this member last committed it (nullopt: none yet).
     std::optional<std::int64_t> committed{};
-    std::size_t queued = 0;           // waiting in its worker's queue (parked ones excluded)
-    std::size_t in_flight = 0;        // handed to a worker, in a batch now
-    std::size_t parked = 0;           // strict-sequence gaps waiting for a predecessor
+    std::size_t queued = 0;             // waiting in its worker's queue (parked ones excluded)
+    std::size_t in_flight = 0;          // handed to a worker, in a batch now
+    std::size_t parked = 0;             // strict-sequence gaps waiting for a predecessor
     std::optional<std::int64_t> lag{};  // librdkafka's consumer lag, when known
 };
 
