@@ -35,9 +35,9 @@ exo::DaemonStatus status_with_partitions() {
 
 TEST_CASE("records are exported per topic and outcome, parked included") {
     exo::PipelineStats stats({"payments"});
-    stats.finished("payments", Outcome::applied, microseconds(1), std::nullopt);
-    stats.finished("payments", Outcome::applied, microseconds(1), std::nullopt);
-    stats.finished("payments", Outcome::dead_lettered, microseconds(1), std::nullopt);
+    stats.record_finished("payments", Outcome::applied, microseconds(1), std::nullopt);
+    stats.record_finished("payments", Outcome::applied, microseconds(1), std::nullopt);
+    stats.record_finished("payments", Outcome::dead_lettered, microseconds(1), std::nullopt);
     stats.parked_record("payments");
     auto text = exo::render_metrics(stats, status_with_partitions(), true, "0.2.0");
     CHECK(has_line(text, "exo_records_total{topic=\"payments\",outcome=\"applied\"} 2"));
@@ -67,7 +67,7 @@ TEST_CASE("gauges say what the daemon status says") {
 TEST_CASE("histograms have cumulative buckets, +Inf, _sum and _count per topic") {
     exo::PipelineStats stats({"payments"});
     stats.handler_ran("payments", microseconds(3000));  // 3 ms
-    stats.finished("payments", Outcome::applied, microseconds(1), std::chrono::seconds(2));
+    stats.record_finished("payments", Outcome::applied, microseconds(1), std::chrono::seconds(2));
     auto text = exo::render_metrics(stats, {}, true, "0.2.0");
     CHECK(
         has_line(text, "exo_handler_duration_seconds_bucket{topic=\"payments\",le=\"0.0025\"} 0"));

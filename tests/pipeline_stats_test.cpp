@@ -8,11 +8,11 @@ using std::chrono::milliseconds;
 
 TEST_CASE("a finished record is counted once, in its topic and in the totals") {
     exo::PipelineStats stats({"payments", "orders"});
-    stats.finished("payments", Outcome::applied, microseconds(10), std::nullopt);
-    stats.finished("payments", Outcome::duplicate_redis, microseconds(10), std::nullopt);
-    stats.finished("orders", Outcome::dead_lettered, microseconds(10), std::nullopt);
-    stats.finished("orders", Outcome::duplicate_postgres, microseconds(10), std::nullopt);
-    stats.finished("orders", Outcome::stale, microseconds(10), std::nullopt);
+    stats.record_finished("payments", Outcome::applied, microseconds(10), std::nullopt);
+    stats.record_finished("payments", Outcome::duplicate_redis, microseconds(10), std::nullopt);
+    stats.record_finished("orders", Outcome::dead_lettered, microseconds(10), std::nullopt);
+    stats.record_finished("orders", Outcome::duplicate_postgres, microseconds(10), std::nullopt);
+    stats.record_finished("orders", Outcome::stale, microseconds(10), std::nullopt);
     CHECK(stats.applied == 1);
     CHECK(stats.duplicates_redis == 1);
     CHECK(stats.duplicates_postgres == 1);
@@ -30,15 +30,15 @@ TEST_CASE("a finished record is counted once, in its topic and in the totals") {
 
 TEST_CASE("a record of a topic nobody bound is counted under the empty topic, not lost") {
     exo::PipelineStats stats({"payments"});
-    stats.finished("elsewhere", Outcome::applied, microseconds(1), std::nullopt);
+    stats.record_finished("elsewhere", Outcome::applied, microseconds(1), std::nullopt);
     CHECK(stats.topics().at("")->count(Outcome::applied) == 1);
     CHECK(stats.applied == 1);
 }
 
 TEST_CASE("end-to-end latency is observed only for records with a Kafka timestamp") {
     exo::PipelineStats stats({"t"});
-    stats.finished("t", Outcome::applied, microseconds(5), std::nullopt);
-    stats.finished("t", Outcome::applied, microseconds(5), milliseconds(30));
+    stats.record_finished("t", Outcome::applied, microseconds(5), std::nullopt);
+    stats.record_finished("t", Outcome::applied, microseconds(5), milliseconds(30));
     auto snap = stats.topics().at("t")->record_latency.snapshot();
     CHECK(snap.count() == 1);
     CHECK(snap.sum_seconds == doctest::Approx(0.030));

@@ -14,9 +14,9 @@ TopicStats& PipelineStats::topic_stats(const std::string& topic) {
     return it == topics_.end() ? *other_ : *it->second;
 }
 
-void PipelineStats::finished(const std::string& topic, Outcome outcome,
-                             std::chrono::microseconds since_poll,
-                             std::optional<std::chrono::microseconds> since_produced) {
+void PipelineStats::record_finished(const std::string& topic, Outcome outcome,
+                                    std::chrono::microseconds since_poll,
+                                    std::optional<std::chrono::microseconds> since_produced) {
     auto& t = topic_stats(topic);
     t.outcomes[static_cast<std::size_t>(outcome)].fetch_add(1, std::memory_order_relaxed);
     if (since_produced) t.record_latency.observe(*since_produced);

@@ -3,7 +3,7 @@
 // they are reports, not synchronization). Read by the metrics endpoint, the
 // demo, tests and the bench.
 //
-// A record's outcome is counted in one place, finished(), when its outcome is
+// A record's outcome is counted in one place, record_finished(), when its outcome is
 // durable (the worker hands its offset back). The other counters count events
 // where they happen (a CONFLICT, a retry, a lease renewal, a pruned row).
 #include <array>
@@ -44,8 +44,9 @@ public:
     // The one place a record's outcome is counted: its outcome is durable.
     // `since_poll`: poll -> now; `since_produced`: the record's Kafka
     // timestamp -> now, when it has one.
-    void finished(const std::string& topic, Outcome outcome, std::chrono::microseconds since_poll,
-                  std::optional<std::chrono::microseconds> since_produced);
+    void record_finished(const std::string& topic, Outcome outcome,
+                         std::chrono::microseconds since_poll,
+                         std::optional<std::chrono::microseconds> since_produced);
     void parked_record(const std::string& topic) { topic_stats(topic).parked++; }
     void handler_ran(const std::string& topic, std::chrono::microseconds took) {
         topic_stats(topic).handler_duration.observe(took);

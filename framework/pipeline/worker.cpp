@@ -675,10 +675,10 @@ void Worker::hand_back(std::deque<BatchItem>& items) {
             case Fate::finished:
                 if (item.pending.stalled) inbox_.clear_stalled(item.partition());
                 finished.push_back({item.partition(), item.pending.record.offset});
-                ctx_.stats.finished(item.pending.record.topic.value, *item.outcome,
-                                    std::chrono::duration_cast<std::chrono::microseconds>(
-                                        now - item.pending.polled_at),
-                                    since_produced(item.pending.record, wall_now));
+                ctx_.stats.record_finished(item.pending.record.topic.value, *item.outcome,
+                                           std::chrono::duration_cast<std::chrono::microseconds>(
+                                               now - item.pending.polled_at),
+                                           since_produced(item.pending.record, wall_now));
                 break;
             case Fate::park:
                 ctx_.stats.parked_record(item.pending.record.topic.value);
