@@ -116,6 +116,16 @@ TEST_CASE(
     CHECK(metric_sum(text, "exo_partitions_assigned", "") == 2.0);
     CHECK(metric_sum(text, "exo_dependency_up", "dependency=\"postgres\"") == 1.0);
     CHECK(metric_sum(text, "exo_handler_duration_seconds_count", "topic=") == 3.0);
+    // librdkafka's statistics (every 5 s) reach the gauge: both partitions, nothing behind.
+    CHECK_MESSAGE(eventually(
+                      [&] {
+                          text = get(port, "/metrics").body;
+                          return metric_sum(text, "exo_consumer_lag", "partition=\"0\"") == 0 &&
+                                 metric_sum(text, "exo_consumer_lag", "partition=\"1\"") == 0;
+                      },
+                      30000ms),
+                  "last scrape:\n"
+                      << text);
 
     // promtool (Debian's prometheus package) is the judge of the format.
     const std::string scraped = "/tmp/" + h.schema() + "-metrics.prom";
