@@ -1,6 +1,8 @@
 #pragma once
 // The error vocabulary handlers and framework share. The class says what the
 // pipeline does next, not what went wrong.
+#include <cstddef>
+#include <exception>
 #include <stdexcept>
 #include <string>
 
@@ -32,6 +34,24 @@ public:
 class UsageError : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
+};
+
+// Thrown by BatchHandler::handle_batch() (exo/batch_handler.hpp) to say which
+// record of the batch failed: record `index` is treated as if its own handle()
+// had thrown `cause` (PermanentError: dead-lettered; anything else: retried),
+// and the rest of the batch runs again without it.
+class BatchRecordFailed : public std::runtime_error {
+public:
+    // `cause`: e.g. std::make_exception_ptr(PermanentError("...")), or
+    // std::current_exception() inside a catch block. Null counts as retryable.
+    BatchRecordFailed(std::size_t index, std::exception_ptr cause);
+
+    std::size_t index() const { return index_; }
+    std::exception_ptr cause() const { return cause_; }
+
+private:
+    std::size_t index_;
+    std::exception_ptr cause_;
 };
 
 }  // namespace exo

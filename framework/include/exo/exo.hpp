@@ -1,6 +1,7 @@
 #pragma once
 // Everything a handler author and an application's main() need.
 #include <exo/application.hpp>
+#include <exo/batch_handler.hpp>
 #include <exo/errors.hpp>
 #include <exo/handler.hpp>
 #include <exo/options.hpp>

@@ -26,6 +26,9 @@
 // the whole batch back and runs it again with a savepoint per record
 // (ctx.rerun() is true). Either way only one run's effects ever commit.
 //
+// Many records per call: derive from BatchHandler (exo/batch_handler.hpp) and
+// implement handle_batch() instead, to write a batch's effects set-based.
+//
 // Lifecycle and threading: one Handler instance per worker thread, created by
 // its factory at start-up; prepare() runs on each new PostgreSQL connection of
 // that worker (including after a reconnect); handle() is never called
@@ -64,6 +67,8 @@ public:
     const std::string& idempotency_key() const { return key_; }
     // The payload as JSON, parsed once. Throws PermanentError if it is not JSON.
     const nlohmann::json& json() { return payload_.document(); }
+    // The payload, parsed on first use and shared with key derivation.
+    JsonPayload& payload() { return payload_; }
     spdlog::logger& log() { return log_; }
     // 1 on the first try; higher after retryable failures of this record.
     int attempt() const { return attempt_; }
