@@ -61,6 +61,9 @@ PipelineHarness::PipelineHarness(HarnessOptions options) : options_(std::move(op
     registry_.add("misbehaving_ledger", [slow_for](const HandlerOptions&) {
         return std::make_unique<MisbehavingLedger>(slow_for);
     });
+    registry_.add("emitting_ledger", [slow_for](const HandlerOptions&) {
+        return std::make_unique<EmittingLedger>(slow_for);
+    });
     registry_.add("unprepared_ledger", [slow_for](const HandlerOptions&) {
         return std::make_unique<UnpreparedLedger>(slow_for);
     });
@@ -90,6 +93,7 @@ PipelineHarness::PipelineHarness(HarnessOptions options) : options_(std::move(op
     config_.pipeline.retry_backoff_max = std::chrono::milliseconds(500);
     config_.pipeline.shutdown_timeout = std::chrono::milliseconds(5000);
     config_.pipeline.on_redis_down = options_.on_redis_down;
+    config_.outbox.poll_interval = std::chrono::milliseconds(200);
     BindingConfig b;
     b.topic = topic_;
     b.handler = options_.handler;
@@ -131,13 +135,16 @@ std::string PipelineHarness::config_yaml() const {
         "claim: {{lease_ms: {}}}\n"
         "pipeline: {{workers: {}, batch_size: {}, linger_ms: 2}}\n"
         "logging: {{level: info}}\n"
+        "outbox: {{enabled: {}, batch_size: {}, poll_interval_ms: {}}}\n"
         "bindings:\n"
         "  - topic: {}\n"
         "    handler: ledger\n"
         "    key: {{json: /eventId}}\n"
         "{}",
         bootstrap(), group_, properties, config_.redis.host, config_.redis.port, prefix_, uri_,
-        config_.claim.lease.count(), config_.pipeline.workers, config_.pipeline.batch_size, topic_,
+        config_.claim.lease.count(), config_.pipeline.workers, config_.pipeline.batch_size,
+        config_.outbox.enabled, config_.outbox.batch_size, config_.outbox.poll_interval.count(),
+        topic_,
         b.sequence
             ? fmt::format("    sequence: {{entity: /accountId, value: /sequenceId, mode: {}}}\n",
                           b.sequence->mode == SequenceMode::strict ? "strict" : "latest")

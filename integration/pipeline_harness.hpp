@@ -63,6 +63,8 @@ public:
     const std::string& postgres_uri() const { return uri_; }
     MockCluster& cluster() { return *cluster_; }
     const HandlerRegistry& registry() const { return registry_; }
+    // The topic emitting_ledger emits to (test_handlers.hpp): the topic + ".out".
+    std::string out_topic() const { return topic_ + ".out"; }
 
     void produce(const PaymentWorkload& workload);
     void produce(const std::vector<PaymentMessage>& messages);

@@ -76,6 +76,24 @@ private:
     std::chrono::milliseconds slow_for_;
 };
 
+// MisbehavingLedger that first emits the payment (ctx.emit) to the record's
+// topic + ".out", keyed by account, with the header "event" = the event id: so
+// every cue above fails after an emit, which must then vanish with its run.
+//   bademit-*  emits to a topic Kafka refuses ("bad topic"): PermanentError
+class EmittingLedger final : public MisbehavingLedger {
+public:
+    using MisbehavingLedger::MisbehavingLedger;
+    void handle(HandlerContext& ctx) override {
+        const auto& key = ctx.idempotency_key();
+        const auto& doc = ctx.json();
+        const std::string topic =
+            key.rfind("bademit-", 0) == 0 ? "bad topic" : ctx.record().topic.value + ".out";
+        ctx.emit(topic, doc.at("accountId").get<std::string>(), ctx.record().value,
+                 {{"event", key}});
+        MisbehavingLedger::handle(ctx);
+    }
+};
+
 // The ledger, whose prepare() fails until the table prepare_gate exists: a
 // handler deployed before its migration.
 class UnpreparedLedger final : public MisbehavingLedger {

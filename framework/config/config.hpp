@@ -134,6 +134,17 @@ struct ObservabilityConfig {
     bool enabled() const { return listen.has_value(); }
 };
 
+// The outbox relay (docs/outbox.md): publishes the records handlers emit. Every
+// daemon with it enabled shares the work; rows are published by one at a time.
+struct OutboxConfig {
+    bool enabled = true;   // run a relay in this daemon
+    int batch_size = 500;  // rows claimed, produced and marked per round
+    // How long the relay sleeps when no NOTIFY comes (a NOTIFY wakes it at once).
+    milliseconds poll_interval{1000};
+    // How long sent rows are kept (for inspection); 0: deleted once published.
+    std::chrono::hours retention{24 * 7};
+};
+
 struct BindingConfig {
     std::string topic;
     std::string handler;
@@ -156,6 +167,7 @@ struct Config {
     PipelineConfig pipeline;
     LoggingConfig logging;
     ObservabilityConfig observability;
+    OutboxConfig outbox;
     std::vector<BindingConfig> bindings;  // at least one; topics are unique
 };
 

@@ -123,6 +123,15 @@ public:
         end();
     }
 
+    void outbox(const OutboxConfig& o) {
+        begin("outbox");
+        out_ << YAML::Key << "enabled" << YAML::Value << o.enabled;
+        number("batch_size", o.batch_size);
+        ms("poll_interval_ms", o.poll_interval);
+        number("retention_days", static_cast<int>(o.retention.count() / 24));
+        end();
+    }
+
     void bindings(const std::vector<BindingConfig>& bindings) {
         out_ << YAML::Key << "bindings" << YAML::Value << YAML::BeginSeq;
         for (const auto& b : bindings) binding(b);
@@ -193,6 +202,7 @@ std::string effective_config_yaml(const Config& config) {
     p.pipeline(config.pipeline);
     p.logging(config.logging);
     p.observability(config.observability);
+    p.outbox(config.outbox);
     p.bindings(config.bindings);
     return p.finish();
 }

@@ -18,6 +18,7 @@ extern const Keys kClaimKeys;
 extern const Keys kPipelineKeys;
 extern const Keys kLoggingKeys;
 extern const Keys kObservabilityKeys;
+extern const Keys kOutboxKeys;
 
 // kafka_section.cpp: brokers or the mock cluster, the group, librdkafka properties.
 KafkaConfig read_kafka(const Reader& kafka);
@@ -33,6 +34,9 @@ LoggingConfig read_logging(const Reader& logging);
 
 // observability_section.cpp: the HTTP endpoint's address (absent: no endpoint).
 ObservabilityConfig read_observability(const Reader& observability);
+
+// outbox_section.cpp: the relay of emitted records.
+OutboxConfig read_outbox(const Reader& outbox);
 
 // bindings_section.cpp: `bindings:` of the top-level mapping `top` (required,
 // at least one, each topic once). `handlers` are the registered handler names.

@@ -45,12 +45,35 @@ bool is_postgres_text(std::string_view s) noexcept {
 std::string stored_key(std::string_view value) {
     if (is_postgres_text(value) && value.substr(0, kBinaryPrefix.size()) != kBinaryPrefix)
         return std::string(value);
+    return std::string(kBinaryPrefix) + hex_bytes(value);
+}
+
+std::string hex_bytes(std::string_view bytes) {
     static constexpr char kHex[] = "0123456789abcdef";
-    std::string out(kBinaryPrefix);
-    out.reserve(kBinaryPrefix.size() + 2 * value.size());
-    for (unsigned char c : value) {
+    std::string out;
+    out.reserve(2 * bytes.size());
+    for (unsigned char c : bytes) {
         out += kHex[c >> 4];
         out += kHex[c & 0xF];
+    }
+    return out;
+}
+
+std::optional<std::string> bytes_of_hex(std::string_view hex) {
+    auto digit = [](char c) -> int {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        return -1;
+    };
+    if (hex.size() % 2 != 0) return std::nullopt;
+    std::string out;
+    out.reserve(hex.size() / 2);
+    for (std::size_t i = 0; i < hex.size(); i += 2) {
+        const int high = digit(hex[i]);
+        const int low = digit(hex[i + 1]);
+        if (high < 0 || low < 0) return std::nullopt;
+        out += static_cast<char>(high * 16 + low);
     }
     return out;
 }

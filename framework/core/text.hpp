@@ -9,6 +9,7 @@
 // a value exo must store to finish the record (a dead letter's own row). So
 // every value is checked here, before it is used, with the server's rule.
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -35,6 +36,12 @@ inline constexpr std::size_t kMaxStoredKeyBytes = 1024;
 // The longest consumer group id, in bytes: it shares the dedup index entry with
 // the key (1,024 + 512 + row overhead stays well inside the ~2,700-byte limit).
 inline constexpr std::size_t kMaxGroupIdBytes = 512;
+
+// Lowercase hex of every byte (PostgreSQL's encode(x, 'hex')), and back:
+// bytes_of_hex takes either case and answers nullopt for anything that is not
+// an even number of hex digits.
+std::string hex_bytes(std::string_view bytes);
+std::optional<std::string> bytes_of_hex(std::string_view hex);
 
 // Error text (an exception's what(), a DLQ reason) made storable: invalid UTF-8
 // and NUL bytes become U+FFFD, and the result is cut to at most `max_bytes` on

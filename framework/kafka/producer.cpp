@@ -24,7 +24,7 @@ std::string describe_target(const std::string& topic, int partition) {
 
 }  // namespace
 
-KafkaProducer::KafkaProducer(const ProducerOptions& options) {
+KafkaProducer::KafkaProducer(const ProducerOptions& options) : on_delivery_(options.on_delivery) {
     if (options.properties.count("enable.idempotence") != 0)
         throw KafkaConfigError(
             "Kafka property 'enable.idempotence' cannot be set in the producer properties: exo "
@@ -63,7 +63,8 @@ KafkaProducer::~KafkaProducer() {
                      KafkaError(first_failure_->code, first_failure_->doing, false).what());
 }
 
-void KafkaProducer::produce(const OutgoingRecord& record, std::chrono::milliseconds timeout) {
+void KafkaProducer::produce(const OutgoingRecord& record, std::chrono::milliseconds timeout,
+                            std::uint64_t tag) {
     rd_kafka_t* rk = handle_.get();
     const int partition = record.partition.value_or(RD_KAFKA_PARTITION_UA);
     // The V_* macros do not parenthesize their arguments, so no expressions in them.
@@ -84,7 +85,10 @@ void KafkaProducer::produce(const OutgoingRecord& record, std::chrono::milliseco
             RD_KAFKA_V_KEY(key_data, key_size),
             // F_COPY: librdkafka copies the payload; value_data is never written through.
             RD_KAFKA_V_VALUE(value_data, value_size), RD_KAFKA_V_HEADERS(headers.get()),
-            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+            // The tag travels as the message's opaque pointer-sized value.
+            RD_KAFKA_V_OPAQUE(reinterpret_cast<void*>(static_cast<std::uintptr_t>(tag))),
+            RD_KAFKA_V_END);
         if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
             headers.release();     // now owned by the message
             rd_kafka_poll(rk, 0);  // serve delivery reports so they do not pile up
@@ -136,8 +140,15 @@ void KafkaProducer::purge() {
 
 void KafkaProducer::delivery_trampoline(rd_kafka_t*, const rd_kafka_message_t* message,
                                         void* opaque) {
-    if (message->err == RD_KAFKA_RESP_ERR_NO_ERROR) return;
     auto* self = static_cast<KafkaProducer*>(opaque);
+    if (self->on_delivery_) {
+        try {
+            self->on_delivery_(reinterpret_cast<std::uintptr_t>(message->_private), message->err);
+        } catch (...) {
+            // Must not throw into librdkafka; the failure below still reaches flush().
+        }
+    }
+    if (message->err == RD_KAFKA_RESP_ERR_NO_ERROR) return;
     // Runs inside rd_kafka_poll/flush on a caller's thread; must not throw into librdkafka.
     std::string doing;
     try {

@@ -5,6 +5,8 @@
 // Thread-safety: produce() may be called from any thread (librdkafka is
 // thread-safe); flush() reports failures of the records produced before it.
 #include <chrono>
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -17,9 +19,15 @@
 
 namespace exo {
 
+// A delivery report for one record: the tag given to produce() and librdkafka's
+// verdict (RD_KAFKA_RESP_ERR_NO_ERROR: acknowledged). Called inside produce(),
+// flush() or purge() on the caller's thread; must not throw.
+using DeliveryReport = std::function<void(std::uint64_t tag, rd_kafka_resp_err_t error)>;
+
 struct ProducerOptions {
     std::string bootstrap_servers;
     std::map<std::string, std::string> properties;  // extra librdkafka properties
+    DeliveryReport on_delivery = {};                // empty: failures are only reported by flush()
 };
 
 struct OutgoingRecord {
@@ -40,8 +48,10 @@ public:
 
     // Queues one record; throws KafkaError if librdkafka refuses it (queue full is
     // retried internally by polling until `timeout` passes).
+    // `tag` is handed back to ProducerOptions::on_delivery with the record's report.
     void produce(const OutgoingRecord& record,
-                 std::chrono::milliseconds timeout = std::chrono::milliseconds(10000));
+                 std::chrono::milliseconds timeout = std::chrono::milliseconds(10000),
+                 std::uint64_t tag = 0);
     // Waits until every queued record was acknowledged. Throws KafkaError naming the
     // first failure if any record since the last flush failed, or on timeout.
     void flush(std::chrono::milliseconds timeout);
@@ -62,6 +72,7 @@ private:
     // the mutex and slot its delivery callback writes to still exist.
     std::mutex failure_mutex_;
     std::optional<DeliveryFailure> first_failure_;  // guarded by failure_mutex_
+    DeliveryReport on_delivery_;
     KafkaHandle handle_;
 };
 

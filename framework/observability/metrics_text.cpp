@@ -113,6 +113,12 @@ std::string render_metrics(const PipelineStats& stats, const DaemonStatus& statu
          stats.dead_letter_failures},
         {"exo_dedup_rows_pruned_total", "Dedup rows and gap sightings deleted by retention.",
          stats.dedup_rows_pruned},
+        {"exo_outbox_published_total",
+         "Emitted records the outbox relay published and Kafka acknowledged.",
+         stats.outbox_published},
+        {"exo_outbox_failures_total",
+         "Outbox relay rounds that failed (Kafka or PostgreSQL); retried with backoff.",
+         stats.outbox_failures},
         {"exo_rebalance_assignments_total", "Rebalances that gave this member partitions.",
          stats.assignments},
         {"exo_rebalance_revocations_total", "Rebalances that took partitions (lost included).",
@@ -156,6 +162,16 @@ std::string render_metrics(const PipelineStats& stats, const DaemonStatus& statu
     w.sample("exo_dependency_up", "dependency=\"redis\"", std::uint64_t{status.redis_up});
     w.sample("exo_dependency_up", "dependency=\"postgres\"", std::uint64_t{status.postgres_up});
     w.sample("exo_dependency_up", "dependency=\"kafka\"", std::uint64_t{status.kafka_up});
+    // Shown once this daemon's relay has looked (none runs with outbox.enabled false).
+    if (const auto pending = stats.outbox_pending.load(); pending >= 0) {
+        w.family("exo_outbox_pending_rows", "gauge",
+                 "Emitted records committed and not yet published (all relays' backlog).");
+        w.sample("exo_outbox_pending_rows", "", static_cast<std::uint64_t>(pending));
+        w.family("exo_outbox_oldest_pending_seconds", "gauge",
+                 "Age of the oldest emitted record not yet published (0: none).");
+        w.sample("exo_outbox_oldest_pending_seconds", "",
+                 static_cast<double>(stats.outbox_oldest_pending_ms.load()) / 1000.0);
+    }
     w.family("exo_ready", "gauge", "1 while /readyz answers 200.");
     w.sample("exo_ready", "", std::uint64_t{ready});
     return w.take();

@@ -56,6 +56,9 @@ Daemon::Daemon(const Config& config, const HandlerRegistry& handlers, Failpoints
       bootstrap_(std::move(bootstrap_servers)),
       stats_(binding_topics(config)),
       pruner_(config.postgres, stats_) {
+    if (config.outbox.enabled)
+        relay_ = std::make_unique<OutboxRelay>(config_, stats_, failpoints,
+                                               dead_letter_producer(bootstrap_, config.kafka));
     auto prefix = owner_prefix(config.kafka.group_id);
     for (int i = 0; i < config.pipeline.workers; ++i) {
         WorkerContext ctx{config_,
@@ -104,6 +107,7 @@ void Daemon::run(std::stop_token stop) {
     consumer_.emplace(options, static_cast<RebalanceListener&>(*this));
     for (auto& w : workers_) w->start();
     pruner_.start();
+    if (relay_) relay_->start();
     std::string topics;
     for (const auto& t : options.topics) topics += (topics.empty() ? "" : ", ") + t;
     spdlog::info("consuming {} as group '{}' with {} worker(s)", topics, config_.kafka.group_id,
@@ -130,6 +134,7 @@ void Daemon::run(std::stop_token stop) {
     for (auto& w : workers_) w->request_stop();
     for (auto& w : workers_) w->join();
     pruner_.stop();
+    if (relay_) relay_->stop();
     ready_ = false;
     {
         std::lock_guard lock(status_mutex_);

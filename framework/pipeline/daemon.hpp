@@ -24,6 +24,7 @@
 #include "kafka/consumer.hpp"
 #include "kafka/consumer_statistics.hpp"
 #include "observability/daemon_status.hpp"
+#include "outbox/outbox_relay.hpp"
 #include "pipeline/failpoints.hpp"
 #include "pipeline/handler_registry.hpp"
 #include "pipeline/pipeline_stats.hpp"
@@ -83,7 +84,8 @@ private:
     std::atomic<std::chrono::steady_clock::rep> last_poll_{0};
 
     // Destruction order: the consumer goes first (its close() calls on_revoked,
-    // which uses the workers), then the workers, then the pruner.
+    // which uses the workers), then the workers, then the pruner and the relay.
+    std::unique_ptr<OutboxRelay> relay_;  // null when outbox.enabled is false
     RetentionPruner pruner_;
     std::vector<std::unique_ptr<Worker>> workers_;
     std::optional<KafkaConsumer> consumer_;

@@ -77,6 +77,12 @@ public:
     std::atomic<std::uint64_t> postgres_round_trips{0};
     // Transactions whose framework SQL ran set-based (docs/design.md section 4.1).
     std::atomic<std::uint64_t> groups_set_based{0};
+    // The outbox relay (outbox/outbox_relay.hpp).
+    std::atomic<std::uint64_t> outbox_published{0};  // rows Kafka acknowledged (then marked)
+    std::atomic<std::uint64_t> outbox_failures{0};   // relay rounds that failed (retried)
+    // Gauges as of the relay's last look; outbox_pending is -1 until it first looked.
+    std::atomic<std::int64_t> outbox_pending{-1};
+    std::atomic<std::int64_t> outbox_oldest_pending_ms{0};  // age of the oldest pending row
     LatencyHistogram latency;  // poll -> durable outcome, per finished record (percentiles)
 
     std::uint64_t finished() const {

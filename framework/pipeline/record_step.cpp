@@ -2,6 +2,7 @@
 
 #include <exo/errors.hpp>
 #include "core/text.hpp"
+#include "outbox/outbox_writer.hpp"
 #include "pg/framework_statements.hpp"
 #include "pipeline/failure_matrix.hpp"
 
@@ -77,6 +78,11 @@ RecordStepResult run_handler_step(pqxx::transaction_base& tx, const RecordStepIn
     if (in.handler_took)
         *in.handler_took = std::chrono::duration_cast<std::chrono::microseconds>(
             std::chrono::steady_clock::now() - started);
+    if (!ctx.emitted().empty()) {
+        // In the record's transaction (and savepoint): published only if it commits.
+        write_outbox(tx, ctx.emitted());
+        ++out.round_trips;
+    }
     if (!ctx.result().empty()) {
         if (!is_postgres_text(ctx.result()))
             throw PermanentError("handler '" + binding.handler +

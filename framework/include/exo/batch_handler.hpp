@@ -55,6 +55,7 @@ public:
         int attempt = 1;
         bool rerun = false;
         std::string result;
+        std::vector<OutboxMessage> emitted;  // BatchContext::emit(i, ...), in order
     };
 
     BatchContext(pqxx::transaction_base& tx, std::vector<Entry>& entries, spdlog::logger& log)
@@ -76,9 +77,18 @@ public:
     // was rolled back without counting an attempt (HandlerContext::rerun()).
     bool rerun(std::size_t i) const { return entries_.at(i).rerun; }
     // Stored with record i's dedup row and Redis claim; returned for its duplicates.
-    void set_result(std::size_t i, std::string result) { entries_.at(i).result = std::move(result); }
+    void set_result(std::size_t i, std::string result) {
+        entries_.at(i).result = std::move(result);
+    }
     const std::string& result(std::size_t i) const { return entries_.at(i).result; }
     spdlog::logger& log() { return log_; }
+    // Emits a Kafka record on behalf of record i (HandlerContext::emit): written
+    // with record i's effects, published only if they commit. A record Kafka or
+    // PostgreSQL cannot take throws BatchRecordFailed(i, PermanentError).
+    void emit(std::size_t i, std::string topic, std::optional<std::string> key, std::string value,
+              std::vector<RecordHeader> headers = {});
+    // What record i emitted so far, in order.
+    std::vector<OutboxMessage>& emitted(std::size_t i) { return entries_.at(i).emitted; }
 
     // Says record i failed with `cause`: throws BatchRecordFailed(i, cause).
     template <class Error>

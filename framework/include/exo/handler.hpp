@@ -6,9 +6,10 @@
 // Redis or offsets, so it cannot break the exactly-once invariant.
 //
 // What a handler may do: read and write PostgreSQL through ctx.transaction();
-// throw RetryableError / PermanentError (exo/errors.hpp) or anything else
-// (treated as retryable). Effects outside PostgreSQL (HTTP, e-mail) run at least
-// once: pass ctx.idempotency_key() to such services.
+// emit Kafka records with ctx.emit() (exo/outbox.hpp: they are published only if
+// this run commits, exactly once per record, whatever the redeliveries); throw RetryableError /
+// PermanentError (exo/errors.hpp) or anything else (treated as retryable). Effects outside
+// PostgreSQL (HTTP, e-mail) run at least once: pass ctx.idempotency_key() to such services.
 //
 // What a handler must not do: commit or roll back the transaction, or catch a
 // database error and carry on. PostgreSQL aborts the whole transaction on any
@@ -43,6 +44,7 @@
 #include <string>
 
 #include <exo/options.hpp>
+#include <exo/outbox.hpp>
 #include <exo/payload.hpp>
 #include <exo/record.hpp>
 
@@ -81,6 +83,16 @@ public:
     void set_result(std::string result) { result_ = std::move(result); }
     const std::string& result() const { return result_; }
 
+    // Emits a Kafka record through the outbox (exo/outbox.hpp): it is written
+    // in this record's transaction after handle() returns, and the daemon's
+    // relay publishes it once that transaction committed. A run that throws
+    // emits nothing. Throws PermanentError (the record is dead-lettered) for a
+    // record Kafka or PostgreSQL cannot take: see outbox_message_problem().
+    void emit(std::string topic, std::optional<std::string> key, std::string value,
+              std::vector<RecordHeader> headers = {});
+    // What this run emitted so far, in order; the framework writes and clears it.
+    std::vector<OutboxMessage>& emitted() { return emitted_; }
+
 private:
     pqxx::transaction_base& tx_;
     const Record& record_;
@@ -90,6 +102,7 @@ private:
     int attempt_;
     bool rerun_;
     std::string result_;
+    std::vector<OutboxMessage> emitted_;
 };
 
 class Handler {

@@ -1,0 +1,79 @@
+#pragma once
+// The outbox relay (docs/outbox.md): publishes the rows of exo_outbox that
+// handlers' committed transactions wrote. Its own thread, its own PostgreSQL
+// session and its own idempotent producer, so a slow or failing relay (Kafka
+// or PostgreSQL down) never delays a batch: it retries with backoff, logs, and
+// counts (exo_outbox_* metrics); readiness does not depend on it.
+//
+// One round: BEGIN; claim rows (outbox_rows.hpp: per (topic, key) the pending
+// rows from its head, heads locked FOR UPDATE SKIP LOCKED); produce them with
+// the header exo-outbox-id; wait for Kafka's acknowledgements; mark the
+// acknowledged ones sent (per unit only the acknowledged prefix, so a unit's
+// order holds); COMMIT. A crash after the acknowledgement and before the
+// COMMIT leaves the rows pending: they are published again, with the same
+// exo-outbox-id, and a downstream binding keyed by it applies them once.
+// Failpoint outbox_after_ack sits in that window.
+//
+// Wakes on NOTIFY exo_outbox (sent by the writer at commit), at the latest
+// every outbox.poll_interval, and at once while a round comes back full.
+//
+// Lifecycle: start() once; stop() (or the destructor) stops and joins. The
+// daemon starts it beside the workers and stops it after them.
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <pqxx/connection>
+
+#include "config/config.hpp"
+#include "kafka/producer.hpp"
+#include "pipeline/failpoints.hpp"
+#include "pipeline/pipeline_stats.hpp"
+
+namespace exo {
+
+class OutboxRelay {
+public:
+    // `producer` names the brokers and the properties (the dead-letter
+    // producer's). Throws KafkaConfigError for a bad property.
+    OutboxRelay(const Config& config, PipelineStats& stats, Failpoints& failpoints,
+                ProducerOptions producer);
+    OutboxRelay(const OutboxRelay&) = delete;
+    OutboxRelay& operator=(const OutboxRelay&) = delete;
+    ~OutboxRelay();
+
+    void start();
+    void stop();
+
+    // One round on `connection` (not in a transaction). Returns the rows
+    // claimed; throws pqxx errors and KafkaError (nothing is marked then but
+    // what Kafka acknowledged). A round where some rows were not acknowledged
+    // throws KafkaError after marking the others.
+    std::size_t relay_once(pqxx::connection& connection);
+
+private:
+    void run(std::stop_token stop);
+    // Sleeps up to `timeout`, returning early on a NOTIFY or a stop.
+    void await_wake(pqxx::connection& connection, std::chrono::milliseconds timeout,
+                    const std::stop_token& stop);
+    void update_backlog(pqxx::connection& connection);
+    void prune_when_due(pqxx::connection& connection);
+
+    const Config& config_;
+    PipelineStats& stats_;
+    Failpoints& failpoints_;
+    std::mutex reports_mutex_;
+    std::vector<rd_kafka_resp_err_t> reports_;  // per row of the round, by tag
+    std::chrono::steady_clock::time_point next_prune_{};
+    std::mutex mutex_;
+    std::condition_variable_any wake_;
+    // Destroyed before the report slots it writes to (declared after them).
+    std::unique_ptr<KafkaProducer> producer_;
+    std::jthread thread_;  // last: stopped and joined before the members it uses go
+};
+
+}  // namespace exo

@@ -1,0 +1,68 @@
+#include "outbox/outbox_writer.hpp"
+
+#include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
+
+#include "core/text.hpp"
+#include "pg/sql_arrays.hpp"
+
+namespace exo {
+namespace {
+
+constexpr const char* kWriteOutbox = "exo_outbox_write";
+
+// m: the records in emit order (n). c: how many per ordering unit. s: each
+// unit's last seq after adding its count, its row locked until the transaction
+// ends (sorted: one global lock order). The records of a unit then take the
+// seqs s - c + 1 .. s in emit order. Keys and values travel as hex (bytea: any
+// bytes pass); the NOTIFY is delivered at COMMIT only.
+constexpr const char* kWriteOutboxSql =
+    "WITH m AS (SELECT u.n, u.t, CASE WHEN u.hk THEN decode(u.k, 'hex') END AS k,"
+    " decode(u.v, 'hex') AS v, u.h::jsonb AS h,"
+    " CASE WHEN u.hk THEN sha256(decode(u.k, 'hex')) ELSE ''::bytea END AS ok"
+    " FROM unnest($1::text[], $2::boolean[], $3::text[], $4::text[], $5::text[])"
+    " WITH ORDINALITY AS u(t, hk, k, v, h, n)),"
+    " c AS (SELECT t, ok, count(*) AS c FROM m GROUP BY t, ok),"
+    " s AS (INSERT INTO exo_outbox_keys AS x (topic, ordering_key, last_seq)"
+    " SELECT t, ok, c FROM c ORDER BY t, ok"
+    " ON CONFLICT (topic, ordering_key) DO UPDATE"
+    " SET last_seq = x.last_seq + EXCLUDED.last_seq, updated_at = now()"
+    " RETURNING topic, ordering_key, last_seq),"
+    " ins AS (INSERT INTO exo_outbox (topic, message_key, value, headers, ordering_key, seq)"
+    " SELECT m.t, m.k, m.v, m.h, m.ok,"
+    " s.last_seq - c.c + row_number() OVER (PARTITION BY m.t, m.ok ORDER BY m.n)"
+    " FROM m JOIN c ON c.t = m.t AND c.ok = m.ok"
+    " JOIN s ON s.topic = m.t AND s.ordering_key = m.ok ORDER BY m.n RETURNING 1)"
+    " SELECT (SELECT count(*) FROM ins), pg_notify('exo_outbox', '')";
+
+std::string headers_json(const std::vector<RecordHeader>& headers) {
+    auto out = nlohmann::json::array();
+    for (const auto& h : headers)
+        out.push_back(
+            {{"name", h.name}, {"value", h.value ? nlohmann::json(hex_bytes(*h.value)) : nullptr}});
+    return out.dump();
+}
+
+}  // namespace
+
+void prepare_outbox_statements(pqxx::connection_base& connection) {
+    connection.prepare(kWriteOutbox, kWriteOutboxSql);
+}
+
+void write_outbox(pqxx::transaction_base& tx, std::span<const OutboxMessage> messages) {
+    if (messages.empty()) return;
+    std::vector<std::string> topics, keys, values, headers;
+    std::string has_key = "{";
+    for (const auto& m : messages) {
+        topics.push_back(m.topic);
+        has_key += std::string(has_key.size() > 1 ? "," : "") + (m.key ? "t" : "f");
+        keys.push_back(m.key ? hex_bytes(*m.key) : std::string());
+        values.push_back(hex_bytes(m.value));
+        headers.push_back(headers_json(m.headers));
+    }
+    has_key += "}";
+    tx.exec_prepared(kWriteOutbox, text_array(topics), has_key, text_array(keys),
+                     text_array(values), text_array(headers));
+}
+
+}  // namespace exo

@@ -1,0 +1,87 @@
+// The outbox's pure parts: what an emit accepts (outbox/outbox_message.cpp),
+// the outbox: section of exo.yaml, and hex both ways. No servers.
+#include <doctest/doctest.h>
+
+#include <exo/outbox.hpp>
+#include "core/text.hpp"
+#include "support/config_text.hpp"
+
+using namespace exo;
+using namespace exo::testing::config_text;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string problem_of(OutboxMessage m) {
+    return outbox_message_problem(m).value_or("");
+}
+
+}  // namespace
+
+TEST_SUITE("outbox") {
+    TEST_CASE("any bytes pass as key, value and header value") {
+        const std::string bytes("\0\xFF\xC0\x80 \xED\xA0\x80", 9);
+        CHECK_FALSE(outbox_message_problem({"ledger.applied", bytes, bytes, {{"h", bytes}}}));
+        CHECK_FALSE(outbox_message_problem({"a", std::nullopt, "", {{"h", std::nullopt}}}));
+    }
+
+    TEST_CASE("an illegal topic name is refused naming the topic and the rule") {
+        CHECK(problem_of({"", "k", "v", {}}).find("must not be empty") != std::string::npos);
+        CHECK(problem_of({"has space", "k", "v", {}}).find("'has space' is not a Kafka topic") !=
+              std::string::npos);
+        CHECK(problem_of({"..", "k", "v", {}}) != "");
+        CHECK(problem_of({std::string(250, 'a'), "k", "v", {}}) != "");
+    }
+
+    TEST_CASE("a header name PostgreSQL text cannot store, or exo's own, is refused") {
+        CHECK(problem_of({"t", "k", "v", {{std::string("a\0b", 3), "x"}}})
+                  .find("not UTF-8 text without NUL") != std::string::npos);
+        CHECK(problem_of({"t", "k", "v", {{"\xFF", "x"}}}) != "");
+        CHECK(problem_of({"t", "k", "v", {{"", "x"}}}).find("empty name") != std::string::npos);
+        CHECK(problem_of({"t", "k", "v", {{"exo-outbox-id", "1"}}}).find("reserved") !=
+              std::string::npos);
+    }
+
+    TEST_CASE("a record over Kafka's default message size is refused at emit") {
+        CHECK(problem_of({"t", "k", std::string(kMaxOutboxRecordBytes - 1, 'x'), {}}) == "");
+        CHECK(problem_of({"t", "kk", std::string(kMaxOutboxRecordBytes - 1, 'x'), {}})
+                  .find("over 1000000") != std::string::npos);
+    }
+
+    TEST_CASE("hex round-trips any bytes and refuses malformed text") {
+        const std::string bytes("\0\x01\xAB\xFF", 4);
+        CHECK(hex_bytes(bytes) == "0001abff");
+        CHECK(bytes_of_hex("0001ABff") == bytes);
+        CHECK_FALSE(bytes_of_hex("abc"));
+        CHECK_FALSE(bytes_of_hex("zz"));
+        CHECK(bytes_of_hex("") == std::string());
+    }
+
+    TEST_CASE("the outbox section sets every field") {
+        const auto c = parse(std::string(kMinimal) +
+                             "outbox:\n  enabled: false\n  batch_size: 20\n"
+                             "  poll_interval_ms: 250\n  retention_days: 0\n");
+        CHECK_FALSE(c.outbox.enabled);
+        CHECK(c.outbox.batch_size == 20);
+        CHECK(c.outbox.poll_interval == 250ms);
+        CHECK(c.outbox.retention.count() == 0);
+        const auto d = parse(kMinimal);
+        CHECK(d.outbox.enabled);
+        CHECK(d.outbox.batch_size == 500);
+        CHECK(d.outbox.retention == std::chrono::hours(24 * 7));
+    }
+
+    TEST_CASE("bad outbox values are all reported with their path and line") {
+        const auto errors = errors_of(std::string(kMinimal) +
+                                      "outbox:\n  enabled: maybe\n  batch_size: 0\n"
+                                      "  poll_interval_ms: -1\n  retention_days: x\n"
+                                      "  batch_sise: 3\n");
+        CHECK(errors.find("outbox.enabled") != std::string::npos);
+        CHECK(errors.find("expected one of: true, false") != std::string::npos);
+        CHECK(errors.find("outbox.batch_size") != std::string::npos);
+        CHECK(errors.find("outbox.poll_interval_ms") != std::string::npos);
+        CHECK(errors.find("outbox.retention_days") != std::string::npos);
+        CHECK(errors.find("did you mean 'batch_size'") != std::string::npos);
+        CHECK(errors.find("exo.yaml:11") != std::string::npos);
+    }
+}
