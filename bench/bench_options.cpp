@@ -22,8 +22,8 @@ per figure (medians of --runs) and PASS/FAIL against the targets in README, "Per
   --postgres-uri URI     default $EXO_POSTGRES_URI
   --redis-host HOST      default $EXO_REDIS_HOST, else 127.0.0.1
   --redis-port PORT      default $EXO_REDIS_PORT, else 6379
-  --only NAME[,NAME]     run only these scenarios (repeatable): exo-default, per-record,
-                         postgres-bare, postgres-bare-set, postgres-bare-savepoints, exo-paced,
+  --only NAME[,NAME]     run only these scenarios (repeatable): exo-default, exo-record-handler,
+                         per-record, postgres-bare, postgres-bare-set, postgres-bare-savepoints, exo-paced,
                          proto-set-framework, proto-set-all, or an --extra name (exo[SPEC])
   --prototypes           also run postgres-bare-savepoints and the proto-set-* scenarios:
                          what-if measurements for the report's proposals (not exo's code)

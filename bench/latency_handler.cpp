@@ -18,16 +18,17 @@ std::vector<LatencySample> LatencyRecorder::samples() const {
     return all;
 }
 
-void TimedLedgerHandler::handle(HandlerContext& ctx) {
-    auto produced_ms = ctx.record().timestamp_ms;
-    if (ctx.attempt() == 1 && produced_ms >= 0) {
-        auto now_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
-        series_->emplace_back(produced_ms * 1000,
-                              static_cast<double>(now_us - produced_ms * 1000) / 1000.0);
+void TimedLedgerHandler::handle_batch(BatchContext& ctx) {
+    auto now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+    for (std::size_t i = 0; i < ctx.size(); ++i) {
+        auto produced_ms = ctx.record(i).timestamp_ms;
+        if (ctx.attempt(i) == 1 && !ctx.rerun(i) && produced_ms >= 0)
+            series_->emplace_back(produced_ms * 1000,
+                                  static_cast<double>(now_us - produced_ms * 1000) / 1000.0);
     }
-    inner_.handle(ctx);
+    inner_.handle_batch(ctx);
 }
 
 void register_timed_ledger(HandlerRegistry& registry, LatencyRecorder& recorder) {

@@ -31,12 +31,12 @@ private:
     std::vector<std::shared_ptr<std::vector<LatencySample>>> series_;
 };
 
-class TimedLedgerHandler final : public Handler {
+class TimedLedgerHandler final : public BatchHandler {
 public:
     explicit TimedLedgerHandler(std::shared_ptr<std::vector<LatencySample>> series)
         : series_(std::move(series)) {}
     void prepare(pqxx::connection_base& connection) override { inner_.prepare(connection); }
-    void handle(HandlerContext& ctx) override;
+    void handle_batch(BatchContext& ctx) override;
 
 private:
     handlers::LedgerHandler inner_;

@@ -170,6 +170,10 @@ ScenarioResult run_pipeline_scenario(BenchWorld& world, const Isolation& iso,
     LatencyRecorder recorder;
     if (paced)
         register_timed_ledger(registry, recorder);
+    else if (s.record_handler)
+        registry.add("ledger", [](const HandlerOptions&) {
+            return std::make_unique<handlers::LedgerRecordHandler>();
+        });
     else
         registry.add("ledger", [](const HandlerOptions&) {
             return std::make_unique<handlers::LedgerHandler>();

@@ -28,7 +28,7 @@ constexpr const char* kNextSavepoint = "RELEASE SAVEPOINT exo_record; SAVEPOINT 
 // run them with exo's per-record statements.
 void run_per_record(pqxx::connection& conn, const Isolation& iso, const TopicWorkload& w,
                     const std::vector<std::size_t>& indexes, const BareOptions& o, int thread,
-                    handlers::LedgerHandler& handler, ShareOutcome& out) {
+                    handlers::LedgerRecordHandler& handler, ShareOutcome& out) {
     const KeySource key_source = ledger_key_source();
     const SequenceConfig sequence = ledger_sequence_config();
     auto& log = *spdlog::default_logger();
@@ -98,7 +98,7 @@ void run_thread(const Isolation& iso, const TopicWorkload& w,
                 std::latch& ready, std::latch& go, std::latch& done, std::latch& release,
                 ShareOutcome& out) {
     std::unique_ptr<pqxx::connection> conn;
-    handlers::LedgerHandler handler;
+    handlers::LedgerRecordHandler handler;
     try {
         conn = std::make_unique<pqxx::connection>(iso.uri);
         prepare_framework_statements(*conn);

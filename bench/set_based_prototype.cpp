@@ -8,10 +8,10 @@
 #include <unordered_map>
 
 #include <exo/payload.hpp>
+#include <exo/sql_arrays.hpp>
 #include "core/key_derivation.hpp"
 #include "core/sequence_decision.hpp"
 #include "pg/framework_statements.hpp"
-#include "pg/sql_arrays.hpp"
 
 namespace exo::bench {
 namespace {
@@ -74,7 +74,7 @@ void prepare_set_based(pqxx::connection_base& c) {
 
 void run_set_based(pqxx::connection& conn, const Isolation& iso, const TopicWorkload& w,
                    const std::vector<std::size_t>& indexes, int batch_size, bool set_handler,
-                   int thread, handlers::LedgerHandler& handler, ShareOutcome& out) {
+                   int thread, handlers::LedgerRecordHandler& handler, ShareOutcome& out) {
     const KeySource key_source = ledger_key_source();
     const SequenceConfig sequence = ledger_sequence_config();
     const Topic topic{w.topic};

@@ -32,6 +32,6 @@ void prepare_set_based(pqxx::connection_base& connection);
 // disagrees with the in-memory decision (a concurrent writer: not expected here).
 void run_set_based(pqxx::connection& connection, const Isolation& iso, const TopicWorkload& w,
                    const std::vector<std::size_t>& indexes, int batch_size, bool set_handler,
-                   int thread, handlers::LedgerHandler& handler, ShareOutcome& out);
+                   int thread, handlers::LedgerRecordHandler& handler, ShareOutcome& out);
 
 }  // namespace exo::bench

@@ -1,19 +1,15 @@
 #include "ledger.hpp"
 
+#include <map>
+
 #include <exo/errors.hpp>
+#include <exo/sql_arrays.hpp>
 
 namespace exo::handlers {
 namespace {
 
 constexpr const char* kApply = "ledger_apply";
-
-struct Payment {
-    std::string event_id;
-    std::string account_id;
-    std::string type;
-    std::int64_t amount = 0;
-    std::int64_t sequence_id = 0;
-};
+constexpr const char* kApplyBatch = "ledger_apply_batch";
 
 template <class T>
 T field(const nlohmann::json& doc, const char* name) {
@@ -27,7 +23,9 @@ T field(const nlohmann::json& doc, const char* name) {
     }
 }
 
-Payment parse(const nlohmann::json& doc) {
+}  // namespace
+
+Payment Payment::parse(const nlohmann::json& doc, std::int64_t max_amount) {
     if (!doc.is_object()) throw PermanentError("payment must be a JSON object");
     Payment p{field<std::string>(doc, "eventId"), field<std::string>(doc, "accountId"),
               field<std::string>(doc, "type"), field<std::int64_t>(doc, "amount"),
@@ -35,17 +33,73 @@ Payment parse(const nlohmann::json& doc) {
     if (p.type != "CREDIT" && p.type != "DEBIT")
         throw PermanentError("payment type must be CREDIT or DEBIT, not '" + p.type + "'");
     if (p.amount < 0) throw PermanentError("payment amount must not be negative");
+    if (p.amount > max_amount)
+        throw PermanentError("payment amount " + std::to_string(p.amount) +
+                             " is above this binding's max_amount " + std::to_string(max_amount));
     return p;
 }
 
-}  // namespace
-
-LedgerHandler::LedgerHandler(const HandlerOptions& options)
-    : max_amount_(options.integer("max_amount", std::numeric_limits<std::int64_t>::max())) {
-    if (max_amount_ < 0) options.fail("max_amount", "must be at least 0");
+std::int64_t max_amount_option(const HandlerOptions& options) {
+    auto max_amount = options.integer("max_amount", std::numeric_limits<std::int64_t>::max());
+    if (max_amount < 0) options.fail("max_amount", "must be at least 0");
+    return max_amount;
 }
 
 void LedgerHandler::prepare(pqxx::connection_base& connection) {
+    // One round trip per batch. The upsert's rows are one per account (an
+    // ON CONFLICT DO UPDATE may not touch a row twice) in account order, so
+    // two transactions lock accounts in the same order and cannot deadlock.
+    // The entries' FK is checked at the end of the statement, when the
+    // accounts exist.
+    connection.prepare(kApplyBatch,
+                       "WITH account AS ("
+                       " INSERT INTO accounts AS a (account_id, balance)"
+                       " SELECT * FROM unnest($1::text[], $2::bigint[])"
+                       " ON CONFLICT (account_id) DO UPDATE"
+                       " SET balance = a.balance + EXCLUDED.balance, updated_at = now())"
+                       " INSERT INTO ledger_entries (event_id, account_id, entry_type, amount,"
+                       " sequence_id)"
+                       " SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::bigint[],"
+                       " $7::bigint[])");
+}
+
+void LedgerHandler::handle_batch(BatchContext& ctx) {
+    std::map<std::string, std::int64_t> moves;  // account -> net signed amount, sorted
+    std::vector<std::string> event_ids, account_ids, types;
+    std::vector<std::int64_t> amounts, sequence_ids;
+    for (std::size_t i = 0; i < ctx.size(); ++i) {
+        Payment p;
+        try {
+            p = Payment::parse(ctx.json(i), max_amount_);
+        } catch (const PermanentError& e) {
+            ctx.fail(i, e);  // only this payment is bad
+        }
+        auto& net = moves[p.account_id];
+        if (__builtin_add_overflow(net, p.signed_amount(), &net))
+            // Not one payment's fault: run them one by one and let PostgreSQL
+            // refuse the one that takes the balance out of range.
+            throw RetryableError("net amount of account " + p.account_id +
+                                 " in one batch leaves bigint");
+        event_ids.push_back(std::move(p.event_id));
+        account_ids.push_back(std::move(p.account_id));
+        types.push_back(std::move(p.type));
+        amounts.push_back(p.amount);
+        sequence_ids.push_back(p.sequence_id);
+    }
+    if (event_ids.empty()) return;
+    std::vector<std::string> moved_accounts;
+    std::vector<std::int64_t> moved_by;
+    for (auto& [account, net] : moves) {
+        moved_accounts.push_back(account);
+        moved_by.push_back(net);
+    }
+    // No set_result(): a duplicate needs no answer beyond "already applied".
+    ctx.transaction().exec_prepared(kApplyBatch, text_array(moved_accounts), int_array(moved_by),
+                                    text_array(event_ids), text_array(account_ids),
+                                    text_array(types), int_array(amounts), int_array(sequence_ids));
+}
+
+void LedgerRecordHandler::prepare(pqxx::connection_base& connection) {
     // One round trip: upsert the account with the signed amount and write the
     // entry. The CTE order does not matter for correctness: the entry's FK is
     // checked at the end of the statement, when the account exists.
@@ -59,16 +113,12 @@ void LedgerHandler::prepare(pqxx::connection_base& connection) {
                        " sequence_id) SELECT $1, $2, $3, $4, $6 FROM account");
 }
 
-void LedgerHandler::handle(HandlerContext& ctx) {
-    Payment p = parse(ctx.json());
-    if (p.amount > max_amount_)
-        throw PermanentError("payment amount " + std::to_string(p.amount) +
-                             " is above this binding's max_amount " + std::to_string(max_amount_));
-    std::int64_t signed_amount = p.type == "CREDIT" ? p.amount : -p.amount;
+void LedgerRecordHandler::handle(HandlerContext& ctx) {
+    const Payment p = Payment::parse(ctx.json(), max_amount_);
     // No set_result(): a duplicate needs no answer beyond "already applied", and
     // a stored result would cost an UPDATE per record.
     ctx.transaction().exec_prepared(kApply, p.event_id, p.account_id, p.type, p.amount,
-                                    signed_amount, p.sequence_id);
+                                    p.signed_amount(), p.sequence_id);
 }
 
 }  // namespace exo::handlers

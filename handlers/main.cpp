@@ -8,6 +8,7 @@
 int main(int argc, char** argv) {
     exo::Application app;
     app.handler<exo::handlers::LedgerHandler>("ledger");
+    app.handler<exo::handlers::LedgerRecordHandler>("ledger_per_record");
     for (const auto& m : exo::handlers::kLedgerMigrations)
         app.migration(std::string(m.name), std::string(m.sql));
     return app.main(argc, argv);

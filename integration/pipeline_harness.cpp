@@ -57,6 +57,11 @@ PipelineHarness::PipelineHarness(HarnessOptions options) : options_(std::move(op
     registry_.add("ledger", [](const HandlerOptions&) {
         return std::make_unique<handlers::LedgerHandler>();
     });
+    registry_.add("ledger_per_record", [](const HandlerOptions&) {
+        return std::make_unique<handlers::LedgerRecordHandler>();
+    });
+    registry_.add("cue_batch_ledger",
+                  [](const HandlerOptions&) { return std::make_unique<CueBatchLedger>(); });
     auto slow_for = options_.slow_for;
     registry_.add("misbehaving_ledger", [slow_for](const HandlerOptions&) {
         return std::make_unique<MisbehavingLedger>(slow_for);

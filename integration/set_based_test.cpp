@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "dedup_rows.hpp"
 #include "kafka/producer.hpp"
 #include "pipeline_harness.hpp"
 #include "records.hpp"
@@ -24,30 +25,18 @@ using exo::testing::eventually;
 using exo::testing::partition_end;
 using exo::testing::payment;
 using exo::testing::PipelineHarness;
+using exo::testing::processed;
 using exo::testing::RunningDaemon;
 
 namespace {
 
 using Balances = std::map<std::string, std::int64_t>;
-using Rows = std::map<std::string, std::string>;
+using exo::testing::Rows;
 
 pqxx::result query(const PipelineHarness& h, const std::string& sql) {
     pqxx::connection c(h.postgres_uri());
     pqxx::nontransaction tx(c);
     return tx.exec(sql);
-}
-
-// "outcome" or "outcome/result" of every dedup row, by key.
-Rows processed(const PipelineHarness& h) {
-    Rows out;
-    for (const auto& row : query(h,
-                                 "SELECT idempotency_key, outcome, result, applied_by IS NOT NULL"
-                                 " FROM exo_processed")) {
-        CHECK(row[3].as<bool>());  // applied_by is filled by the set-based insert too
-        out[row[0].as<std::string>()] =
-            row[1].as<std::string>() + (row[2].is_null() ? "" : "/" + row[2].as<std::string>());
-    }
-    return out;
 }
 
 std::map<std::string, std::int64_t> sequences(const PipelineHarness& h) {

@@ -23,6 +23,7 @@
 #include <pqxx/pqxx>
 #include <thread>
 
+#include <exo/batch_handler.hpp>
 #include <exo/errors.hpp>
 #include "ledger.hpp"
 
@@ -72,7 +73,7 @@ public:
     }
 
 private:
-    handlers::LedgerHandler ledger_;
+    handlers::LedgerRecordHandler ledger_;
     std::chrono::milliseconds slow_for_;
 };
 
@@ -115,6 +116,44 @@ public:
         if (!gate[0][0].as<bool>()) throw 42;
         MisbehavingLedger::prepare(c);
     }
+};
+
+// The batch ledger (handlers::LedgerHandler) misbehaving on cue, for
+// handle_batch()'s failure paths. Cues as above, per record of the batch:
+//   poison-*    names the record: ctx.fail(i, PermanentError)
+//   flaky-*     names the record with a RetryableError on attempts 1 and 2
+//   anon-*      throws a PermanentError naming no record (exo must find it)
+//   result-*    applies and sets the result "r:<key>"
+// Every handle_batch() call is counted in batch_calls, the records it was
+// given in batch_records, and records given with rerun(i) in batch_reruns;
+// batches of one (a record run alone) also in batch_solo_calls.
+inline std::atomic<int> batch_calls{0};
+inline std::atomic<int> batch_records{0};
+inline std::atomic<int> batch_reruns{0};
+inline std::atomic<int> batch_solo_calls{0};
+
+class CueBatchLedger final : public BatchHandler {
+public:
+    void prepare(pqxx::connection_base& c) override { ledger_.prepare(c); }
+    void handle_batch(BatchContext& ctx) override {
+        batch_calls++;
+        batch_records += static_cast<int>(ctx.size());
+        if (ctx.size() == 1) batch_solo_calls++;
+        for (std::size_t i = 0; i < ctx.size(); ++i) {
+            if (ctx.rerun(i)) batch_reruns++;
+            const auto& key = ctx.idempotency_key(i);
+            auto cue = [&](const char* prefix) { return key.rfind(prefix, 0) == 0; };
+            if (cue("poison-")) ctx.fail(i, PermanentError("poison record refused"));
+            if (cue("flaky-") && ctx.attempt(i) < 3)
+                ctx.fail(i, RetryableError("flaky: attempt " + std::to_string(ctx.attempt(i))));
+            if (cue("anon-")) throw PermanentError("anonymous refusal");
+            if (cue("result-")) ctx.set_result(i, "r:" + key);
+        }
+        ledger_.handle_batch(ctx);
+    }
+
+private:
+    handlers::LedgerHandler ledger_;
 };
 
 }  // namespace exo::testing

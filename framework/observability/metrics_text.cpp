@@ -102,6 +102,9 @@ std::string render_metrics(const PipelineStats& stats, const DaemonStatus& statu
         {"exo_retries_total", "Retryable failures retried after a backoff.", stats.retries},
         {"exo_batch_failures_total", "Batches put back whole (a dependency or a step failed).",
          stats.batch_failures},
+        {"exo_records_isolated_total",
+         "Records a batch handler named as failed; their batch ran again without them.",
+         stats.records_isolated},
         {"exo_lost_completions_total",
          "Completions that found the claim taken over (PostgreSQL decided).",
          stats.lost_completions},
@@ -129,7 +132,8 @@ std::string render_metrics(const PipelineStats& stats, const DaemonStatus& statu
         w.sample(c.name, "", c.value.load());
     }
 
-    w.family("exo_handler_duration_seconds", "histogram", "Time spent in a handler's handle().");
+    w.family("exo_handler_duration_seconds", "histogram",
+             "Time spent in one handler call: handle(), or handle_batch() for a whole batch.");
     for (const auto& [topic, t] : stats.topics())
         if (shown(topic, *t))
             w.histogram("exo_handler_duration_seconds", topic_label(topic),

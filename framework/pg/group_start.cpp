@@ -6,9 +6,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <exo/sql_arrays.hpp>
 #include "core/sequence_plan.hpp"
 #include "pg/process_identity.hpp"
-#include "pg/sql_arrays.hpp"
 
 namespace exo {
 namespace {
@@ -205,6 +205,15 @@ GroupStart start_group(pqxx::transaction_base& tx, const std::string& group,
             out.records[i].gap_waited =
                 std::chrono::milliseconds(std::max<std::int64_t>(0, waited.at(records[i].key)));
     return out;
+}
+
+void store_results(pqxx::transaction_base& tx, const std::string& group,
+                   const std::vector<std::string>& keys, const std::vector<std::string>& results) {
+    tx.exec_params(
+        "UPDATE exo_processed p SET result = r.result"
+        " FROM unnest($2::text[], $3::text[]) AS r(idempotency_key, result)"
+        " WHERE p.consumer_group = $1::text AND p.idempotency_key = r.idempotency_key",
+        group, text_array(keys), text_array(results));
 }
 
 }  // namespace exo

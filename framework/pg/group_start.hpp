@@ -53,4 +53,10 @@ struct GroupStart {
 GroupStart start_group(pqxx::transaction_base& tx, const std::string& group,
                        const std::vector<GroupRecord>& records);
 
+// Stores the results handlers set for records of a group whose dedup rows
+// this transaction wrote: keys[n] gets results[n] (non-empty, storable text).
+// One round trip.
+void store_results(pqxx::transaction_base& tx, const std::string& group,
+                   const std::vector<std::string>& keys, const std::vector<std::string>& results);
+
 }  // namespace exo

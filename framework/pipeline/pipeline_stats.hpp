@@ -77,6 +77,9 @@ public:
     std::atomic<std::uint64_t> postgres_round_trips{0};
     // Transactions whose framework SQL ran set-based (docs/design.md section 4.1).
     std::atomic<std::uint64_t> groups_set_based{0};
+    // Records a batch handler named as failed (BatchRecordFailed): taken out of
+    // their transaction, which ran again without them.
+    std::atomic<std::uint64_t> records_isolated{0};
     // The outbox relay (outbox/outbox_relay.hpp).
     std::atomic<std::uint64_t> outbox_published{0};  // rows Kafka acknowledged (then marked)
     std::atomic<std::uint64_t> outbox_failures{0};   // relay rounds that failed (retried)

@@ -32,6 +32,8 @@ using std::chrono::milliseconds;
 constexpr const char* kFirstSavepoint = "SAVEPOINT exo_record";
 constexpr const char* kNextSavepoint = "RELEASE SAVEPOINT exo_record; SAVEPOINT exo_record";
 constexpr const char* kReleaseSavepoint = "RELEASE SAVEPOINT exo_record";
+// How many records batch handlers may name in one group before it runs carefully.
+constexpr int kMaxExclusions = 8;
 
 // The record's Kafka timestamp (producer or broker time) to now, when it has one.
 std::optional<std::chrono::microseconds> since_produced(const Record& record,
@@ -65,8 +67,12 @@ Worker::Worker(int index, WorkerContext context)
                     [this](int failures) { return retry_delay(failures); }),
       lease_keeper_(ctx_.config, owner_, ctx_.stats, log_) {
     // One handler per binding: bindings that share a handler class may differ in options.
-    for (const auto& b : ctx_.config.bindings)
-        handlers_.emplace(b.topic, ctx_.handlers.create(b.handler, b.options));
+    for (const auto& b : ctx_.config.bindings) {
+        auto handler = ctx_.handlers.create(b.handler, b.options);
+        if (auto* batch = dynamic_cast<BatchHandler*>(handler.get()))
+            batch_handlers_.emplace(b.topic, batch);
+        handlers_.emplace(b.topic, std::move(handler));
+    }
 }
 
 Worker::~Worker() {
@@ -327,9 +333,31 @@ void Worker::run_group(std::deque<BatchItem>& items, const std::vector<std::size
     // savepoint per record, where the failure rolls back alone. (handle() then
     // runs twice for the records before it: HandlerContext::rerun() says so.)
     const bool solo = group.size() == 1 && items[group.front()].pending.solo;
-    if (!solo && run_transaction(items, group, /*careful=*/false, why)) return;
-    for (auto i : group)
-        if (items[i].in_transaction) items[i].reset_to_pending();
+    // The records a failed pass decided about; those decided before it (a
+    // record a batch handler named, the records held behind it) keep their fate.
+    std::vector<std::size_t> live;
+    const auto forget_failed_pass = [&] {
+        for (auto i : live) items[i].reset_to_pending();
+    };
+    if (!solo) {
+        // A batch handler that names its bad record (BatchRecordFailed) costs
+        // one more optimistic pass without it, not a savepoint per record.
+        // Bounded: a handler that keeps naming records goes careful.
+        for (int exclusions = 0;; ++exclusions) {
+            live.clear();
+            for (auto i : group)
+                if (items[i].fate == Fate::pending) live.push_back(i);
+            if (live.empty()) return;
+            std::optional<Blame> blame;
+            if (run_transaction(items, group, /*careful=*/false, why, &blame)) return;
+            forget_failed_pass();
+            if (!blame || exclusions == kMaxExclusions) break;
+            ctx_.stats.records_isolated++;
+            record_failed(items, blame->index, blame->failure, blame->why);
+        }
+    } else {
+        live = group;
+    }
     if (run_transaction(items, group, /*careful=*/true, why)) return;
 
     // The COMMIT failed (a deferred constraint, or the server rolled back) and
@@ -356,29 +384,42 @@ void Worker::run_group(std::deque<BatchItem>& items, const std::vector<std::size
 }
 
 bool Worker::run_transaction(std::deque<BatchItem>& items, const std::vector<std::size_t>& group,
-                             bool careful, std::string& why) {
+                             bool careful, std::string& why, std::optional<Blame>* blame) {
     BatchTransaction batch(postgres_.connection());
     auto& tx = batch.statements();
-    // Optimistic: the framework's SQL of every record at once, then the handlers.
-    if (!careful && !start_group_set_based(tx, items, group, why)) {
+    const auto roll_back = [&] {
         batch.rollback();
         ctx_.stats.postgres_round_trips += 2;  // BEGIN and ROLLBACK
         return false;
-    }
+    };
+    // Optimistic: the framework's SQL of every record at once, then the handlers.
+    if (!careful && !start_group_set_based(tx, items, group, why)) return roll_back();
     std::optional<std::size_t> previous;  // careful: the record whose savepoint is open
+    // Optimistic: the records of batch handlers, by topic, for one call each
+    // after the loop (a partition is one topic, so its order is kept).
+    std::map<std::string, std::vector<std::size_t>> batches;
     for (auto i : group) {
         auto& item = items[i];
         if (item.fate != Fate::pending) continue;  // held behind an earlier record
+        if (!careful && item.framework_started && batch_handlers_.count(item.binding->topic)) {
+            batches[item.binding->topic].push_back(i);
+            continue;
+        }
         if (careful) {
             savepoint(tx, previous ? kNextSavepoint : kFirstSavepoint, items, previous);
             previous = i;
             if (item.fate != Fate::pending) continue;  // held behind the record just blamed
         }
         if (!run_one(tx, item, items, i, careful)) {
-            batch.rollback();
-            ctx_.stats.postgres_round_trips += 2;  // BEGIN and ROLLBACK
             why = item.error;
-            return false;
+            return roll_back();
+        }
+    }
+    for (const auto& [topic, batch_items] : batches) {
+        std::optional<Blame> named;
+        if (!run_batch_handler(tx, items, batch_items, why, named)) {
+            if (blame) *blame = std::move(named);
+            return roll_back();
         }
     }
     // The last record's handler may have left the transaction aborted too.
@@ -488,6 +529,84 @@ bool Worker::start_group_set_based(pqxx::transaction_base& tx, std::deque<BatchI
                 break;
             }
         }
+    }
+    return true;
+}
+
+bool Worker::run_batch_handler(pqxx::transaction_base& tx, std::deque<BatchItem>& items,
+                               const std::vector<std::size_t>& batch, std::string& why,
+                               std::optional<Blame>& blame) {
+    const auto& binding = *items[batch.front()].binding;
+    std::vector<BatchContext::Entry> entries(batch.size());
+    for (std::size_t n = 0; n < batch.size(); ++n) {
+        auto& item = items[batch[n]];
+        entries[n] = {&item.pending.record,      &item.key,        &item.payload,
+                      item.pending.attempts + 1, item.handler_ran, {}};
+        item.handler_ran = true;  // a later run of it in this batch is a rerun
+    }
+    BatchContext context(tx, entries, *log_);
+    ctx_.stats.postgres_round_trips++;  // a handler's statements, at least one
+    const auto started = Clock::now();
+    try {
+        batch_handlers_.at(binding.topic)->handle_batch(context);
+    } catch (const BatchRecordFailed& e) {
+        Failure failure = Failure::retryable;
+        why = printable_text(e.what());
+        if (e.cause()) {
+            try {
+                std::rethrow_exception(e.cause());
+            } catch (const std::exception& cause) {
+                failure = classify(cause);
+                if (pauses_the_worker(failure)) throw;  // the whole batch waits
+                why = failure == Failure::aborted_transaction
+                          ? swallowed_error_reason(binding.handler)
+                          : printable_text(cause.what());
+            } catch (...) {
+                why = "handler '" + binding.handler +
+                      "' failed a record with an exception that is not a std::exception";
+            }
+        }
+        if (e.index() < batch.size()) {
+            blame = Blame{batch[e.index()], failure, why};
+        } else {
+            log_->warn(
+                "handler '{}' named record {} of a batch of {} as failed; running each "
+                "record alone to find it",
+                binding.handler, e.index(), batch.size());
+        }
+        return false;
+    } catch (const std::exception& e) {
+        if (pauses_the_worker(classify(e))) throw;  // the whole batch waits for the dependency
+        why = printable_text(e.what());
+        return false;  // which record failed is unknown: the careful pass runs each alone
+    } catch (...) {
+        why = "handler '" + binding.handler + "' threw an exception that is not a std::exception";
+        return false;
+    }
+    ctx_.stats.handler_ran(binding.topic, std::chrono::duration_cast<std::chrono::microseconds>(
+                                              Clock::now() - started));
+    std::vector<std::string> keys;
+    std::vector<std::string> results;
+    for (std::size_t n = 0; n < batch.size(); ++n) {
+        if (entries[n].result.empty()) continue;
+        if (!is_postgres_text(entries[n].result)) {
+            why = "handler '" + binding.handler +
+                  "' set a result PostgreSQL cannot store (invalid UTF-8 or a NUL byte): "
+                  "encode binary results, e.g. as hex or base64";
+            blame = Blame{batch[n], Failure::permanent, why};
+            return false;
+        }
+        keys.push_back(items[batch[n]].key);
+        results.push_back(entries[n].result);
+    }
+    if (!keys.empty()) {
+        store_results(tx, ctx_.config.kafka.group_id, keys, results);
+        ctx_.stats.postgres_round_trips++;
+    }
+    for (std::size_t n = 0; n < batch.size(); ++n) {
+        auto& item = items[batch[n]];
+        item.result = std::move(entries[n].result);
+        item.finish(Outcome::applied);
     }
     return true;
 }

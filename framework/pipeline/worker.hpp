@@ -29,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include <exo/batch_handler.hpp>
 #include "config/config.hpp"
 #include "core/backoff.hpp"
 #include "kafka/producer.hpp"
@@ -116,8 +117,25 @@ private:
     // not commit: in the optimistic pass as soon as a record fails; in either
     // pass when COMMIT fails for a reason that is not a lost connection
     // (`why` says which). A lost connection throws.
+    // A batch handler that named the record it failed on (BatchRecordFailed).
+    struct Blame {
+        std::size_t index;  // into items
+        Failure failure;
+        std::string why;
+    };
+    // `blame` (optimistic pass only): set when it failed because a batch
+    // handler named a record; run_group then takes that record out and runs
+    // the rest optimistically again instead of carefully.
     bool run_transaction(std::deque<BatchItem>& items, const std::vector<std::size_t>& group,
-                         bool careful, std::string& why);
+                         bool careful, std::string& why, std::optional<Blame>* blame = nullptr);
+    // One handle_batch() call over `batch` (indices into items, one topic, in
+    // partition order; their framework SQL done set-based). Finishes them as
+    // applied, or returns false with the transaction to be rolled back:
+    // `blame` set when the handler named the bad record. Throws what pauses
+    // the worker.
+    bool run_batch_handler(pqxx::transaction_base& tx, std::deque<BatchItem>& items,
+                           const std::vector<std::size_t>& batch, std::string& why,
+                           std::optional<Blame>& blame);
     // The optimistic pass's framework SQL for every pending record of `group`
     // at once (pg/group_start.hpp): duplicates, stale records and gaps get
     // their fate, records to apply are marked framework_started. Returns false
@@ -170,6 +188,7 @@ private:
     std::mt19937_64 rng_;
     std::shared_ptr<spdlog::logger> log_;
     std::map<std::string, std::unique_ptr<Handler>> handlers_;  // by binding topic
+    std::map<std::string, BatchHandler*> batch_handlers_;       // those that are, by topic
 
     RedisSession redis_;
     PostgresSession postgres_;

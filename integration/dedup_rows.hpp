@@ -1,0 +1,30 @@
+#pragma once
+// What a test's schema holds after a run, read straight from PostgreSQL.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <pqxx/pqxx>
+#include <string>
+
+#include "pipeline_harness.hpp"
+
+namespace exo::testing {
+
+using Rows = std::map<std::string, std::string>;
+
+// "outcome" or "outcome/result" of every dedup row, by key. Every row must
+// name the process that wrote it (applied_by), the set-based insert's too.
+inline Rows processed(const PipelineHarness& h) {
+    pqxx::connection c(h.postgres_uri());
+    pqxx::nontransaction tx(c);
+    Rows out;
+    for (const auto& row : tx.exec("SELECT idempotency_key, outcome, result,"
+                                   " applied_by IS NOT NULL FROM exo_processed")) {
+        CHECK(row[3].as<bool>());
+        out[row[0].as<std::string>()] =
+            row[1].as<std::string>() + (row[2].is_null() ? "" : "/" + row[2].as<std::string>());
+    }
+    return out;
+}
+
+}  // namespace exo::testing
