@@ -47,6 +47,7 @@ void BatchHandler::handle(HandlerContext& ctx) {
         throw RetryableError(e.what());
     }
     if (!entry.result.empty()) ctx.set_result(std::move(entry.result));
+    for (auto& message : entry.emitted) ctx.emitted().push_back(std::move(message));
 }
 
 }  // namespace exo

@@ -10,6 +10,7 @@
 #include "core/key_derivation.hpp"
 #include "core/log_context.hpp"
 #include "core/text.hpp"
+#include "outbox/outbox_writer.hpp"
 #include "pg/batch_transaction.hpp"
 #include "pg/framework_statements.hpp"
 #include "pg/group_start.hpp"
@@ -540,8 +541,13 @@ bool Worker::run_batch_handler(pqxx::transaction_base& tx, std::deque<BatchItem>
     std::vector<BatchContext::Entry> entries(batch.size());
     for (std::size_t n = 0; n < batch.size(); ++n) {
         auto& item = items[batch[n]];
-        entries[n] = {&item.pending.record,      &item.key,        &item.payload,
-                      item.pending.attempts + 1, item.handler_ran, {}};
+        entries[n] = {&item.pending.record,
+                      &item.key,
+                      &item.payload,
+                      item.pending.attempts + 1,
+                      item.handler_ran,
+                      {},
+                      {}};
         item.handler_ran = true;  // a later run of it in this batch is a rerun
     }
     BatchContext context(tx, entries, *log_);
@@ -598,6 +604,13 @@ bool Worker::run_batch_handler(pqxx::transaction_base& tx, std::deque<BatchItem>
         }
         keys.push_back(items[batch[n]].key);
         results.push_back(entries[n].result);
+    }
+    std::vector<OutboxMessage> emitted;  // every record's, in batch order: one statement
+    for (auto& entry : entries)
+        for (auto& message : entry.emitted) emitted.push_back(std::move(message));
+    if (!emitted.empty()) {
+        write_outbox(tx, emitted);
+        ctx_.stats.postgres_round_trips++;
     }
     if (!keys.empty()) {
         store_results(tx, ctx_.config.kafka.group_id, keys, results);
