@@ -4,8 +4,8 @@
 #include <pqxx/pqxx>
 #include <stdexcept>
 
+#include <exo/sql_arrays.hpp>
 #include "core/text.hpp"
-#include "pg/sql_arrays.hpp"
 
 namespace exo {
 namespace {

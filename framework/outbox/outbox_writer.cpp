@@ -3,8 +3,8 @@
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 
+#include <exo/sql_arrays.hpp>
 #include "core/text.hpp"
-#include "pg/sql_arrays.hpp"
 
 namespace exo {
 namespace {
