@@ -3,6 +3,7 @@
 #include <map>
 
 #include <exo/errors.hpp>
+#include <exo/outbox.hpp>
 #include <exo/sql_arrays.hpp>
 
 namespace exo::handlers {
@@ -37,6 +38,14 @@ Payment Payment::parse(const nlohmann::json& doc, std::int64_t max_amount) {
         throw PermanentError("payment amount " + std::to_string(p.amount) +
                              " is above this binding's max_amount " + std::to_string(max_amount));
     return p;
+}
+
+std::string applied_topic_option(const HandlerOptions& options) {
+    auto topic = options.string("applied_topic", kDefaultAppliedTopic);
+    if (topic.empty()) return topic;
+    if (auto problem = outbox_message_problem({topic, std::nullopt, "", {}}))
+        options.fail("applied_topic", *problem);
+    return topic;
 }
 
 std::int64_t max_amount_option(const HandlerOptions& options) {
@@ -74,6 +83,7 @@ void LedgerHandler::handle_batch(BatchContext& ctx) {
         } catch (const PermanentError& e) {
             ctx.fail(i, e);  // only this payment is bad
         }
+        if (!applied_topic_.empty()) ctx.emit(i, applied_topic_, p.account_id, ctx.record(i).value);
         auto& net = moves[p.account_id];
         if (__builtin_add_overflow(net, p.signed_amount(), &net))
             // Not one payment's fault: run them one by one and let PostgreSQL
@@ -119,6 +129,7 @@ void LedgerRecordHandler::handle(HandlerContext& ctx) {
     // a stored result would cost an UPDATE per record.
     ctx.transaction().exec_prepared(kApply, p.event_id, p.account_id, p.type, p.amount,
                                     p.signed_amount(), p.sequence_id);
+    if (!applied_topic_.empty()) ctx.emit(applied_topic_, p.account_id, ctx.record().value);
 }
 
 }  // namespace exo::handlers

@@ -13,10 +13,17 @@
 //  - LedgerRecordHandler ("ledger_per_record"): one statement per payment; the
 //    per-record API, kept as its example and as the benchmark's comparison.
 //
+// Both emit, through the outbox (exo/outbox.hpp), one record per applied payment
+// to the topic `applied_topic` (default "ledger.applied"), keyed by account, its
+// value the payment as it came (the same JSON): published once per
+// payment after its transaction committed, in commit order per account.
+//
 // Options (the binding's `options:`): max_amount, the largest amount accepted;
-// a larger payment is refused as a PermanentError (dead-lettered). Default: no limit.
+// a larger payment is refused as a PermanentError (dead-lettered). Default: no
+// limit. applied_topic: where the applied payments go; "" emits nothing.
 #include <cstdint>
 #include <limits>
+#include <string>
 
 #include <exo/batch_handler.hpp>
 #include <exo/handler.hpp>
@@ -39,12 +46,15 @@ struct Payment {
 
 // Throws OptionError for a max_amount that is not a whole number >= 0.
 std::int64_t max_amount_option(const HandlerOptions& options);
+// Throws OptionError for an applied_topic that is not a Kafka topic name.
+std::string applied_topic_option(const HandlerOptions& options);
+inline constexpr const char* kDefaultAppliedTopic = "ledger.applied";
 
 class LedgerHandler final : public BatchHandler {
 public:
     LedgerHandler() = default;
     explicit LedgerHandler(const HandlerOptions& options)
-        : max_amount_(max_amount_option(options)) {}
+        : max_amount_(max_amount_option(options)), applied_topic_(applied_topic_option(options)) {}
 
     void prepare(pqxx::connection_base& connection) override;
     // A payment that is not valid fails its record alone (BatchRecordFailed
@@ -54,13 +64,14 @@ public:
 
 private:
     std::int64_t max_amount_ = std::numeric_limits<std::int64_t>::max();
+    std::string applied_topic_ = kDefaultAppliedTopic;
 };
 
 class LedgerRecordHandler final : public Handler {
 public:
     LedgerRecordHandler() = default;
     explicit LedgerRecordHandler(const HandlerOptions& options)
-        : max_amount_(max_amount_option(options)) {}
+        : max_amount_(max_amount_option(options)), applied_topic_(applied_topic_option(options)) {}
 
     void prepare(pqxx::connection_base& connection) override;
     // Throws PermanentError for a payload that is not a valid payment.
@@ -68,6 +79,7 @@ public:
 
 private:
     std::int64_t max_amount_ = std::numeric_limits<std::int64_t>::max();
+    std::string applied_topic_ = kDefaultAppliedTopic;
 };
 
 }  // namespace exo::handlers

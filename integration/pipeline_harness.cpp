@@ -54,6 +54,7 @@ PipelineHarness::PipelineHarness(HarnessOptions options) : options_(std::move(op
     cluster_ = std::make_unique<MockCluster>(options_.brokers);
     cluster_->create_topic(topic_, options_.partitions);
     cluster_->create_topic(topic_ + ".dlq", 1);
+    cluster_->create_topic(handlers::kDefaultAppliedTopic, 2);  // the ledger emits there
     registry_.add("ledger", [](const HandlerOptions&) {
         return std::make_unique<handlers::LedgerHandler>();
     });

@@ -118,8 +118,27 @@ int demo_check_command(int argc, char** argv, const AppSetup& setup, std::stop_t
                                      want == got ? "" : "   <-- MISMATCH");
         }
         ok = ok && actual.size() == expected["balances"].size();
+        // The ledger emits one ledger.applied record per applied payment through
+        // the outbox: each once, all published by the relay (pending 0).
+        const auto unique = expected["unique_events"].get<std::int64_t>();
+        std::int64_t emitted = 0, pending = 0;
+        while (!stop.stop_requested()) {
+            const auto row = tx.exec(
+                "SELECT count(*), count(*) FILTER (WHERE sent_at IS NULL) FROM exo_outbox"
+                " WHERE topic = 'ledger.applied'")[0];
+            emitted = row[0].as<std::int64_t>();
+            pending = row[1].as<std::int64_t>();
+            if (pending == 0 || std::chrono::steady_clock::now() >= deadline) break;
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+        std::cout << "\nledger.applied (outbox): " << emitted << " emitted (expected " << unique
+                  << "), " << emitted - pending << " published, " << pending << " pending\n";
+        ok = ok && emitted == unique && pending == 0;
         std::cout << "\n"
-                  << (ok ? "OK: every payment applied exactly once" : "FAIL: mismatch") << "\n";
+                  << (ok ? "OK: every payment applied exactly once, and announced once on "
+                           "ledger.applied"
+                         : "FAIL: mismatch")
+                  << "\n";
         return ok ? 0 : 1;
     });
 }

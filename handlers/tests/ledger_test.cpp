@@ -101,3 +101,21 @@ TEST_CASE("a negative amount is dead-lettered and changes nothing") {
     CHECK(kit.deliver(payment("e2", "acc-1", "CREDIT", 40, 1)) == Outcome::applied);
     CHECK(balance(kit, "acc-1") == 40);
 }
+
+TEST_CASE(
+    "each applied payment emits one ledger.applied record, a duplicate or a refused one none") {
+    auto kit = ledger_kit();
+    CHECK(kit.deliver(payment("e1", "acc-1", "CREDIT", 100, 1)) == Outcome::applied);
+    CHECK(kit.deliver(payment("e1", "acc-1", "CREDIT", 100, 1)) == Outcome::duplicate);
+    CHECK(kit.deliver(payment("e2", "acc-1", "DEBIT", -1, 2)) == Outcome::dead_lettered);
+    CHECK(kit.deliver(payment("e3", "acc-1", "DEBIT", 30, 2)) == Outcome::applied);
+    auto rows = kit.query(
+        "SELECT convert_from(message_key, 'UTF8'), convert_from(value, 'UTF8') FROM exo_outbox"
+        " WHERE topic = 'ledger.applied' ORDER BY seq");
+    REQUIRE(rows.size() == 2);
+    CHECK(rows[0][0].as<std::string>() == "acc-1");
+    auto first = nlohmann::json::parse(rows[0][1].as<std::string>());
+    CHECK(first.at("eventId") == "e1");
+    CHECK(first.at("amount") == 100);
+    CHECK(nlohmann::json::parse(rows[1][1].as<std::string>()).at("eventId") == "e3");
+}
