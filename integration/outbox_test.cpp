@@ -219,8 +219,11 @@ TEST_CASE("two relays publishing at once never both publish a row, and each key 
     h.cluster().create_topic(out, 3);
     // Slow acknowledgements, so both relays hold rows at the same time.
     REQUIRE(rd_kafka_mock_broker_set_rtt(h.cluster().raw(), 1, 30) == RD_KAFKA_RESP_ERR_NO_ERROR);
-    emit_committed(h, numbered(out, 30, 8));
-    h.mutable_config().outbox.batch_size = 7;
+    // More keys than a round takes, so both relays find free keys; fewer than two
+    // rounds, so a relay that ignored the head rule would take a key's second row
+    // while the other publishes its first.
+    emit_committed(h, numbered(out, 12, 20));
+    h.mutable_config().outbox.batch_size = 8;
     exo::PipelineStats stats_a, stats_b;
     exo::Failpoints none;
     {
