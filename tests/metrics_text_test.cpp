@@ -106,3 +106,21 @@ TEST_CASE("label values are escaped as the text format requires") {
     CHECK(exo::escape_label_value("a\"b\\c\nd") == "a\\\"b\\\\c\\nd");
     CHECK(exo::escape_label_value("payments.v2") == "payments.v2");
 }
+
+TEST_CASE("the outbox gauges appear once the relay looked, its counters always") {
+    exo::PipelineStats stats({"payments"});
+    auto before = exo::render_metrics(stats, status_with_partitions(), true, "0.2.0");
+    CHECK(has_line(before, "exo_outbox_published_total 0"));
+    CHECK(has_line(before, "exo_outbox_failures_total 0"));
+    CHECK(before.find("exo_outbox_pending_rows") == std::string::npos);
+    stats.outbox_published += 5;
+    stats.outbox_failures += 2;
+    stats.outbox_pending = 3;
+    stats.outbox_oldest_pending_ms = 1500;
+    auto after = exo::render_metrics(stats, status_with_partitions(), true, "0.2.0");
+    CHECK(has_line(after, "exo_outbox_published_total 5"));
+    CHECK(has_line(after, "exo_outbox_failures_total 2"));
+    CHECK(has_line(after, "# TYPE exo_outbox_pending_rows gauge"));
+    CHECK(has_line(after, "exo_outbox_pending_rows 3"));
+    CHECK(has_line(after, "exo_outbox_oldest_pending_seconds 1.5"));
+}
