@@ -27,6 +27,10 @@ struct PipelineScenario {
     ServerProcesses servers;          // for the CPU breakdown
     // The per-record ledger (one statement per payment) instead of the batch one.
     bool record_handler = false;
+    // > 0: the batch ledger fails one record in `flaky_every` once (FlakyLedger),
+    // naming it or not (`flaky_named`).
+    int flaky_every = 0;
+    bool flaky_named = true;
 };
 
 // Never throws for a failure of the pipeline or the check: it is reported in
