@@ -7,7 +7,6 @@
 //                  exo::text_array(ids), exo::int_array(counts));
 // Elements must be text PostgreSQL can store (no NUL byte, valid UTF-8).
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace exo {
@@ -22,15 +21,15 @@ inline std::string text_array(const std::vector<std::string>& values) {
     for (std::size_t i = 0; i < values.size(); ++i) {
         if (i > 0) out += ',';
         out += '"';
-        std::string_view rest = values[i];
-        for (;;) {  // the runs between characters to escape in one go
-            const auto special = rest.find_first_of("\"\\");
-            out.append(rest.substr(0, special));
-            if (special == std::string_view::npos) break;
+        const std::string& v = values[i];
+        std::size_t run = 0;  // the runs between characters to escape in one go
+        for (std::size_t j = 0; j < v.size(); ++j) {
+            if (v[j] != '"' && v[j] != '\\') continue;
+            out.append(v, run, j - run);
             out += '\\';
-            out += rest[special];
-            rest.remove_prefix(special + 1);
+            run = j;  // the escaped character starts the next run
         }
+        out.append(v, run, v.size() - run);
         out += '"';
     }
     out += '}';
