@@ -53,8 +53,9 @@ public:
 private:
     bool needs_main() const {
         for (const char* name :
-             {"exo-default", "exo-record-handler", "postgres-bare", "postgres-bare-set",
-              "postgres-bare-savepoints", "proto-set-framework", "proto-set-all"})
+             {"exo-default", "exo-record-handler", "exo-flaky-named", "exo-flaky-unnamed",
+              "postgres-bare", "postgres-bare-set", "postgres-bare-savepoints",
+              "proto-set-framework", "proto-set-all"})
             if (o_.wants(name)) return true;
         for (const auto& e : o_.extras)
             if (o_.wants(extra_name(e))) return true;
@@ -80,11 +81,11 @@ private:
 
     void pipeline(BenchWorld& world, int run, const std::string& name, const TopicWorkload& w,
                   const std::function<void(Config&)>& tune, double paced_rate = 0,
-                  bool record_handler = false) {
+                  const std::function<void(PipelineScenario&)>& shape = {}) {
         auto iso = world.isolate(name);
-        PipelineScenario s{
-            name,          default_config(world, iso, w.topic), &w, paced_rate, 1.0, servers_,
-            record_handler};
+        PipelineScenario s{name,    default_config(world, iso, w.topic), &w, paced_rate, 1.0,
+                           servers_};
+        if (shape) shape(s);
         tune(s.config);
         auto r = run_pipeline_scenario(world, iso, s, o_);
         world.clean_up(iso);
@@ -131,7 +132,18 @@ private:
         if (o_.wants("exo-default")) pipeline(world, run, "exo-default", *main, keep);
         // Everything as exo-default but the handler: per-record statements.
         if (o_.wants("exo-record-handler"))
-            pipeline(world, run, "exo-record-handler", *main, keep, 0, /*record_handler=*/true);
+            pipeline(world, run, "exo-record-handler", *main, keep, 0,
+                     [](PipelineScenario& s) { s.record_handler = true; });
+        // What isolating a failed record costs: 0.5% of the records fail their
+        // first attempt, the handler naming them or not.
+        for (bool named : {true, false}) {
+            const std::string name = named ? "exo-flaky-named" : "exo-flaky-unnamed";
+            if (o_.wants(name))
+                pipeline(world, run, name, *main, keep, 0, [named](PipelineScenario& s) {
+                    s.flaky_every = 200;
+                    s.flaky_named = named;
+                });
+        }
         for (const auto& e : o_.extras) {
             if (!o_.wants(extra_name(e))) continue;
             pipeline(world, run, extra_name(e), *main, [&e](Config& c) {

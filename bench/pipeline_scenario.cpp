@@ -15,6 +15,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "flaky_ledger.hpp"
 #include "kafka/group_progress.hpp"
 #include "kafka/producer.hpp"
 #include "latency_handler.hpp"
@@ -170,6 +171,11 @@ ScenarioResult run_pipeline_scenario(BenchWorld& world, const Isolation& iso,
     LatencyRecorder recorder;
     if (paced)
         register_timed_ledger(registry, recorder);
+    else if (s.flaky_every > 0)
+        registry.add("ledger",
+                     [every = s.flaky_every, named = s.flaky_named](const HandlerOptions&) {
+                         return std::make_unique<FlakyLedger>(every, named);
+                     });
     else if (s.record_handler)
         registry.add("ledger", [](const HandlerOptions&) {
             return std::make_unique<handlers::LedgerRecordHandler>();

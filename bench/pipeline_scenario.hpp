@@ -24,9 +24,13 @@ struct PipelineScenario {
     const TopicWorkload* workload{};  // produced already, unless paced_rate > 0
     double paced_rate = 0;            // > 0: produce during the run at this rate
     double warm_up_seconds = 1;       // paced: events produced earlier are not in the percentiles
+    ServerProcesses servers;          // for the CPU breakdown
     // The per-record ledger (one statement per payment) instead of the batch one.
     bool record_handler = false;
-    ServerProcesses servers;  // for the CPU breakdown
+    // > 0: the batch ledger fails one record in `flaky_every` once (FlakyLedger),
+    // naming it or not (`flaky_named`).
+    int flaky_every = 0;
+    bool flaky_named = true;
 };
 
 // Never throws for a failure of the pipeline or the check: it is reported in

@@ -189,3 +189,74 @@ TEST_CASE("a per-record handler and a batch handler on two topics of one daemon 
     CHECK(counted.solo() == 0);
     CHECK(exo::testing::handle_calls - handle_calls == 2);
 }
+
+TEST_CASE(
+    "a batch handler that swallows a database error gets nothing committed for it: the record "
+    "that did is found alone, retried and dead-lettered, and the others apply once") {
+    PipelineHarness h({.name = "batchswallow",
+                       .partitions = 1,
+                       .workers = 1,
+                       .handler = "cue_batch_ledger",
+                       .max_attempts = 2});
+    h.produce({payment("ok-1", "acc-p", 1, 1), payment("swallow-2", "acc-x", 2, 1),
+               payment("ok-3", "acc-q", 4, 1)});
+    RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());
+    REQUIRE(h.wait_until_consumed(60s));
+    daemon.stop();
+    CHECK(h.balances() == Balances{{"acc-p", 1}, {"acc-q", 4}});
+    const auto rows = processed(h);
+    CHECK(rows.at("ok-1") == "APPLIED");
+    CHECK(rows.at("ok-3") == "APPLIED");
+    CHECK(rows.at("swallow-2").rfind("DEAD_LETTERED/gave up after 2 attempts", 0) == 0);
+    CHECK(rows.at("swallow-2").find("caught a database error and went on") != std::string::npos);
+    CHECK(h.count("SELECT count(*) FROM ledger_entries WHERE event_id = 'swallow-2'") == 0);
+    CHECK(partition_end(h.bootstrap(), h.topic() + ".dlq") == 1);
+}
+
+TEST_CASE(
+    "a batch handler naming a record outside its batch is taken as naming none, and a payload "
+    "that is not JSON is named by ctx.json(i) itself") {
+    PipelineHarness h({.name = "batchbadindex",
+                       .partitions = 1,
+                       .with_sequence = false,
+                       .workers = 1,
+                       .handler = "cue_batch_ledger"});
+    h.mutable_config().bindings.front().key =
+        exo::KeySource{};  // coordinates: any payload has a key
+    {
+        exo::KafkaProducer producer(exo::ProducerOptions{h.bootstrap(), {}});
+        for (const auto& p : {exo::Payment{"ok-1", "acc-p", "CREDIT", 1, 1}})
+            producer.produce({h.topic(), 0, p.account_id, p.json(), {}});
+        producer.produce({h.topic(), 0, std::string("k"), "this is not json", {}});
+        for (const auto& p : {exo::Payment{"ok-3", "acc-p", "CREDIT", 4, 2},
+                              exo::Payment{"ok-4", "acc-q", "CREDIT", 8, 1}})
+            producer.produce({h.topic(), 0, p.account_id, p.json(), {}});
+        producer.flush(10s);
+    }
+    const BatchCalls counted;
+    {
+        RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());
+        REQUIRE(h.wait_until_consumed(60s));
+        daemon.stop();
+        CHECK(h.balances() == Balances{{"acc-p", 5}, {"acc-q", 8}});
+        CHECK(daemon.stats().records_isolated == 1);  // the JSON one, by its index
+        CHECK(daemon.stats().dead_lettered == 1);
+        CHECK(counted.solo() == 0);
+    }
+    auto dead = exo::testing::read_topic(h.bootstrap(), h.topic() + ".dlq", 1);
+    REQUIRE(dead.size() == 1);
+    CHECK(dead[0].value == "this is not json");
+
+    // Keys are the coordinates here, so the event ids can carry the cue.
+    h.mutable_config().bindings.front().key = exo::KeySource{exo::KeySourceKind::json, "/eventId"};
+    h.produce({payment("ok-5", "acc-r", 16, 1), payment("badindex-6", "acc-s", 32, 1),
+               payment("ok-7", "acc-r", 64, 2)});
+    const BatchCalls counted_again;
+    RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());
+    REQUIRE(h.wait_until_consumed(60s));
+    daemon.stop();
+    CHECK(h.balances() == Balances{{"acc-p", 5}, {"acc-q", 8}, {"acc-r", 80}});
+    CHECK(processed(h).at("badindex-6") == "DEAD_LETTERED/bad index badindex-6");
+    CHECK(daemon.stats().records_isolated == 0);
+    CHECK(counted_again.solo() == 3);  // each record alone, once the index meant nothing
+}

@@ -124,6 +124,9 @@ public:
 //   flaky-*     names the record with a RetryableError on attempts 1 and 2
 //   anon-*      throws a PermanentError naming no record (exo must find it)
 //   result-*    applies and sets the result "r:<key>"
+//   badindex-*  names a record outside the batch (a handler bug: names none)
+//   swallow-*   after the ledger's statement, runs a failing statement and
+//               swallows its error (the transaction is aborted)
 // Every handle_batch() call is counted in batch_calls, the records it was
 // given in batch_records, and records given with rerun(i) in batch_reruns;
 // batches of one (a record run alone) also in batch_solo_calls.
@@ -148,8 +151,17 @@ public:
                 ctx.fail(i, RetryableError("flaky: attempt " + std::to_string(ctx.attempt(i))));
             if (cue("anon-")) throw PermanentError("anonymous refusal");
             if (cue("result-")) ctx.set_result(i, "r:" + key);
+            if (cue("badindex-")) ctx.fail(ctx.size() + 7, PermanentError("bad index " + key));
         }
         ledger_.handle_batch(ctx);
+        for (std::size_t i = 0; i < ctx.size(); ++i)
+            if (ctx.idempotency_key(i).rfind("swallow-", 0) == 0) {
+                try {
+                    ctx.transaction().exec("SELECT 1 / 0");
+                } catch (const pqxx::sql_error&) {
+                    // The habit this cue reproduces: "it failed, never mind".
+                }
+            }
     }
 
 private:

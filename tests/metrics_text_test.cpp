@@ -79,6 +79,17 @@ TEST_CASE("histograms have cumulative buckets, +Inf, _sum and _count per topic")
     CHECK(has_line(text, "exo_record_latency_seconds_bucket{topic=\"payments\",le=\"2.5\"} 1"));
 }
 
+TEST_CASE("a batch handler's call counts each of its records with its share of the time") {
+    exo::PipelineStats stats({"payments"});
+    stats.handler_ran("payments", microseconds(20000), 4);  // 20 ms for 4 records
+    stats.handler_ran("payments", microseconds(1000));      // one record, 1 ms
+    auto text = exo::render_metrics(stats, {}, true, "0.2.0");
+    CHECK(has_line(text, "exo_handler_duration_seconds_bucket{topic=\"payments\",le=\"0.001\"} 1"));
+    CHECK(has_line(text, "exo_handler_duration_seconds_bucket{topic=\"payments\",le=\"0.005\"} 5"));
+    CHECK(has_line(text, "exo_handler_duration_seconds_count{topic=\"payments\"} 5"));
+    CHECK(has_line(text, "exo_handler_duration_seconds_sum{topic=\"payments\"} 0.021"));
+}
+
 TEST_CASE("every family is declared once with HELP and TYPE, and every name follows the rules") {
     exo::PipelineStats stats({"payments", "orders"});
     auto text = exo::render_metrics(stats, status_with_partitions(), true, "0.2.0");

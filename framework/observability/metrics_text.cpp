@@ -133,7 +133,8 @@ std::string render_metrics(const PipelineStats& stats, const DaemonStatus& statu
     }
 
     w.family("exo_handler_duration_seconds", "histogram",
-             "Time spent in one handler call: handle(), or handle_batch() for a whole batch.");
+             "Handler time per record: handle(), or a handle_batch() call's time shared by its "
+             "records.");
     for (const auto& [topic, t] : stats.topics())
         if (shown(topic, *t))
             w.histogram("exo_handler_duration_seconds", topic_label(topic),

@@ -17,12 +17,14 @@ public:
     static constexpr std::array<double, 14> kBounds{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                                     0.25,  0.5,    1.0,   2.5,  5.0,   10.0, 60.0};
 
-    void observe(std::chrono::microseconds d) {
+    // `times` observations of `d` each (a batch's share per record).
+    void observe(std::chrono::microseconds d, std::uint64_t times = 1) {
         const auto micros = d.count() < 0 ? 0 : d.count();
         std::size_t i = 0;
         while (i < kBounds.size() && static_cast<double>(micros) > kBounds[i] * 1e6) ++i;
-        buckets_[i].fetch_add(1, std::memory_order_relaxed);
-        sum_micros_.fetch_add(static_cast<std::uint64_t>(micros), std::memory_order_relaxed);
+        buckets_[i].fetch_add(times, std::memory_order_relaxed);
+        sum_micros_.fetch_add(static_cast<std::uint64_t>(micros) * times,
+                              std::memory_order_relaxed);
     }
 
     struct Snapshot {

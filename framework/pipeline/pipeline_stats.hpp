@@ -26,7 +26,7 @@ namespace exo {
 struct TopicStats {
     std::array<std::atomic<std::uint64_t>, kOutcomes.size()> outcomes{};  // by Outcome
     std::atomic<std::uint64_t> parked{0};  // strict-sequence gaps set aside (events, not records)
-    BucketHistogram handler_duration;      // handle() alone
+    BucketHistogram handler_duration;      // handler time per record (a batch's share)
     BucketHistogram record_latency;        // Kafka timestamp -> durable outcome
 
     std::uint64_t count(Outcome o) const {
@@ -48,8 +48,14 @@ public:
                          std::chrono::microseconds since_poll,
                          std::optional<std::chrono::microseconds> since_produced);
     void parked_record(const std::string& topic) { topic_stats(topic).parked++; }
-    void handler_ran(const std::string& topic, std::chrono::microseconds took) {
-        topic_stats(topic).handler_duration.observe(took);
+    // `took` for `records` records in one call: each record is observed with
+    // its share, so the count is records handled and the sum the time spent,
+    // for per-record and batch handlers alike.
+    void handler_ran(const std::string& topic, std::chrono::microseconds took,
+                     std::size_t records = 1) {
+        if (records == 0) return;
+        topic_stats(topic).handler_duration.observe(took / static_cast<std::int64_t>(records),
+                                                    records);
     }
 
     const std::map<std::string, std::unique_ptr<TopicStats>>& topics() const { return topics_; }

@@ -589,8 +589,10 @@ bool Worker::run_batch_handler(pqxx::transaction_base& tx, std::deque<BatchItem>
         why = "handler '" + binding.handler + "' threw an exception that is not a std::exception";
         return false;
     }
-    ctx_.stats.handler_ran(binding.topic, std::chrono::duration_cast<std::chrono::microseconds>(
-                                              Clock::now() - started));
+    ctx_.stats.handler_ran(
+        binding.topic,
+        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started),
+        batch.size());
     std::vector<std::string> keys;
     std::vector<std::string> results;
     for (std::size_t n = 0; n < batch.size(); ++n) {

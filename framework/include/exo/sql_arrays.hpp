@@ -13,17 +13,27 @@ namespace exo {
 
 // {"a","b\"c"}: every element quoted, so NULL, empty strings and commas are plain text.
 inline std::string text_array(const std::vector<std::string>& values) {
-    std::string out = "{";
+    std::size_t size = 2;
+    for (const auto& v : values) size += v.size() + 3;
+    std::string out;
+    out.reserve(size);
+    out += '{';
     for (std::size_t i = 0; i < values.size(); ++i) {
         if (i > 0) out += ',';
         out += '"';
-        for (char c : values[i]) {
-            if (c == '"' || c == '\\') out += '\\';
-            out += c;
+        const std::string& v = values[i];
+        std::size_t run = 0;  // the runs between characters to escape in one go
+        for (std::size_t j = 0; j < v.size(); ++j) {
+            if (v[j] != '"' && v[j] != '\\') continue;
+            out.append(v, run, j - run);
+            out += '\\';
+            run = j;  // the escaped character starts the next run
         }
+        out.append(v, run, v.size() - run);
         out += '"';
     }
-    return out + "}";
+    out += '}';
+    return out;
 }
 
 template <class Int>
