@@ -243,6 +243,45 @@ TEST_CASE("two relays publishing at once never both publish a row, and each key 
     CHECK(check_per_key_order(records) == 240);
 }
 
+TEST_CASE(
+    "a relay that cannot publish neither stalls the pipeline nor makes the daemon unready, and "
+    "its backlog shows in the gauges") {
+    PipelineHarness h({.name = "outbox_refused",
+                       .partitions = 2,
+                       .with_sequence = false,
+                       .handler = "emitting_ledger"});
+    h.cluster().create_topic(h.out_topic(), 1);
+    auto workload = exo::generate_payments(
+        {.count = 200, .accounts = 5, .duplicate_ratio = 0.1, .partitions = 2, .seed = 3});
+    h.produce(workload);
+    // From now on Kafka refuses every produce request (the consumer's fetches go on).
+    constexpr int kApiProduce = 0;
+    h.cluster().push_request_errors(kApiProduce, 100000,
+                                    RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+    RunningDaemon d(h.config(), h.registry(), h.bootstrap());
+    REQUIRE(h.wait_until_consumed(60s));
+    h.check_exactly_once(workload);
+    const auto emitted = static_cast<std::int64_t>(2 * workload.unique_events);
+    wait_until(
+        "failed rounds and the backlog in the gauges", 30s,
+        [&] {
+            return std::to_string(d.stats().outbox_failures.load()) + " failures, " +
+                   std::to_string(d.stats().outbox_pending.load()) + " pending";
+        },
+        [&](const std::string&) {
+            return d.stats().outbox_failures.load() >= 2 &&
+                   d.stats().outbox_pending.load() == emitted;
+        });
+    CHECK(d.ready());
+    CHECK(pending(h) == emitted);
+    CHECK(d.stats().outbox_published.load() == 0);
+    h.cluster().clear_request_errors(kApiProduce);
+    wait_until(
+        "the outbox to drain once Kafka accepts", 60s, [&] { return pending(h); },
+        [](std::int64_t n) { return n == 0; });
+    CHECK(topic_size(h, h.out_topic(), 1) == static_cast<std::int64_t>(workload.unique_events));
+}
+
 TEST_CASE("with Kafka down emitted rows wait, and are published in order once it is back") {
     PipelineHarness h({.name = "outbox_kafka_down", .partitions = 1});
     const std::string out = h.out_topic();
@@ -258,7 +297,8 @@ TEST_CASE("with Kafka down emitted rows wait, and are published in order once it
         "a failed round", 60s, [&] { return stats.outbox_failures.load(); },
         [](std::uint64_t n) { return n >= 1; });
     CHECK(pending(h) == 40);
-    CHECK(stats.outbox_pending.load() == -1);  // no round finished yet
+    CHECK(stats.outbox_pending.load() == 40);  // the gauge shows the backlog meanwhile
+    CHECK(stats.outbox_published.load() == 0);
     h.cluster().set_broker_up(1);
     wait_until(
         "the outbox to drain after Kafka is back", 120s, [&] { return pending(h); },

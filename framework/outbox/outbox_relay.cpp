@@ -36,9 +36,12 @@ public:
 OutboxRelay::OutboxRelay(const Config& config, PipelineStats& stats, Failpoints& failpoints,
                          ProducerOptions producer)
     : config_(config), stats_(stats), failpoints_(failpoints) {
+    // A tag is (round << 32) | row: a report that arrives after its round gave up
+    // on it (a purged record, served late) cannot count for the next round's row.
     producer.on_delivery = [this](std::uint64_t tag, rd_kafka_resp_err_t error) {
         std::lock_guard lock(reports_mutex_);
-        if (tag < reports_.size()) reports_[tag] = error;
+        const auto row = tag & 0xFFFFFFFFu;
+        if ((tag >> 32) == round_ && row < reports_.size()) reports_[row] = error;
     };
     producer_ = std::make_unique<KafkaProducer>(producer);
 }
@@ -70,8 +73,10 @@ void OutboxRelay::run(std::stop_token stop) {
                 connection = open_postgres_session(config_.postgres);
                 listener = std::make_unique<Listener>(*connection);
             }
-            const auto claimed = relay_once(*connection);
+            // Before the round too, so the gauges stay current while rounds fail.
             update_backlog(*connection);
+            const auto claimed = relay_once(*connection);
+            if (claimed > 0) update_backlog(*connection);
             prune_when_due(*connection);
             if (failures > 0) spdlog::info("outbox relay: publishing again");
             failures = 0;
@@ -102,9 +107,12 @@ std::size_t OutboxRelay::relay_once(pqxx::connection& connection) {
         batch.commit();
         return 0;
     }
+    std::uint64_t round = 0;
     {
         std::lock_guard lock(reports_mutex_);
         reports_.assign(rows.size(), kNoReport);
+        round = ++round_ & 0xFFFFFFFFu;
+        round_ = round;
     }
     std::string failure;
     try {
@@ -113,7 +121,7 @@ std::size_t OutboxRelay::relay_once(pqxx::connection& connection) {
             auto headers = std::move(row.headers);
             headers.push_back({std::string(kOutboxIdHeader), row.message_id});
             producer_->produce({row.topic, std::nullopt, row.key, row.value, std::move(headers)},
-                               kFlushTimeout, i);
+                               kFlushTimeout, (round << 32) | i);
         }
         producer_->flush(kFlushTimeout);
     } catch (const KafkaError& e) {

@@ -67,7 +67,8 @@ private:
     PipelineStats& stats_;
     Failpoints& failpoints_;
     std::mutex reports_mutex_;
-    std::vector<rd_kafka_resp_err_t> reports_;  // per row of the round, by tag
+    std::vector<rd_kafka_resp_err_t> reports_;  // per row of the round; guarded
+    std::uint64_t round_ = 0;                   // the round reports_ is for; guarded
     std::chrono::steady_clock::time_point next_prune_{};
     std::mutex mutex_;
     std::condition_variable_any wake_;

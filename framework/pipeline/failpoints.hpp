@@ -4,7 +4,9 @@
 // FoundationDB/TiKV-style failpoints. Read once from EXO_FAILPOINTS at start-up
 // by the composition root, e.g. EXO_FAILPOINTS="after_pg_commit=kill@3" kills the
 // process the 3rd time it passes that point, "after_claim=stop" freezes it there
-// until SIGCONT. Points: after_claim, after_pg_commit; `exo dlq replay`'s
+// until SIGCONT. Points: after_claim, after_pg_commit; the outbox relay's
+// outbox_after_ack (Kafka acknowledged a round, its mark not yet committed);
+// `exo dlq replay`'s
 // replay_after_ticket, replay_after_claim_forgotten, replay_after_produce
 // (ops/replay.hpp). Unset in production: every
 // check is then one map emptiness test.

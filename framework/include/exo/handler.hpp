@@ -90,7 +90,8 @@ public:
     // record Kafka or PostgreSQL cannot take: see outbox_message_problem().
     void emit(std::string topic, std::optional<std::string> key, std::string value,
               std::vector<RecordHeader> headers = {});
-    // What this run emitted so far, in order; the framework writes and clears it.
+    // What this run emitted so far, in order; the framework writes it to the
+    // outbox after handle() returns (a batch of one forwards its emits here).
     std::vector<OutboxMessage>& emitted() { return emitted_; }
 
 private:
