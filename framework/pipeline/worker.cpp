@@ -555,6 +555,17 @@ bool Worker::run_batch_handler(pqxx::transaction_base& tx, std::deque<BatchItem>
     const auto started = Clock::now();
     try {
         batch_handlers_.at(binding.topic)->handle_batch(context);
+        // Its emits, every record's in batch order, in one statement of its
+        // transaction: failing like one of its statements (a handler that
+        // swallowed a database error left the transaction aborted) sends the
+        // batch to the careful pass, which finds the record alone.
+        std::vector<OutboxMessage> emitted;
+        for (auto& entry : entries)
+            for (auto& message : entry.emitted) emitted.push_back(std::move(message));
+        if (!emitted.empty()) {
+            write_outbox(tx, emitted);
+            ctx_.stats.postgres_round_trips++;
+        }
     } catch (const BatchRecordFailed& e) {
         Failure failure = Failure::retryable;
         why = printable_text(e.what());
@@ -606,13 +617,6 @@ bool Worker::run_batch_handler(pqxx::transaction_base& tx, std::deque<BatchItem>
         }
         keys.push_back(items[batch[n]].key);
         results.push_back(entries[n].result);
-    }
-    std::vector<OutboxMessage> emitted;  // every record's, in batch order: one statement
-    for (auto& entry : entries)
-        for (auto& message : entry.emitted) emitted.push_back(std::move(message));
-    if (!emitted.empty()) {
-        write_outbox(tx, emitted);
-        ctx_.stats.postgres_round_trips++;
     }
     if (!keys.empty()) {
         store_results(tx, ctx_.config.kafka.group_id, keys, results);
