@@ -53,8 +53,8 @@ public:
 private:
     bool needs_main() const {
         for (const char* name :
-             {"exo-default", "exo-record-handler", "exo-flaky-named", "exo-flaky-unnamed",
-              "postgres-bare", "postgres-bare-set", "postgres-bare-savepoints",
+             {"exo-default", "exo-record-handler", "exo-per-record-sql", "exo-flaky-named",
+              "exo-flaky-unnamed", "postgres-bare", "postgres-bare-set", "postgres-bare-savepoints",
               "proto-set-framework", "proto-set-all"})
             if (o_.wants(name)) return true;
         for (const auto& e : o_.extras)
@@ -134,6 +134,13 @@ private:
         if (o_.wants("exo-record-handler"))
             pipeline(world, run, "exo-record-handler", *main, keep, 0,
                      [](PipelineScenario& s) { s.record_handler = true; });
+        // The pipeline before set-based batches: exo-record-handler with the
+        // framework's statements per record too (pipeline.framework_sql).
+        if (o_.wants("exo-per-record-sql"))
+            pipeline(
+                world, run, "exo-per-record-sql", *main,
+                [](Config& c) { c.pipeline.framework_sql = FrameworkSql::per_record; }, 0,
+                [](PipelineScenario& s) { s.record_handler = true; });
         // What isolating a failed record costs: 0.5% of the records fail their
         // first attempt, the handler naming them or not.
         for (bool named : {true, false}) {
@@ -211,6 +218,8 @@ void print_header(const BenchOptions& o) {
                  "Kafka, no Redis\n";
     std::cout << "exo-record-handler: exo-default with the per-record ledger "
                  "(ledger_per_record: one statement per payment)\n";
+    std::cout << "exo-per-record-sql: exo-record-handler with pipeline.framework_sql: per_record "
+                 "(the pipeline's statements before set-based batches)\n";
     std::cout << "postgres-bare-set: the bare PostgreSQL limit of exo-default's SQL shape: dedup "
                  "rows, sequences and the ledger set-based per transaction (the prototype's "
                  "statements), no savepoints, no Kafka, no Redis; the same as proto-set-all\n";

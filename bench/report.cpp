@@ -228,12 +228,14 @@ Verdict print_report(std::ostream& out, const BenchOptions& o, const Calibration
                number(bare_set) + " records/s");
     target("exo-default >= 10x per-record", !std::isnan(exo / base), exo / base >= 10,
            number(exo / base, 2) + "x");
-    const double record_handler = rate("exo-record-handler");
     out << fmt::format("ratio exo-default/exo-record-handler={}\n",
-                       number(exo / record_handler, 2));
-    target("exo-default >= 3x exo-record-handler (per-record statements)",
-           !std::isnan(exo / record_handler), exo / record_handler >= 3,
-           number(exo / record_handler, 2) + "x");
+                       number(exo / rate("exo-record-handler"), 2));
+    const double per_record_sql = rate("exo-per-record-sql");
+    out << fmt::format("ratio exo-default/exo-per-record-sql={}\n",
+                       number(exo / per_record_sql, 2));
+    target("exo-default >= 3x exo-per-record-sql (the per-record-statement pipeline)",
+           !std::isnan(exo / per_record_sql), exo / per_record_sql >= 3,
+           number(exo / per_record_sql, 2) + "x");
     target("exo-default >= 60% of postgres-bare-set", !std::isnan(exo / bare_set),
            exo / bare_set >= 0.6, number(exo / bare_set * 100, 1) + "%");
     if (auto* paced = results.find("exo-paced")) {

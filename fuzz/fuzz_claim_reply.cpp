@@ -16,7 +16,10 @@
 //     positive decimal int64 as the token or lease; it then returns that status,
 //     a token > 0 (ACQUIRED / TAKEN_OVER), a retry_after > 0 (CONFLICT), or the
 //     stored text (DUPLICATE / DEAD_LETTERED);
-//   - parse_finish_reply accepts exactly the text "OK" (ok) and "LOST" (lost).
+//   - parse_finish_reply accepts exactly the text "OK" (ok) and "LOST" (lost);
+//   - split_per_key accepts exactly an array of as many entries as keys, and
+//     returns those entries; it throws nothing but RedisReplyError naming the
+//     script and the first key.
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
@@ -204,6 +207,25 @@ void check_finish(const RedisReply& reply) {
     }
 }
 
+void check_split(const RedisReply& reply) {
+    const std::size_t entries = reply.type == RedisReply::Type::array ? reply.elements.size() : 0;
+    for (std::size_t keys : {entries, entries + 1}) {
+        std::optional<std::size_t> got;
+        try {
+            got = exo::split_per_key("claim.lua", reply, keys, kRedisKey).size();
+        } catch (const exo::RedisReplyError& e) {
+            check_message(e, "claim.lua");
+        } catch (...) {
+            FUZZ_UNEXPECTED_EXCEPTION("split_per_key", "exo::RedisReplyError");
+        }
+        const bool accept = reply.type == RedisReply::Type::array && keys == entries;
+        FUZZ_CHECK(got.has_value() == accept && (!got || *got == keys),
+                   std::string("split_per_key ") + (got ? "accepted" : "refused") + " an " +
+                       (reply.type == RedisReply::Type::array ? "array" : "other reply") + " of " +
+                       std::to_string(entries) + " entries for " + std::to_string(keys) + " keys");
+    }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -211,5 +233,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const RedisReply reply = reader.read();
     check_claim(reply);
     check_finish(reply);
+    check_split(reply);
     return 0;
 }

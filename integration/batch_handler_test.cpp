@@ -260,3 +260,27 @@ TEST_CASE(
     CHECK(daemon.stats().records_isolated == 0);
     CHECK(counted_again.solo() == 3);  // each record alone, once the index meant nothing
 }
+
+TEST_CASE(
+    "with pipeline.framework_sql per_record, every record runs alone through the per-record "
+    "statements, batch handlers included, and still applies once") {
+    PipelineHarness h(
+        {.name = "batchpersql", .partitions = 1, .workers = 1, .handler = "cue_batch_ledger"});
+    h.mutable_config().pipeline.framework_sql = exo::FrameworkSql::per_record;
+    h.produce({payment("p-1", "acc-p", 1, 1), payment("p-3", "acc-p", 4, 3),
+               payment("p-2", "acc-p", 2, 2), payment("poison-4", "acc-q", 8, 1),
+               payment("p-1", "acc-p", 1, 1)});
+    const BatchCalls counted;
+    RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());
+    REQUIRE(h.wait_until_consumed(60s));
+    daemon.stop();
+    CHECK(h.balances() == Balances{{"acc-p", 7}});
+    CHECK(processed(h) == Rows{{"p-1", "APPLIED"},
+                               {"p-2", "APPLIED"},
+                               {"p-3", "APPLIED"},
+                               {"poison-4", "DEAD_LETTERED/poison record refused"}});
+    CHECK(daemon.stats().groups_set_based == 0);
+    CHECK(daemon.stats().records_isolated == 0);
+    CHECK(counted.calls() == counted.solo());  // never more than one record per call
+    CHECK(counted.solo() >= 4);
+}

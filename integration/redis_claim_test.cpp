@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/embedded_file.hpp"
 #include "redis/claim_store.hpp"
 #include "redis/redis_connection.hpp"
 #include "support.hpp"
@@ -308,6 +309,186 @@ TEST_SUITE("redis claim") {
             CHECK(again[i].stored_result == "r" + std::to_string(i));
         }
         for (const auto& k : keys) redis.command({"DEL", a.redis_key(k)});
+    }
+
+    TEST_CASE_FIXTURE(Claims, "a batch answers every key as a call with that key alone would") {
+        const std::string fresh = key + "-new", done = key + "-duplicate",
+                          dead = key + "-dead-lettered", busy = key + "-conflict",
+                          stale = key + "-takeover", mine = key + "-mine";
+        const std::vector<std::string> keys{fresh, done, dead, busy, stale, mine, fresh};
+        auto finish = [&](const std::string& k, std::string result, StoredOutcome state) {
+            auto c = a.claim({k}, kLease).at(0);
+            REQUIRE(c.status == ClaimStatus::acquired);
+            REQUIRE(a.complete({{k, c.token, std::move(result), state}}, kTtl).at(0) ==
+                    FinishStatus::ok);
+        };
+        finish(done, "stored result", StoredOutcome::applied);
+        finish(dead, "stored reason", StoredOutcome::dead_lettered);
+        REQUIRE(b.claim({busy}, kLease).at(0).status == ClaimStatus::acquired);
+        const auto old = b.claim({stale}, kShortLease).at(0);
+        const auto held = a.claim({mine}, kLease).at(0);
+        wait_for_redis_time(
+            std::stoll(redis.command({"HGET", a.redis_key(stale), "lease_until"}).str));
+
+        const auto rt = redis.round_trips();
+        const auto sent = redis.commands_sent();
+        const auto r = a.claim(keys, kLease);
+        CHECK(redis.round_trips() == rt + 1);
+        CHECK(redis.commands_sent() == sent + 1);  // one EVALSHA for all seven
+        REQUIRE(r.size() == keys.size());
+        CHECK(r[0].status == ClaimStatus::acquired);
+        CHECK(r[0].token.value > 0);
+        CHECK(r[1].status == ClaimStatus::duplicate);
+        CHECK(r[1].stored_result == "stored result");
+        CHECK(r[2].status == ClaimStatus::dead_lettered);
+        CHECK(r[2].stored_result == "stored reason");
+        CHECK(r[3].status == ClaimStatus::conflict);
+        CHECK(r[3].retry_after > 0ms);
+        CHECK(r[3].retry_after <= kLease);
+        CHECK(r[4].status == ClaimStatus::taken_over);
+        CHECK(r[4].token > old.token);
+        CHECK(r[5].status == ClaimStatus::acquired);
+        CHECK(r[5].token == held.token);
+        // The same key twice: the second sees the first's claim (re-entrant).
+        CHECK(r[6].status == ClaimStatus::acquired);
+        CHECK(r[6].token == r[0].token);
+        CHECK(redis.command({"HGET", a.redis_key(stale), "owner"}).str == "owner-a");
+        CHECK(redis.command({"HGET", a.redis_key(busy), "owner"}).str == "owner-b");
+
+        // The finishing scripts, each key with its own token and outcome.
+        const exo::FencingToken wrong{r[5].token.value + 1};
+        CHECK(
+            a.extend({{fresh, r[0].token}, {mine, wrong}, {stale, r[4].token}, {busy, r[3].token}},
+                     kLease) == std::vector<FinishStatus>{FinishStatus::ok, FinishStatus::lost,
+                                                          FinishStatus::ok, FinishStatus::lost});
+        CHECK(a.complete({{fresh, r[0].token, "fresh result"},
+                          {stale, r[4].token, "why", StoredOutcome::dead_lettered},
+                          {mine, wrong, "x"},
+                          {fresh, r[0].token, "again"},
+                          {key + "-missing", r[0].token, "x"}},
+                         kTtl) == std::vector<FinishStatus>{FinishStatus::ok, FinishStatus::ok,
+                                                            FinishStatus::lost, FinishStatus::ok,
+                                                            FinishStatus::lost});
+        CHECK(a.release(
+                  {{mine, wrong}, {mine, held.token}, {fresh, r[0].token}, {mine, held.token}}) ==
+              std::vector<FinishStatus>{FinishStatus::lost, FinishStatus::ok, FinishStatus::lost,
+                                        FinishStatus::lost});
+        const auto after = b.claim({fresh, stale, mine}, kLease);
+        CHECK(after[0].status == ClaimStatus::duplicate);
+        CHECK(after[0].stored_result == "fresh result");
+        CHECK(after[1].status == ClaimStatus::dead_lettered);
+        CHECK(after[1].stored_result == "why");
+        CHECK(after[2].status == ClaimStatus::acquired);
+        for (const auto& k : keys) redis.command({"DEL", a.redis_key(k)});
+    }
+
+    TEST_CASE_FIXTURE(Claims, "a batch of 2500 keys is three script calls in one round trip") {
+        static_assert(exo::ClaimStore::max_keys_per_call == 1000);
+        std::vector<std::string> keys;
+        for (int i = 0; i < 2500; ++i) keys.push_back(key + "-" + std::to_string(i));
+        acquire(a);  // load claim.lua first: the batch alone is then measured
+        auto rt = redis.round_trips();
+        auto sent = redis.commands_sent();
+        const auto claimed = a.claim(keys, kLease);
+        CHECK(redis.round_trips() == rt + 1);
+        CHECK(redis.commands_sent() == sent + 3);
+        REQUIRE(claimed.size() == keys.size());
+        std::vector<exo::CompleteRequest> done;
+        for (std::size_t i = 0; i < keys.size(); ++i) {
+            REQUIRE(claimed[i].status == ClaimStatus::acquired);
+            done.push_back({keys[i], claimed[i].token, "r" + std::to_string(i)});
+        }
+        for (const auto& k : {keys.front(), keys[999], keys[1000], keys[2000], keys.back()})
+            CHECK(redis.command({"HGET", a.redis_key(k), "owner"}).str == "owner-a");
+
+        CHECK(complete(a, acquire(a).token, "loads complete.lua") == FinishStatus::ok);
+        rt = redis.round_trips();
+        sent = redis.commands_sent();
+        const auto finished = a.complete(done, kTtl);
+        CHECK(redis.round_trips() == rt + 1);
+        CHECK(redis.commands_sent() == sent + 3);
+        REQUIRE(finished.size() == keys.size());
+        for (auto f : finished) REQUIRE(f == FinishStatus::ok);
+
+        // Every key got its own result back, in order across the calls.
+        const auto again = b.claim(keys, kLease);
+        REQUIRE(again.size() == keys.size());
+        for (std::size_t i = 0; i < keys.size(); ++i) {
+            REQUIRE(again[i].status == ClaimStatus::duplicate);
+            REQUIRE(again[i].stored_result == "r" + std::to_string(i));
+        }
+        std::vector<std::string> del{"DEL"};
+        for (const auto& k : keys) del.push_back(a.redis_key(k));
+        redis.command(del);
+    }
+
+    TEST_CASE_FIXTURE(Claims, "a key in error in the middle of a batch fails alone") {
+        const std::string first = key + "-first", bad = key + "-bad", last = key + "-last";
+        redis.command({"SET", a.redis_key(bad), "not a hash"});
+
+        // The script answers the other keys in place around the error.
+        const std::string claim_lua = [] {
+            for (const auto& f : exo::embedded::lua::files())
+                if (f.name == "claim.lua") return std::string(f.contents);
+            return std::string();
+        }();
+        auto raw = redis.eval_many(claim_lua, {{"3", a.redis_key(first), a.redis_key(bad),
+                                                a.redis_key(last), "owner-a", "10000"}});
+        REQUIRE(raw.size() == 1);
+        REQUIRE(raw[0].elements.size() == 3);
+        CHECK(raw[0].elements[0].elements.at(0).str == "ACQUIRED");
+        CHECK(raw[0].elements[1].type == exo::RedisReply::Type::error);
+        CHECK(raw[0].elements[1].str.find("WRONGTYPE") != std::string::npos);
+        CHECK(raw[0].elements[2].elements.at(0).str == "ACQUIRED");
+        const auto field_of = [&](const std::string& k, const char* field) {
+            return redis.command({"HGET", a.redis_key(k), field}).str;
+        };
+        const auto forget = [&] { redis.command({"DEL", a.redis_key(first), a.redis_key(last)}); };
+
+        // ClaimStore throws as it did with one call per key, naming that key...
+        forget();
+        try {
+            a.claim({first, bad, last}, kLease);
+            FAIL("a batch with a key that is not a hash did not throw");
+        } catch (const exo::RedisReplyError& e) {
+            const std::string what = e.what();
+            CHECK(what.find("claim.lua on key '" + a.redis_key(bad) + "'") != std::string::npos);
+            CHECK(what.find("WRONGTYPE") != std::string::npos);
+        }
+        // ...and the keys around it were claimed all the same.
+        CHECK(field_of(first, "owner") == "owner-a");
+        CHECK(field_of(last, "owner") == "owner-a");
+        forget();
+        redis.command({"DEL", a.redis_key(bad)});
+        redis.command({"HSET", a.redis_key(bad), "state", "SOMETHING_ELSE"});
+        CHECK_THROWS_AS(a.claim({first, bad, last}, kLease), exo::RedisReplyError);
+        CHECK(field_of(first, "owner") == "owner-a");
+        CHECK(field_of(last, "owner") == "owner-a");
+        // Retrying the batch is re-entrant: the same tokens.
+        const auto first_token = field_of(first, "token"), last_token = field_of(last, "token");
+        redis.command({"DEL", a.redis_key(bad)});
+        const auto retried = a.claim({first, bad, last}, kLease);
+        CHECK(std::to_string(retried[0].token.value) == first_token);
+        CHECK(retried[1].status == ClaimStatus::acquired);
+        CHECK(std::to_string(retried[2].token.value) == last_token);
+
+        // The same for the finishing scripts: the keys around the error are done.
+        redis.command({"DEL", a.redis_key(bad)});
+        redis.command({"SET", a.redis_key(bad), "not a hash"});
+        CHECK_THROWS_AS(
+            a.extend({{first, retried[0].token}, {bad, retried[1].token}, {last, retried[2].token}},
+                     kLease),
+            exo::RedisReplyError);
+        CHECK_THROWS_AS(a.complete({{first, retried[0].token, "one"},
+                                    {bad, retried[1].token, "two"},
+                                    {last, retried[2].token, "three"}},
+                                   kTtl),
+                        exo::RedisReplyError);
+        CHECK(field_of(first, "result") == "one");
+        CHECK(field_of(last, "result") == "three");
+        CHECK_THROWS_AS(a.release({{first, retried[0].token}, {bad, retried[1].token}}),
+                        exo::RedisReplyError);
+        for (const auto& k : {first, bad, last}) redis.command({"DEL", a.redis_key(k)});
     }
 
     TEST_CASE_FIXTURE(Claims, "an empty batch costs no round trip") {

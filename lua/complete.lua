@@ -1,30 +1,54 @@
--- complete(KEYS[1] = claim key; ARGV: owner, token, result, ttl_ms, final_state)
+-- complete(KEYS[1..N] = claim keys; ARGV: owner, ttl_ms, then for each key in
+-- KEYS order: token, result, final_state)
 -- final_state: COMPLETED (result = the handler's result) or DEAD_LETTERED (result =
--- the reason). Reply (bulk string): "OK" | "LOST" (not ours any more, or no key).
-local key = KEYS[1]
-local owner, token, result, final_state = ARGV[1], ARGV[2], ARGV[3], ARGV[5]
-local ttl_ms = tonumber(ARGV[4])
+-- the reason). Reply: an array with one entry per key, in KEYS order: the bulk
+-- string "OK" | "LOST" (not ours any more, or no key), or an error reply in that
+-- key's place (not a hash): that key only failed. A bad argument fails the whole
+-- call before any key is touched.
+-- One call takes many keys of any hash slot: it needs a single Redis, not Cluster.
+local owner = ARGV[1]
+local ttl_ms = tonumber(ARGV[2])
+if #ARGV ~= 2 + 3 * #KEYS then
+    return redis.error_reply('ERR complete.lua: expected ARGV owner, ttl_ms and '
+                             .. 'token, result, final_state per key')
+end
 if not ttl_ms or ttl_ms <= 0 then
     return redis.error_reply('ERR complete.lua: ttl_ms must be a positive number')
 end
-if final_state ~= 'COMPLETED' and final_state ~= 'DEAD_LETTERED' then
-    return redis.error_reply('ERR complete.lua: final_state must be COMPLETED or DEAD_LETTERED')
+for i = 1, #KEYS do
+    local final_state = ARGV[2 + 3 * i]
+    if final_state ~= 'COMPLETED' and final_state ~= 'DEAD_LETTERED' then
+        return redis.error_reply('ERR complete.lua: final_state must be COMPLETED or DEAD_LETTERED')
+    end
 end
+local ttl = string.format('%.0f', ttl_ms)
 
-local rec = redis.call('HMGET', key, 'state', 'owner', 'token')
-if rec[2] ~= owner or rec[3] ~= token then
-    return 'LOST'
-end
--- Already done by this very claim: a retry of a complete whose reply was lost.
-if rec[1] == final_state then
+-- One key, exactly as a call with that key alone would answer it.
+local function complete(key, token, result, final_state)
+    -- pcall: a key that is not a hash fails alone instead of aborting the call.
+    local rec = redis.pcall('HMGET', key, 'state', 'owner', 'token')
+    if rec.err then return rec end
+    if rec[2] ~= owner or rec[3] ~= token then
+        return 'LOST'
+    end
+    -- Already done by this very claim: a retry of a complete whose reply was lost.
+    if rec[1] == final_state then
+        return 'OK'
+    end
+    if rec[1] ~= 'PROCESSING' then
+        return 'LOST'
+    end
+
+    -- The token stays so a later takeover (after the TTL) still hands out a higher one.
+    redis.call('HSET', key, 'state', final_state, 'result', result)
+    redis.call('HDEL', key, 'lease_until')
+    redis.call('PEXPIRE', key, ttl)
     return 'OK'
 end
-if rec[1] ~= 'PROCESSING' then
-    return 'LOST'
-end
 
--- The token stays so a later takeover (after the TTL) still hands out a higher one.
-redis.call('HSET', key, 'state', final_state, 'result', result)
-redis.call('HDEL', key, 'lease_until')
-redis.call('PEXPIRE', key, string.format('%.0f', ttl_ms))
-return 'OK'
+local replies = {}
+for i, key in ipairs(KEYS) do
+    local at = 3 * i
+    replies[i] = complete(key, ARGV[at], ARGV[at + 1], ARGV[at + 2])
+end
+return replies

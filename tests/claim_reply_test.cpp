@@ -187,4 +187,48 @@ TEST_SUITE("claim replies") {
         CHECK(finish_error_of(error_reply("OK")).find("answered with an error") !=
               std::string::npos);
     }
+
+    TEST_CASE("a multi-key reply is split into one reply per key, in order") {
+        auto replies =
+            split_per_key("claim.lua",
+                          array({claim_reply("ACQUIRED", "1"), error_reply("WRONGTYPE x"),
+                                 claim_reply("DUPLICATE", "r")}),
+                          3, kKey);
+        REQUIRE(replies.size() == 3);
+        CHECK(parse_claim_reply(replies[0], kKey).token == FencingToken{1});
+        CHECK(parse_claim_reply(replies[2], kKey).stored_result == "r");
+        // An error in one key's place fails that key alone, as its own reply.
+        CHECK(claim_error_of(replies[1]).find("WRONGTYPE x") != std::string::npos);
+    }
+
+    TEST_CASE("a multi-key error reply fails the whole call, naming the script and first key") {
+        try {
+            split_per_key("complete.lua", error_reply("ERR complete.lua: ttl_ms must be"), 2, kKey);
+            FAIL("an error reply was split");
+        } catch (const RedisReplyError& e) {
+            const std::string message = e.what();
+            CHECK(message.find("complete.lua on 2 key(s)") != std::string::npos);
+            CHECK(message.find(kKey) != std::string::npos);
+            CHECK(message.find("ttl_ms must be") != std::string::npos);
+            CHECK(message.find("retry") != std::string::npos);
+        }
+    }
+
+    TEST_CASE("a multi-key reply without exactly one entry per key is refused") {
+        CHECK_THROWS_AS(split_per_key("extend.lua", array({text("OK")}), 2, kKey), RedisReplyError);
+        CHECK_THROWS_AS(split_per_key("extend.lua", array({text("OK"), text("OK")}), 1, kKey),
+                        RedisReplyError);
+        CHECK_THROWS_AS(split_per_key("extend.lua", text("OK"), 1, kKey), RedisReplyError);
+        CHECK_THROWS_AS(split_per_key("extend.lua", RedisReply{}, 1, kKey), RedisReplyError);
+    }
+
+    TEST_CASE("a refused multi-key reply of many entries is shown only in part") {
+        std::vector<RedisReply> many(1000, text("OK"));
+        try {
+            split_per_key("release.lua", array(std::move(many)), 999, kKey);
+            FAIL("1000 entries were split into 999");
+        } catch (const RedisReplyError& e) {
+            CHECK(std::string(e.what()).size() < 600);
+        }
+    }
 }

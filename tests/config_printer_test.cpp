@@ -123,6 +123,7 @@ bindings:
                                  "workers: 2",
                                  "linger_ms: 5",
                                  "on_redis_down: \"pause\"",
+                                 "framework_sql: \"set_based\"",
                                  "level: \"info\"",
                                  "format: \"text\"",
                                  "header: \"event-id\"",

@@ -56,6 +56,7 @@ pipeline:
   retry_backoff_initial_ms: 50
   retry_backoff_max_ms: 2000
   on_redis_down: postgres_only
+  framework_sql: per_record
 logging:
   level: debug
 bindings:
@@ -110,6 +111,7 @@ bindings:
         CHECK(c.pipeline.retry_backoff_initial == 50ms);
         CHECK(c.pipeline.retry_backoff_max == 2000ms);
         CHECK(c.pipeline.on_redis_down == RedisDownPolicy::postgres_only);
+        CHECK(c.pipeline.framework_sql == exo::FrameworkSql::per_record);
         CHECK(c.logging.level == "debug");
 
         REQUIRE(c.bindings.size() == 3);
@@ -125,11 +127,11 @@ bindings:
         CHECK(payments.sequence->gap_timeout == 30000ms);
         CHECK(payments.max_attempts == 3);
         CHECK(payments.dead_letter_topic == "payments.dead");
-        CHECK(payments.yaml_line == 39);
+        CHECK(payments.yaml_line == 40);
 
         CHECK(c.bindings[1].key.kind == KeySourceKind::header);
         CHECK(c.bindings[1].key.name == "idempotency-key");
-        CHECK(c.bindings[1].yaml_line == 45);
+        CHECK(c.bindings[1].yaml_line == 46);
         CHECK(c.bindings[2].key.kind == KeySourceKind::coordinates);
         CHECK(c.bindings[2].key.name.empty());
     }

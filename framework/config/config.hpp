@@ -101,6 +101,12 @@ struct ClaimConfig {
     milliseconds completed_ttl{24 * 3600 * 1000};  // how long Redis answers DUPLICATE itself
 };
 
+// How a transaction's framework statements run when nothing fails
+// (docs/design.md section 4.1). per_record is today's careful path for every
+// transaction: a fallback switch for the set-based statements, and the
+// benchmark's comparison. Batch handlers then run record by record too.
+enum class FrameworkSql { set_based, per_record };
+
 struct PipelineConfig {
     int workers = 2;         // threads, each with its own Redis and PostgreSQL connection
     int batch_size = 100;    // records per claim pipeline and per transaction
@@ -110,6 +116,7 @@ struct PipelineConfig {
     milliseconds retry_backoff_initial{100};
     milliseconds retry_backoff_max{10000};
     RedisDownPolicy on_redis_down = RedisDownPolicy::pause;
+    FrameworkSql framework_sql = FrameworkSql::set_based;
 };
 
 // text: "[time] [logger] [level] message [topic[partition]@offset key=...]", for people.

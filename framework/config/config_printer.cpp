@@ -102,6 +102,8 @@ public:
         ms("retry_backoff_max_ms", p.retry_backoff_max);
         text("on_redis_down",
              p.on_redis_down == RedisDownPolicy::pause ? "pause" : "postgres_only");
+        text("framework_sql",
+             p.framework_sql == FrameworkSql::set_based ? "set_based" : "per_record");
         end();
     }
 

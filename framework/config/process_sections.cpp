@@ -11,13 +11,16 @@ const Keys kPipelineKeys = {"workers",
                             "shutdown_timeout_ms",
                             "retry_backoff_initial_ms",
                             "retry_backoff_max_ms",
-                            "on_redis_down"};
+                            "on_redis_down",
+                            "framework_sql"};
 const Keys kLoggingKeys = {"level", "format"};
 
 namespace {
 
 const Choices<RedisDownPolicy> kRedisDownPolicies = {
     {"pause", RedisDownPolicy::pause}, {"postgres_only", RedisDownPolicy::postgres_only}};
+const Choices<FrameworkSql> kFrameworkSql = {{"set_based", FrameworkSql::set_based},
+                                             {"per_record", FrameworkSql::per_record}};
 const Choices<std::string_view> kLogLevels = {
     {"trace", "trace"}, {"debug", "debug"},       {"info", "info"}, {"warn", "warn"},
     {"error", "error"}, {"critical", "critical"}, {"off", "off"}};
@@ -35,6 +38,7 @@ PipelineConfig read_pipeline(const Reader& pipeline) {
     pipeline.read("retry_backoff_initial_ms", out.retry_backoff_initial, kPositiveMs);
     pipeline.read("retry_backoff_max_ms", out.retry_backoff_max, kPositiveMs);
     pipeline.read("on_redis_down", out.on_redis_down, kRedisDownPolicies);
+    pipeline.read("framework_sql", out.framework_sql, kFrameworkSql);
     if (out.retry_backoff_max < out.retry_backoff_initial) {
         const std::string_view key = pipeline.has("retry_backoff_max_ms")
                                          ? "retry_backoff_max_ms"

@@ -394,7 +394,8 @@ bool Worker::run_transaction(std::deque<BatchItem>& items, const std::vector<std
         return false;
     };
     // Optimistic: the framework's SQL of every record at once, then the handlers.
-    if (!careful && !start_group_set_based(tx, items, group, why)) return roll_back();
+    const bool set_based = ctx_.config.pipeline.framework_sql == FrameworkSql::set_based;
+    if (!careful && set_based && !start_group_set_based(tx, items, group, why)) return roll_back();
     std::optional<std::size_t> previous;  // careful: the record whose savepoint is open
     // Optimistic: the records of batch handlers, by topic, for one call each
     // after the loop (a partition is one topic, so its order is kept).

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstdint>
 #include <optional>
+#include <utility>
 
 namespace exo {
 
@@ -33,10 +34,10 @@ std::string describe(const RedisReply& r) {
     return "?";
 }
 
-// One bad reply throws for the whole batch although the other calls of its
-// pipeline did run. Retrying the batch is safe: a re-claim by the same owner is
-// re-entrant, a repeated complete answers OK, and a repeated release answers LOST,
-// which callers only count.
+// One bad reply throws for the whole batch although the other keys of its call
+// and the other calls of its pipeline did run. Retrying the batch is safe: a re-claim by the same
+// owner is re-entrant, a repeated complete answers OK, and a repeated release answers LOST, which
+// callers only count.
 [[noreturn]] void bad_reply(const char* script, const std::string& redis_key, const RedisReply& r) {
     if (r.type == RedisReply::Type::error)
         throw RedisReplyError(std::string(script) + " on key '" + redis_key +
@@ -47,6 +48,14 @@ std::string describe(const RedisReply& r) {
                           "; is another version of exo using the same keys?");
 }
 
+// A call's whole reply may hold a thousand entries: the message shows its start.
+std::string describe_briefly(const RedisReply& r) {
+    constexpr std::size_t kMax = 300;
+    std::string out = describe(r);
+    if (out.size() > kMax) out = out.substr(0, kMax) + "...";
+    return out;
+}
+
 std::optional<std::int64_t> parse_int(const std::string& s) {
     std::int64_t v = 0;
     auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
@@ -55,6 +64,20 @@ std::optional<std::int64_t> parse_int(const std::string& s) {
 }
 
 }  // namespace
+
+std::vector<RedisReply> split_per_key(const char* script, RedisReply r, std::size_t keys,
+                                      const std::string& first_key) {
+    const std::string call =
+        std::string(script) + " on " + std::to_string(keys) + " key(s) from '" + first_key + "'";
+    if (r.type == RedisReply::Type::error)
+        throw RedisReplyError(call + " answered with an error: " + r.str +
+                              "; that call did not complete: put the batch back and retry");
+    if (r.type != RedisReply::Type::array || r.elements.size() != keys)
+        throw RedisReplyError(call + " gave an unexpected reply " + describe_briefly(r) +
+                              " instead of one entry per key; is another version of exo using "
+                              "the same Redis?");
+    return std::move(r.elements);
+}
 
 ClaimResult parse_claim_reply(const RedisReply& r, const std::string& redis_key) {
     if (r.type != RedisReply::Type::array || r.elements.size() != 2 || !is_text(r.elements[0]) ||

@@ -1,14 +1,18 @@
 #pragma once
 // What the claim scripts (lua/*.lua) answer, read into plain values. Pure: no I/O
 // and no hiredis, so it is unit-tested and fuzzed without a server; ClaimStore
-// (claim_store.hpp) sends the scripts and hands each reply to these functions.
+// (claim_store.hpp) sends the scripts, splits each call's reply into one reply per
+// key (split_per_key) and hands each of those to parse_claim_reply or
+// parse_finish_reply.
 //
 // Errors: anything but a reply the scripts can give (an error reply, nil, another
 // shape, an unknown status, a token or lease that is not a positive integer) throws
 // RedisReplyError, whose message names the script, the Redis key and the reply.
 // Thread-safety: the functions share no state.
 #include <chrono>
+#include <cstddef>
 #include <string>
+#include <vector>
 
 #include <exo/types.hpp>
 #include "redis/redis_connection.hpp"  // RedisReply; declares no hiredis type
@@ -33,6 +37,15 @@ struct ClaimResult {
 // ok: the script did what was asked. lost: the claim is no longer ours (taken over,
 // expired, or Redis flushed): PostgreSQL decides, so callers count and log it.
 enum class FinishStatus { ok, lost };
+
+// The reply of one call of a script (named by `script`) on `keys` keys: an array
+// with one entry per key, in the order the keys were sent, each the reply for that
+// key alone (an error reply there fails that key only). Returns the entries, moved
+// out of `reply`. Throws RedisReplyError for an error reply (a bad argument or a
+// script error: the whole call failed) or anything but an array of `keys` entries;
+// `first_key` labels the message.
+std::vector<RedisReply> split_per_key(const char* script, RedisReply reply, std::size_t keys,
+                                      const std::string& first_key);
 
 // claim.lua's reply for one key: a two-element array of text (bulk string or
 // status) {STATUS, VALUE}, where STATUS is one of

@@ -1,5 +1,6 @@
 #include "redis/claim_store.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <utility>
 
@@ -25,6 +26,63 @@ void require_positive(std::chrono::milliseconds d, const char* what) {
     if (d.count() <= 0)
         throw std::invalid_argument(std::string("ClaimStore: ") + what + " must be positive, got " +
                                     std::to_string(d.count()) + " ms");
+}
+
+// The reply for each of `keys` of `script` (named by `name`): one EVALSHA per
+// ClaimStore::max_keys_per_call keys, all pipelined in one round trip. A call is
+// {N, its N keys..., common..., the per-key arguments of its keys...}, as
+// lua/*.lua take them; `per_key` holds the same number of arguments for each key,
+// in key order. Throws RedisReplyError when a whole call failed (split_per_key).
+std::vector<RedisReply> eval_per_key(RedisConnection& redis, const std::string& script,
+                                     const char* name, const std::vector<std::string>& keys,
+                                     const std::vector<std::string>& common,
+                                     const std::vector<std::string>& per_key) {
+    const std::size_t stride = keys.empty() ? 0 : per_key.size() / keys.size();
+    std::vector<std::vector<std::string>> calls;
+    for (std::size_t begin = 0; begin < keys.size(); begin += ClaimStore::max_keys_per_call) {
+        const std::size_t end = std::min(keys.size(), begin + ClaimStore::max_keys_per_call);
+        std::vector<std::string> call;
+        call.reserve(1 + (end - begin) * (1 + stride) + common.size());
+        call.push_back(std::to_string(end - begin));
+        call.insert(call.end(), keys.begin() + begin, keys.begin() + end);
+        call.insert(call.end(), common.begin(), common.end());
+        call.insert(call.end(), per_key.begin() + begin * stride, per_key.begin() + end * stride);
+        calls.push_back(std::move(call));
+    }
+    auto replies = redis.eval_many(script, calls);
+    std::vector<RedisReply> out;
+    out.reserve(keys.size());
+    for (std::size_t c = 0; c < replies.size(); ++c) {
+        const std::size_t begin = c * ClaimStore::max_keys_per_call;
+        const std::size_t count = std::min(keys.size() - begin, ClaimStore::max_keys_per_call);
+        for (auto& reply : split_per_key(name, std::move(replies[c]), count, keys[begin]))
+            out.push_back(std::move(reply));
+    }
+    return out;
+}
+
+// The Redis key and the token of each claim, in order: extend.lua's and
+// release.lua's keys and per-key arguments.
+std::pair<std::vector<std::string>, std::vector<std::string>> keys_and_tokens(
+    std::string_view prefix, std::string_view group, const std::vector<TokenRequest>& claims) {
+    std::pair<std::vector<std::string>, std::vector<std::string>> out;
+    out.first.reserve(claims.size());
+    out.second.reserve(claims.size());
+    for (const auto& c : claims) {
+        out.first.push_back(claim_key(prefix, group, c.key));
+        out.second.push_back(std::to_string(c.token.value));
+    }
+    return out;
+}
+
+std::vector<FinishStatus> parse_finish_replies(const char* script,
+                                               const std::vector<RedisReply>& replies,
+                                               const std::vector<std::string>& redis_keys) {
+    std::vector<FinishStatus> out;
+    out.reserve(replies.size());
+    for (std::size_t i = 0; i < replies.size(); ++i)
+        out.push_back(parse_finish_reply(script, replies[i], redis_keys[i]));
+    return out;
 }
 
 }  // namespace
@@ -83,61 +141,50 @@ std::string claim_key(std::string_view prefix, std::string_view group, std::stri
 std::vector<ClaimResult> ClaimStore::claim(const std::vector<std::string>& keys,
                                            std::chrono::milliseconds lease) {
     require_positive(lease, "lease");
-    std::vector<std::vector<std::string>> calls;
-    calls.reserve(keys.size());
-    for (const auto& key : keys)
-        calls.push_back({"1", redis_key(key), owner_, std::to_string(lease.count())});
-    const auto replies = redis_.eval_many(claim_script_, calls);
+    std::vector<std::string> redis_keys;
+    redis_keys.reserve(keys.size());
+    for (const auto& key : keys) redis_keys.push_back(redis_key(key));
+    auto replies = eval_per_key(redis_, claim_script_, "claim.lua", redis_keys,
+                                {owner_, std::to_string(lease.count())}, {});
     std::vector<ClaimResult> out;
     out.reserve(replies.size());
     for (std::size_t i = 0; i < replies.size(); ++i)
-        out.push_back(parse_claim_reply(replies[i], calls[i][1]));
+        out.push_back(parse_claim_reply(replies[i], redis_keys[i]));
     return out;
 }
 
 std::vector<FinishStatus> ClaimStore::extend(const std::vector<TokenRequest>& claims,
                                              std::chrono::milliseconds lease) {
     require_positive(lease, "lease");
-    std::vector<std::vector<std::string>> calls;
-    calls.reserve(claims.size());
-    for (const auto& c : claims)
-        calls.push_back({"1", redis_key(c.key), owner_, std::to_string(c.token.value),
-                         std::to_string(lease.count())});
-    const auto replies = redis_.eval_many(extend_script_, calls);
-    std::vector<FinishStatus> out;
-    out.reserve(replies.size());
-    for (std::size_t i = 0; i < replies.size(); ++i)
-        out.push_back(parse_finish_reply("extend.lua", replies[i], calls[i][1]));
-    return out;
+    const auto [redis_keys, tokens] = keys_and_tokens(key_prefix_, group_, claims);
+    auto replies = eval_per_key(redis_, extend_script_, "extend.lua", redis_keys,
+                                {owner_, std::to_string(lease.count())}, tokens);
+    return parse_finish_replies("extend.lua", replies, redis_keys);
 }
 
 std::vector<FinishStatus> ClaimStore::complete(const std::vector<CompleteRequest>& requests,
                                                std::chrono::milliseconds ttl) {
     require_positive(ttl, "ttl");
-    std::vector<std::vector<std::string>> calls;
-    calls.reserve(requests.size());
-    for (const auto& r : requests)
-        calls.push_back({"1", redis_key(r.key), owner_, std::to_string(r.token.value), r.result,
-                         std::to_string(ttl.count()), final_state_name(r.outcome)});
-    const auto replies = redis_.eval_many(complete_script_, calls);
-    std::vector<FinishStatus> out;
-    out.reserve(replies.size());
-    for (std::size_t i = 0; i < replies.size(); ++i)
-        out.push_back(parse_finish_reply("complete.lua", replies[i], calls[i][1]));
-    return out;
+    std::vector<std::string> redis_keys;
+    std::vector<std::string> per_key;
+    redis_keys.reserve(requests.size());
+    per_key.reserve(3 * requests.size());
+    for (const auto& r : requests) {
+        redis_keys.push_back(redis_key(r.key));
+        per_key.push_back(std::to_string(r.token.value));
+        per_key.push_back(r.result);
+        per_key.push_back(final_state_name(r.outcome));
+    }
+    auto replies = eval_per_key(redis_, complete_script_, "complete.lua", redis_keys,
+                                {owner_, std::to_string(ttl.count())}, per_key);
+    return parse_finish_replies("complete.lua", replies, redis_keys);
 }
 
 std::vector<FinishStatus> ClaimStore::release(const std::vector<TokenRequest>& claims) {
-    std::vector<std::vector<std::string>> calls;
-    calls.reserve(claims.size());
-    for (const auto& c : claims)
-        calls.push_back({"1", redis_key(c.key), owner_, std::to_string(c.token.value)});
-    const auto replies = redis_.eval_many(release_script_, calls);
-    std::vector<FinishStatus> out;
-    out.reserve(replies.size());
-    for (std::size_t i = 0; i < replies.size(); ++i)
-        out.push_back(parse_finish_reply("release.lua", replies[i], calls[i][1]));
-    return out;
+    const auto [redis_keys, tokens] = keys_and_tokens(key_prefix_, group_, claims);
+    auto replies =
+        eval_per_key(redis_, release_script_, "release.lua", redis_keys, {owner_}, tokens);
+    return parse_finish_replies("release.lua", replies, redis_keys);
 }
 
 }  // namespace exo

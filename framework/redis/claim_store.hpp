@@ -1,13 +1,21 @@
 #pragma once
 // The Redis claim protocol of docs/design.md section 3: one hash per (group,
 // idempotency key), changed only by the Lua scripts in lua/ (EVALSHA, reloaded
-// on NOSCRIPT). Every call takes a batch and costs one round trip.
+// on NOSCRIPT). Every call takes a batch and costs one round trip: one EVALSHA
+// per max_keys_per_call keys, each script looping over its keys, because Redis
+// spends most of a one-key call on command dispatch and Lua entry. A call holds
+// keys of many hash slots, so the claims need a single Redis (a primary, with or
+// without replicas), not Redis Cluster.
 //
 // Thread-safety: none; one ClaimStore per worker, like its RedisConnection.
 // Errors: every method throws RedisError (see redis_error.hpp) when Redis cannot
-// be reached or answers with an error; no claim state is then known to have changed.
+// be reached or answers with an error, for a whole call or for one key (e.g. a
+// key that is not a claim hash). The other keys may have been handled all the
+// same, so after a throw no claim state is known; retrying the batch is safe
+// (claim_reply.cpp says why).
 // Replies are read by claim_reply.hpp, which says which ones are accepted.
 #include <chrono>
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,6 +51,11 @@ std::string claim_key_part(std::string_view part);
 
 class ClaimStore {
 public:
+    // At most this many keys per script call, so that one call (a few commands per
+    // key, a few milliseconds per 1,000 keys) never blocks Redis for long; a larger
+    // batch sends several calls in the same pipeline, still one round trip.
+    static constexpr std::size_t max_keys_per_call = 1000;
+
     // `owner` identifies this worker uniquely across processes and restarts.
     ClaimStore(RedisConnection& redis, std::string key_prefix, std::string group,
                std::string owner);

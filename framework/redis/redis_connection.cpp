@@ -147,6 +147,7 @@ std::vector<RedisReply> RedisConnection::pipeline(
             fail(doing);
     }
     ++round_trips_;
+    commands_sent_ += commands.size();
     replies.reserve(commands.size());
     for (std::size_t i = 0; i < commands.size(); ++i) {
         void* raw = nullptr;

@@ -53,13 +53,16 @@ public:
     std::vector<RedisReply> pipeline(const std::vector<std::vector<std::string>>& commands);
     // EVALSHA of `script` (loaded with SCRIPT LOAD on first use and again on NOSCRIPT)
     // for each argument list, pipelined. `calls[i]` is {numkeys-prefixed keys..., args...}
-    // exactly as EVALSHA takes them after the sha.
+    // exactly as EVALSHA takes them after the sha. Replies in order; error replies
+    // are returned, but for NOSCRIPT, which is answered by reloading the script.
     std::vector<RedisReply> eval_many(const std::string& script,
                                       const std::vector<std::vector<std::string>>& calls);
 
     void reconnect();  // throws like the constructor
     // Round trips made so far (a pipeline counts once): for the benchmark.
     std::uint64_t round_trips() const { return round_trips_; }
+    // Commands sent so far (a pipeline counts each of its commands).
+    std::uint64_t commands_sent() const { return commands_sent_; }
 
 private:
     void connect();  // throws like the constructor
@@ -72,6 +75,7 @@ private:
     std::unique_ptr<redisContext, RedisContextDeleter> context_;
     std::vector<std::pair<std::string, std::string>> script_shas_;  // script text -> sha
     std::uint64_t round_trips_ = 0;
+    std::uint64_t commands_sent_ = 0;
 };
 
 }  // namespace exo
