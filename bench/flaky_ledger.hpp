@@ -9,6 +9,7 @@
 #include <functional>
 #include <string>
 
+#include "bench_ledger.hpp"
 #include "ledger.hpp"
 
 namespace exo::bench {
@@ -31,7 +32,7 @@ public:
 private:
     std::size_t every_;
     bool named_;
-    handlers::LedgerHandler inner_;
+    handlers::LedgerHandler inner_{bench_ledger_options()};
 };
 
 }  // namespace exo::bench

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench_ledger.hpp"
 #include "ledger.hpp"
 #include "pipeline/handler_registry.hpp"
 
@@ -39,7 +40,7 @@ public:
     void handle_batch(BatchContext& ctx) override;
 
 private:
-    handlers::LedgerHandler inner_;
+    handlers::LedgerHandler inner_{bench_ledger_options()};
     std::shared_ptr<std::vector<LatencySample>> series_;
 };
 

@@ -15,6 +15,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "bench_ledger.hpp"
 #include "flaky_ledger.hpp"
 #include "kafka/group_progress.hpp"
 #include "kafka/producer.hpp"
@@ -178,11 +179,11 @@ ScenarioResult run_pipeline_scenario(BenchWorld& world, const Isolation& iso,
                      });
     else if (s.record_handler)
         registry.add("ledger", [](const HandlerOptions&) {
-            return std::make_unique<handlers::LedgerRecordHandler>();
+            return std::make_unique<handlers::LedgerRecordHandler>(bench_ledger_options());
         });
     else
         registry.add("ledger", [](const HandlerOptions&) {
-            return std::make_unique<handlers::LedgerHandler>();
+            return std::make_unique<handlers::LedgerHandler>(bench_ledger_options());
         });
 
     begin_memory_window();

@@ -10,6 +10,7 @@
 
 #include <exo/payload.hpp>
 #include "core/key_derivation.hpp"
+#include "bench_ledger.hpp"
 #include "ledger.hpp"
 #include "pg/framework_statements.hpp"
 #include "pg_round_trips.hpp"
@@ -98,7 +99,7 @@ void run_thread(const Isolation& iso, const TopicWorkload& w,
                 std::latch& ready, std::latch& go, std::latch& done, std::latch& release,
                 ShareOutcome& out) {
     std::unique_ptr<pqxx::connection> conn;
-    handlers::LedgerRecordHandler handler;
+    handlers::LedgerRecordHandler handler(bench_ledger_options());
     try {
         conn = std::make_unique<pqxx::connection>(iso.uri);
         prepare_framework_statements(*conn);
