@@ -9,8 +9,8 @@
 #include <thread>
 
 #include <exo/payload.hpp>
-#include "core/key_derivation.hpp"
 #include "bench_ledger.hpp"
+#include "core/key_derivation.hpp"
 #include "ledger.hpp"
 #include "pg/framework_statements.hpp"
 #include "pg_round_trips.hpp"
