@@ -554,8 +554,10 @@ bool Worker::run_batch_handler(pqxx::transaction_base& tx, std::deque<BatchItem>
     BatchContext context(tx, entries, *log_);
     ctx_.stats.postgres_round_trips++;  // a handler's statements, at least one
     const auto started = Clock::now();
+    std::chrono::microseconds took{0};  // handle_batch() alone, as handle() on the per-record path
     try {
         batch_handlers_.at(binding.topic)->handle_batch(context);
+        took = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started);
         // Its emits, every record's in batch order, in one statement of its
         // transaction: failing like one of its statements (a handler that
         // swallowed a database error left the transaction aborted) sends the
@@ -601,10 +603,7 @@ bool Worker::run_batch_handler(pqxx::transaction_base& tx, std::deque<BatchItem>
         why = "handler '" + binding.handler + "' threw an exception that is not a std::exception";
         return false;
     }
-    ctx_.stats.handler_ran(
-        binding.topic,
-        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started),
-        batch.size());
+    ctx_.stats.handler_ran(binding.topic, took, batch.size());
     std::vector<std::string> keys;
     std::vector<std::string> results;
     for (std::size_t n = 0; n < batch.size(); ++n) {
