@@ -15,6 +15,7 @@
 
 #include <exo/testing.hpp>
 #include "child_process.hpp"
+#include "operations_cli.hpp"
 #include "ops/replayed_record.hpp"
 #include "pg/process_identity.hpp"
 #include "pipeline_harness.hpp"
@@ -28,85 +29,7 @@ using exo::testing::payment;
 using exo::testing::PipelineHarness;
 using exo::testing::RunningDaemon;
 using nlohmann::json;
-
-namespace {
-
-using Finished = exo::testing::FinishedChild;
-
-Finished exo_cli(const std::vector<std::string>& args,
-                 const std::map<std::string, std::string>& env = {}) {
-    const std::string log_file = "/tmp/" + exo::testing::unique_name("ops_cli") + ".log";
-    auto finished = exo::testing::run_to_end(exo::testing::exo_binary(), args, env, log_file, 90s);
-    REQUIRE_MESSAGE(finished.has_value(), "still running after 90 s: " << log_file);
-    return *finished;
-}
-
-// The JSON document a --json command printed (log lines may surround it): from
-// the first line that opens it to the first line that closes it at column 0.
-json json_of(const Finished& f) {
-    std::istringstream in(f.output);
-    std::string line, doc;
-    bool inside = false;
-    while (std::getline(in, line)) {
-        if (!inside && (line == "{" || line == "[" || line == "[]")) inside = true;
-        if (inside) doc += line + "\n";
-        if (inside && (line == "}" || line == "]" || line == "[]")) break;
-    }
-    INFO("output: " << f.output);
-    REQUIRE(!doc.empty());
-    return json::parse(doc);
-}
-
-std::string write_config(const PipelineHarness& h) {
-    const std::string path = "/tmp/" + h.schema() + "-ops.yaml";
-    std::ofstream(path) << h.config_yaml();
-    return path;
-}
-
-// The cause: a ledger that refuses payments above 100 dead-letters them at once.
-// (The harness's own ledger takes no options.)
-void consume_refusing_large_payments(const PipelineHarness& h) {
-    exo::Config config = h.config();
-    config.bindings[0].options = exo::testing::handler_options({{"max_amount", "100"}});
-    exo::HandlerRegistry registry;
-    registry.add("ledger", [](const exo::HandlerOptions& options) {
-        return std::make_unique<exo::handlers::LedgerHandler>(options);
-    });
-    RunningDaemon d(config, registry, h.bootstrap());
-    REQUIRE(h.wait_until_consumed(60s));
-    d.stop();
-}
-
-// The cause fixed: the same binding without the limit.
-void consume_fixed(const PipelineHarness& h) {
-    RunningDaemon d(h.config(), h.registry(), h.bootstrap());
-    REQUIRE(h.wait_until_consumed(60s));
-    d.stop();
-}
-
-std::int64_t topic_end(const PipelineHarness& h) {
-    return partition_end(h.bootstrap(), h.topic());
-}
-
-std::string outcome(const PipelineHarness& h, const std::string& key) {
-    pqxx::connection c(h.postgres_uri());
-    pqxx::read_transaction tx(c);
-    auto r = tx.exec_params(
-        "SELECT outcome FROM exo_processed WHERE consumer_group = $1 AND idempotency_key = $2",
-        h.config().kafka.group_id, key);
-    return r.empty() ? "none" : r[0][0].as<std::string>();
-}
-
-int replayed_copies(const PipelineHarness& h, const std::string& key, std::size_t total) {
-    int copies = 0;
-    for (const auto& r : exo::testing::read_topic(h.bootstrap(), h.topic(), total))
-        if (r.header(exo::kReplayedFromHeader) != nullptr &&
-            r.value.find("\"" + key + "\"") != std::string::npos)
-            ++copies;
-    return copies;
-}
-
-}  // namespace
+using namespace exo::testing::ops;
 
 TEST_CASE(
     "exo inspect shows an applied key's dedup row, process, claim and sequence, and exits 3 for "

@@ -25,7 +25,7 @@ public:
     }
     Arguments parse() {
         return Arguments("dlq replay", static_cast<int>(strings_.size()), pointers_.data(), 3,
-                         {"config", "key", "offset", "topic", "partition", "since"},
+                         {"config", "key", "offset", "topic", "partition", "since", "entity"},
                          {"all", "dry-run", "json"});
     }
 
@@ -56,8 +56,12 @@ TEST_CASE("since takes a duration with a unit and refuses a bare number or nonse
     CHECK_THROWS_AS(parse_since("0s"), UsageError);
 }
 
-TEST_CASE("replay needs exactly one of --key, --offset and --all") {
+TEST_CASE("replay needs exactly one of --key, --offset, --entity and --all") {
     CHECK(replay_selection(Argv{"--key", "k"}.parse()).key == "k");
+    CHECK(replay_selection(Argv{"--entity", "acc-1", "--topic", "t"}.parse()).entity == "acc-1");
+    CHECK_THROWS_AS(replay_selection(Argv{"--entity", "acc-1", "--all"}.parse()), UsageError);
+    CHECK_THROWS_AS(replay_selection(Argv{"--entity", "acc-1", "--key", "k"}.parse()), UsageError);
+    CHECK_THROWS_AS(replay_selection(Argv{"--entity", ""}.parse()), UsageError);
     CHECK(replay_selection(Argv{"--offset", "42"}.parse()).offset == 42);
     CHECK(replay_selection(Argv{"--all", "--topic", "t"}.parse()).all);
     CHECK_THROWS_WITH_AS(replay_selection(Argv{}.parse()), doctest::Contains("exactly one"),
@@ -71,8 +75,71 @@ TEST_CASE("replay refuses an offset that is not a non-negative integer, and --to
                          doctest::Contains("non-negative integer"), UsageError);
     CHECK_THROWS_AS(replay_selection(Argv{"--offset", "12x"}.parse()), UsageError);
     CHECK_THROWS_WITH_AS(replay_selection(Argv{"--key", "k", "--topic", "t"}.parse()),
-                         doctest::Contains("narrow --offset and --all"), UsageError);
+                         doctest::Contains("narrow --offset, --entity and --all"), UsageError);
     auto s = replay_selection(Argv{"--offset", "7", "--topic", "t", "--partition", "2"}.parse());
     CHECK(s.topic == "t");
     CHECK(s.partition == 2);
+}
+
+namespace {
+
+// argv for `exo sequence advance <args...>`.
+Arguments advance_args(std::vector<std::string> args, std::vector<std::string>& storage,
+                       std::vector<char*>& pointers) {
+    storage = {"exo", "sequence", "advance"};
+    storage.insert(storage.end(), args.begin(), args.end());
+    for (auto& s : storage) pointers.push_back(s.data());
+    pointers.push_back(nullptr);
+    return Arguments("sequence advance", static_cast<int>(storage.size()), pointers.data(), 3,
+                     {"handler", "entity", "to", "reason", "by"}, {"dry-run"});
+}
+
+Config two_handlers() {
+    Config c;
+    BindingConfig ledger;
+    ledger.topic = "payments";
+    ledger.handler = "ledger";
+    ledger.sequence = SequenceConfig{"/accountId", "/sequenceId", SequenceMode::strict};
+    BindingConfig audit;
+    audit.topic = "audit";
+    audit.handler = "audit";
+    c.bindings = {ledger, audit};
+    return c;
+}
+
+SequenceAdvanceRequest advance(std::vector<std::string> args, const Config& config) {
+    std::vector<std::string> storage;
+    std::vector<char*> pointers;
+    return advance_request(advance_args(std::move(args), storage, pointers), config, "alice");
+}
+
+}  // namespace
+
+TEST_CASE("sequence advance takes the only sequenced handler, a target, a reason and who") {
+    auto rq = advance({"--entity", "acc-1", "--to", "5", "--reason", "poison", "--dry-run"},
+                      two_handlers());
+    CHECK(rq.handler == "ledger");
+    CHECK(rq.entity == "acc-1");
+    CHECK(rq.to == 5);
+    CHECK(rq.reason == "poison");
+    CHECK(rq.by == "alice");
+    CHECK(rq.dry_run);
+    CHECK(advance({"--entity", "e", "--to", "1", "--reason", "r", "--by", "bob"}, two_handlers())
+              .by == "bob");
+}
+
+TEST_CASE("sequence advance refuses a blank reason, a bad target and a handler without sequence") {
+    const Config c = two_handlers();
+    CHECK_THROWS_WITH_AS(advance({"--entity", "e", "--to", "1", "--reason", "  "}, c),
+                         doctest::Contains("--reason is required"), UsageError);
+    CHECK_THROWS_WITH_AS(advance({"--entity", "e", "--reason", "r"}, c),
+                         doctest::Contains("--to is required"), UsageError);
+    CHECK_THROWS_AS(advance({"--entity", "e", "--to", "-3", "--reason", "r"}, c), UsageError);
+    CHECK_THROWS_WITH_AS(
+        advance({"--handler", "audit", "--entity", "e", "--to", "1", "--reason", "r"}, c),
+        doctest::Contains("handlers with one: ledger"), UsageError);
+    Config none;
+    none.bindings = {c.bindings[1]};
+    CHECK_THROWS_WITH_AS(advance({"--entity", "e", "--to", "1", "--reason", "r"}, none),
+                         doctest::Contains("nothing to advance"), UsageError);
 }

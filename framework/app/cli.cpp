@@ -25,10 +25,15 @@ Usage:
                                  a key's dedup row, Redis claim, sequence and replay (exit 3: unknown key)
   exo dlq list --config FILE [--topic T] [--since DURATION] [--json]
                                  dead letters (and replays not processed yet) with reason and origin
-  exo dlq replay --config FILE (--key KEY | --offset N [--topic T] [--partition P] | --all [--topic T])
-                 [--dry-run] [--json]
+  exo dlq replay --config FILE (--key KEY | --offset N [--topic T] [--partition P] | --all [--topic T]
+                 | --entity E [--topic T]) [--dry-run] [--json]
                                  process dead-lettered records once more, exactly once
-                                 (docs/operations.md); running it again finishes a crashed replay
+                                 (docs/operations.md); running it again finishes a crashed replay;
+                                 --entity: a strict entity's dead letters in sequence order
+  exo sequence advance --config FILE [--handler H] --entity E --to N --reason TEXT [--by NAME]
+                       [--dry-run] [--json]
+                                 move a strict entity past sequences that will never apply
+                                 (a poison), audited in exo_sequence_advances; never backwards
   exo mock-kafka [--brokers N] [--topic NAME:PARTITIONS]... [--bootstrap-file FILE]
                                  run librdkafka's mock cluster as a standalone broker until SIGTERM
   exo demo-produce (--bootstrap SERVERS | --bootstrap-file FILE) --expected-file FILE
@@ -68,6 +73,7 @@ int run_cli(int argc, char** argv, const AppSetup& setup) {
         if (command == "check-config") return check_config_command(argc, argv, setup);
         if (command == "inspect") return inspect_command(argc, argv, setup);
         if (command == "dlq") return dlq_command(argc, argv, setup);
+        if (command == "sequence") return sequence_command(argc, argv, setup);
         if (command == "mock-kafka") return mock_kafka_command(argc, argv, stop.get_token());
         if (command == "demo-produce") return demo_produce_command(argc, argv);
         if (command == "demo-check") return demo_check_command(argc, argv, setup, stop.get_token());

@@ -1,5 +1,7 @@
 // `exo dlq list` and `exo dlq replay` (docs/operations.md): the dead letters of
 // the config's consumer group, and processing them once more, exactly once.
+#include <algorithm>
+#include <chrono>
 #include <iostream>
 #include <set>
 
@@ -8,6 +10,8 @@
 #include "app/config_loading.hpp"
 #include "app/dlq_options.hpp"
 #include "app/operator_setup.hpp"
+#include "kafka/kafka_error.hpp"
+#include "ops/dead_letter_topics.hpp"
 #include "ops/dedup_queries.hpp"
 #include "ops/ops_report.hpp"
 #include "ops/replay.hpp"
@@ -40,33 +44,66 @@ DeadLetterEntry entry_of(const std::string& key, const ReplayTicket& t) {
             std::nullopt};
 }
 
+// Every dead letter the group has not settled: the DEAD_LETTERED rows and
+// unfinished replays PostgreSQL holds, and the letters only the dead-letter
+// topics hold (ops/unsettled_letters.hpp).
+std::vector<DeadLetterEntry> group_dead_letters(pqxx::connection& pg, const std::string& group,
+                                                DeadLetterTopics& topics,
+                                                const DeadLetterSelection& selection) {
+    auto from_postgres = list_dead_letters(pg, group, selection);
+    const auto letters = topics.letters();
+    auto from_letters = unsettled_letters(letters, find_letter_states(pg, group, letters));
+    const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    return merge_entries(std::move(from_postgres), std::move(from_letters), selection, now_ms);
+}
+
 // --key K: what to replay, a result saying why not, or nullopt for an unknown key.
 struct KeyPlan {
     std::vector<DeadLetterEntry> entries;
     std::vector<ReplayResult> skipped;
 };
 std::optional<KeyPlan> plan_key(pqxx::connection& pg, const std::string& group,
-                                const std::string& key) {
+                                const std::string& key, DeadLetterTopics& topics) {
     auto row = find_dedup_row(pg, group, key);
     auto ticket = find_replay_ticket(pg, group, key);
     KeyPlan plan;
     auto skip = [&](std::string why) {
         plan.skipped.push_back({key, ReplayResult::Status::skipped, std::move(why), ""});
     };
-    if (row && row->outcome == "DEAD_LETTERED")
+    if (row && row->outcome == "DEAD_LETTERED") {
         plan.entries.push_back(entry_of(key, *row));
-    else if (row && ticket)
+        return plan;
+    }
+    if (row && ticket) {
         skip("already replayed: processed with outcome " + row->outcome);
-    else if (row)
-        skip("not dead-lettered: its outcome is " + row->outcome);
-    else if (ticket && ticket->produced_at)
+        return plan;
+    }
+    if (row) {
+        // A gap-timed-out key that a later copy applied: the dedup row would
+        // answer a replayed copy DUPLICATE, so there is nothing to produce.
+        skip("already " + std::string(row->outcome == "APPLIED" ? "applied" : "decided") +
+             ": its dedup row says " + row->outcome + " (" + row->processed_at +
+             "); a replayed copy would be a duplicate, so nothing was produced");
+        return plan;
+    }
+    // No row: the dead-letter topics may know the key (a letter without a dedup
+    // row), or know that a replay's copy was dead-lettered again.
+    for (auto& e : group_dead_letters(pg, group, topics, {}))
+        if (e.key == key && e.state != DeadLetterState::replay_sent)
+            plan.entries.push_back(std::move(e));
+    if (!plan.entries.empty()) return plan;
+    if (ticket && ticket->produced_at) {
         skip("already re-produced at " + *ticket->produced_at +
              "; the daemon has not processed it yet");
-    else if (ticket)
+        return plan;
+    }
+    if (ticket) {
         plan.entries.push_back(entry_of(key, *ticket));
-    else
-        return std::nullopt;
-    return plan;
+        return plan;
+    }
+    return std::nullopt;
 }
 
 // --offset N names the original record's offset, which several partitions or
@@ -81,48 +118,118 @@ void require_one_record(const std::vector<DeadLetterEntry>& entries) {
                      " (topic/partition): narrow it with --topic and --partition");
 }
 
+// --entity E: the entity's dead letters in sequence order, so a strict binding
+// applies them one after the other (docs/operations.md, "Recovering a strict
+// entity"). A letter at or below the entity's last sequence would only be
+// STALE: it is reported, not produced.
+std::vector<DeadLetterEntry> entity_in_order(std::vector<DeadLetterEntry> candidates,
+                                             const std::string& entity, const Config& config,
+                                             pqxx::connection& pg, DeadLetterReplayer& replayer,
+                                             std::vector<ReplayResult>& results) {
+    struct Found {
+        std::int64_t sequence;
+        std::string handler;
+        DeadLetterEntry entry;
+    };
+    std::vector<Found> found;
+    for (auto& e : candidates) {
+        std::optional<SequenceValue> seq;
+        try {
+            seq = replayer.sequence_of(e);
+        } catch (const std::exception&) {
+            continue;  // no readable entity: not this entity's, as far as anyone can tell
+        }
+        if (!seq || seq->entity != entity) continue;
+        std::string handler;
+        for (const auto& b : config.bindings)
+            if (b.topic == e.topic) handler = b.handler;
+        found.push_back({seq->sequence, handler, std::move(e)});
+    }
+    std::stable_sort(found.begin(), found.end(),
+                     [](const Found& a, const Found& b) { return a.sequence < b.sequence; });
+    std::vector<DeadLetterEntry> out;
+    for (auto& f : found) {
+        auto last = find_last_sequence(pg, f.handler, entity);
+        if (last && f.sequence <= *last) {
+            results.push_back({f.entry.key, ReplayResult::Status::skipped,
+                               "sequence " + std::to_string(f.sequence) +
+                                   " is not after the entity's last sequence " +
+                                   std::to_string(*last) +
+                                   " (advanced past it?): a replayed copy would be STALE, so "
+                                   "nothing was produced",
+                               ""});
+            continue;
+        }
+        out.push_back(std::move(f.entry));
+    }
+    return out;
+}
+
 int dlq_list(int argc, char** argv, const AppSetup& setup) {
     Arguments args("dlq list", argc, argv, 3, {"config", "topic", "since"}, {"json"});
     const DeadLetterSelection selection = list_selection(args);
     const Config config = load_config(args.required("config"), setup.handlers);
     auto pg = open_postgres_session(config.postgres);
-    print(args, list_dead_letters(*pg, config.kafka.group_id, selection));
-    return 0;
+    std::vector<DeadLetterEntry> entries;
+    int exit_code = 0;
+    try {
+        TopicReader reader(operator_bootstrap(config), config.kafka.properties);
+        DeadLetterTopics topics(config, reader);
+        entries = group_dead_letters(*pg, config.kafka.group_id, topics, selection);
+    } catch (const KafkaError& e) {
+        // What PostgreSQL holds is still worth printing; the letters without a
+        // dedup row are missing from it, which the exit code says.
+        std::cerr << "exo dlq list: could not read the dead-letter topics (" << e.what()
+                  << "): dead letters without a dedup row (gap timeouts, keyless records) are "
+                     "missing from this list\n";
+        entries = list_dead_letters(*pg, config.kafka.group_id, selection);
+        exit_code = 1;
+    }
+    print(args, entries);
+    return exit_code;
 }
 
 int dlq_replay(int argc, char** argv, const AppSetup& setup) {
-    Arguments args("dlq replay", argc, argv, 3, {"config", "key", "offset", "topic", "partition"},
+    Arguments args("dlq replay", argc, argv, 3,
+                   {"config", "key", "offset", "topic", "partition", "entity"},
                    {"all", "dry-run", "json"});
     const DeadLetterSelection selection = replay_selection(args);
     const Config config = load_config(args.required("config"), setup.handlers);
     auto failpoints = Failpoints::from_environment();
     const std::string& group = config.kafka.group_id;
     auto pg = open_postgres_session(config.postgres);
+    const std::string bootstrap = operator_bootstrap(config);
+    TopicReader reader(bootstrap, config.kafka.properties);
+    DeadLetterTopics topics(config, reader);
 
     std::vector<DeadLetterEntry> entries;
     std::vector<ReplayResult> results;
     if (selection.key) {
-        auto plan = plan_key(*pg, group, *selection.key);
+        auto plan = plan_key(*pg, group, *selection.key, topics);
         if (!plan) {
             std::cerr << "exo dlq replay: unknown key '" << *selection.key << "' in group '"
-                      << group << "': no dedup row and no replay (see exo inspect)\n";
+                      << group
+                      << "': no dedup row, no replay and no dead letter of it (see exo inspect)\n";
             return kExitUnknownKey;
         }
         entries = std::move(plan->entries);
         results = std::move(plan->skipped);
     } else {
-        for (auto& e : list_dead_letters(*pg, group, selection))
+        for (auto& e : group_dead_letters(*pg, group, topics, selection))
             if (e.state != DeadLetterState::replay_sent) entries.push_back(std::move(e));
         if (selection.offset) require_one_record(entries);
     }
 
     int exit_code = 0;
     if (!entries.empty()) {
-        const std::string bootstrap = operator_bootstrap(config);
         RedisConnection redis(operator_redis(config.redis));
-        TopicReader reader(bootstrap, config.kafka.properties);
         KafkaProducer producer(operator_producer(bootstrap, config.kafka));
-        DeadLetterReplayer replayer({config, *pg, redis, reader, producer, failpoints});
+        DeadLetterReplayer replayer({config, *pg, redis, reader, topics, producer, failpoints});
+        if (selection.entity)
+            entries = entity_in_order(std::move(entries), *selection.entity, config, *pg, replayer,
+                                      results);
+        // --all goes past a keyless letter it cannot replay; naming one is an error.
+        const bool named = selection.key || selection.offset;
         for (const auto& entry : entries) {
             try {
                 results.push_back(replayer.replay(entry, args.has("dry-run")));
@@ -130,6 +237,9 @@ int dlq_replay(int argc, char** argv, const AppSetup& setup) {
                 // One lost record must not hold back the others of --all.
                 results.push_back({entry.key, ReplayResult::Status::skipped, e.what(), ""});
                 exit_code = 1;
+            } catch (const ReplayRefused& e) {
+                results.push_back({entry.key, ReplayResult::Status::skipped, e.what(), ""});
+                if (named) exit_code = 1;
             }
         }
     }

@@ -1,10 +1,11 @@
 #pragma once
-// The flags of `exo dlq list|replay` turned into values. Pure: tested without
-// servers. Every error is a UsageError (exit 2) saying what to write instead.
+// The flags of `exo dlq list|replay` and `exo sequence advance` turned into values. Pure: tested
+// without servers. Every error is a UsageError (exit 2) saying what to write instead.
 #include <chrono>
 #include <string_view>
 
 #include <exo/errors.hpp>
+#include "config/config.hpp"
 #include "ops/ops_records.hpp"
 
 namespace exo {
@@ -15,10 +16,16 @@ class Arguments;
 // A bare number is refused: its unit would be a guess.
 std::chrono::milliseconds parse_since(std::string_view text);
 
-// `exo dlq replay`: exactly one of --key, --offset, --all; --topic and
-// --partition narrow --offset and --all.
+// `exo dlq replay`: exactly one of --key, --offset, --entity, --all; --topic
+// and --partition narrow the last three.
 DeadLetterSelection replay_selection(const Arguments& args);
 // `exo dlq list`: --topic and --since.
 DeadLetterSelection list_selection(const Arguments& args);
+
+// `exo sequence advance`: --handler (optional when one handler of `config` has
+// a sequence; else one of those), --entity, --to, a non-blank --reason, --by
+// (default `login`), --dry-run.
+SequenceAdvanceRequest advance_request(const Arguments& args, const Config& config,
+                                       const std::string& login);
 
 }  // namespace exo

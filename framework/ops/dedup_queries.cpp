@@ -2,6 +2,9 @@
 
 #include <pqxx/pqxx>
 
+#include <exo/sql_arrays.hpp>
+
+#include "core/text.hpp"
 #include "pg/process_identity.hpp"
 
 namespace exo {
@@ -37,6 +40,10 @@ const char* to_string(DeadLetterState state) {
             return "REPLAY_PENDING";
         case DeadLetterState::replay_sent:
             return "REPLAY_SENT";
+        case DeadLetterState::no_dedup_row:
+            return "NO_DEDUP_ROW";
+        case DeadLetterState::no_key:
+            return "NO_KEY";
     }
     return "DEAD_LETTERED";
 }
@@ -141,6 +148,81 @@ bool open_replay_ticket(pqxx::connection& connection, const std::string& group,
         " requested_by = EXCLUDED.requested_by, produced_at = NULL, produced_to = NULL"
         " RETURNING 1",
         group, key, process_identity());
+    tx.commit();
+    return !r.empty();
+}
+
+LetterStates find_letter_states(pqxx::connection& connection, const std::string& group,
+                                const std::vector<LetterView>& letters) {
+    std::vector<std::string> keys, topics;
+    std::vector<int> partitions;
+    std::vector<std::int64_t> offsets;
+    for (const auto& l : letters) {
+        if (l.key) {
+            keys.push_back(*l.key);
+        } else if (is_postgres_text(l.at.topic)) {
+            topics.push_back(l.at.topic);
+            partitions.push_back(l.at.partition);
+            offsets.push_back(l.at.offset);
+        }
+    }
+    LetterStates states;
+    pqxx::read_transaction tx(connection);
+    if (!keys.empty()) {
+        auto r = tx.exec_params(
+            "SELECT u.k, p.outcome, r.topic, r.kafka_partition, r.kafka_offset"
+            " FROM (SELECT DISTINCT k FROM unnest($2::text[]) AS k) AS u"
+            " LEFT JOIN exo_processed p ON p.consumer_group = $1 AND p.idempotency_key = u.k"
+            " LEFT JOIN exo_replays r ON r.consumer_group = $1 AND r.idempotency_key = u.k"
+            " WHERE p.idempotency_key IS NOT NULL OR r.idempotency_key IS NOT NULL",
+            group, text_array(keys));
+        for (const auto& row : r) {
+            auto& known = states.keys[row[0].as<std::string>()];
+            known.outcome = optional_text(row[1]);
+            if (!row[2].is_null())
+                known.ticket = OriginalCoordinates{row[2].as<std::string>(), row[3].as<int>(),
+                                                   row[4].as<std::int64_t>()};
+        }
+    }
+    if (!topics.empty()) {
+        auto r = tx.exec_params(
+            "SELECT DISTINCT r.topic, r.kafka_partition, r.kafka_offset FROM exo_replays r"
+            " JOIN unnest($2::text[], $3::int[], $4::bigint[]) AS u(t, p, o)"
+            " ON r.topic = u.t AND r.kafka_partition = u.p AND r.kafka_offset = u.o"
+            " WHERE r.consumer_group = $1",
+            group, text_array(topics), int_array(partitions), int_array(offsets));
+        for (const auto& row : r)
+            states.ticketed.insert(to_text(OriginalCoordinates{
+                row[0].as<std::string>(), row[1].as<int>(), row[2].as<std::int64_t>()}));
+    }
+    return states;
+}
+
+bool open_letter_ticket(pqxx::connection& connection, const std::string& group,
+                        const std::string& key, const DeadLetterEntry& letter) {
+    pqxx::work tx(connection);
+    // The NOT EXISTS and the primary key settle every race: a row committed
+    // before this statement means the key is decided (nothing to replay); one
+    // committed after it makes the replayed copy a duplicate; of two replays at
+    // once, the second waits for the first's ticket and then finds its
+    // coordinates already there.
+    auto r = tx.exec_params(
+        "INSERT INTO exo_replays (consumer_group, idempotency_key, topic, kafka_partition,"
+        " kafka_offset, reason, dead_lettered_at, dead_lettered_by, requested_by)"
+        " SELECT $1, $2, $3, $4, $5, $6,"
+        " coalesce(nullif($7::text, '-')::timestamptz, now()), NULL, $8"
+        " WHERE NOT EXISTS (SELECT 1 FROM exo_processed WHERE consumer_group = $1"
+        " AND idempotency_key = $2)"
+        " ON CONFLICT (consumer_group, idempotency_key) DO UPDATE SET topic = EXCLUDED.topic,"
+        " kafka_partition = EXCLUDED.kafka_partition, kafka_offset = EXCLUDED.kafka_offset,"
+        " reason = EXCLUDED.reason, dead_lettered_at = EXCLUDED.dead_lettered_at,"
+        " dead_lettered_by = NULL, requested_at = now(), requested_by = EXCLUDED.requested_by,"
+        " produced_at = NULL, produced_to = NULL"
+        " WHERE (exo_replays.topic, exo_replays.kafka_partition, exo_replays.kafka_offset)"
+        " IS DISTINCT FROM (EXCLUDED.topic, EXCLUDED.kafka_partition, EXCLUDED.kafka_offset)"
+        " RETURNING 1",
+        group, key, letter.topic, letter.partition, letter.offset, printable_text(letter.reason),
+        letter.dead_lettered_at, process_identity());
     tx.commit();
     return !r.empty();
 }

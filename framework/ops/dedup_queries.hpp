@@ -11,6 +11,7 @@
 #include <pqxx/connection>
 
 #include "ops/ops_records.hpp"
+#include "ops/unsettled_letters.hpp"
 
 namespace exo {
 
@@ -37,6 +38,20 @@ std::vector<DeadLetterEntry> list_dead_letters(pqxx::connection& connection,
 // new to the daemon again. False if the key has no DEAD_LETTERED row (any more).
 bool open_replay_ticket(pqxx::connection& connection, const std::string& group,
                         const std::string& key);
+
+// What the group's tables say about the keys of `letters` (their dedup rows'
+// outcomes, their tickets) and which keyless letters' records have a ticket.
+LetterStates find_letter_states(pqxx::connection& connection, const std::string& group,
+                                const std::vector<LetterView>& letters);
+
+// Replay, step 1 for a dead letter without a dedup row (`letter`: a no_dedup_row
+// or no_key entry; `key`: the key its record derives), in one statement: opens
+// a replay ticket for it unless the key has a dedup row (then the row decides:
+// nothing to replay) or already a ticket for these very coordinates (another
+// replay opened it). An older ticket, whose replayed copy was dead-lettered
+// again, is replaced. False if nothing was opened.
+bool open_letter_ticket(pqxx::connection& connection, const std::string& group,
+                        const std::string& key, const DeadLetterEntry& letter);
 
 // Replay, last step: Kafka acknowledged the re-produced record at `produced_to`.
 void mark_replay_produced(pqxx::connection& connection, const std::string& group,

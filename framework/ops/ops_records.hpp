@@ -68,16 +68,25 @@ struct InspectReport {
     bool known() const { return row.has_value() || replay.has_value(); }
 };
 
-// One line of `exo dlq list`: a dead-lettered row, or a replay not yet processed.
+// One line of `exo dlq list`: a dead letter the group produced and has not
+// settled, or a replay not yet processed.
 enum class DeadLetterState {
     dead_lettered,   // its DEAD_LETTERED row: replay it to process it once more
     replay_pending,  // replay asked, the record not yet re-produced: replay again
     replay_sent,     // re-produced; the daemon has not processed it yet
+    // Only the dead letter remembers it: the key has no dedup row (a strict
+    // sequence's gap timeout). Replay opens a ticket first; the row the daemon
+    // inserts when the replayed record applies keeps it exactly once.
+    no_dedup_row,
+    // The daemon derived no key (missing, malformed or over the stored-key
+    // limit): listed by its coordinates; replayed only once its record derives
+    // a key under the binding (then exactly once under that key).
+    no_key,
 };
 const char* to_string(DeadLetterState state);
 
 struct DeadLetterEntry {
-    std::string key;
+    std::string key;  // empty for no_key
     DeadLetterState state = DeadLetterState::dead_lettered;
     std::string topic;
     int partition = 0;
@@ -92,6 +101,7 @@ struct DeadLetterSelection {
     std::optional<std::string> key;                  // --key K
     std::optional<std::int64_t> offset;              // --offset N: the original record's offset
     bool all = false;                                // --all
+    std::optional<std::string> entity;               // --entity E: a sequenced entity, in order
     std::optional<std::string> topic;                // --topic T: original topic
     std::optional<int> partition;                    // --partition P: original partition
     std::optional<std::chrono::milliseconds> since;  // --since DURATION
@@ -105,5 +115,26 @@ struct ReplayResult {
     std::string produced_to;  // replayed: "<topic>/<partition>/<offset>"
 };
 const char* to_string(ReplayResult::Status status);
+
+// `exo sequence advance`: move (handler, entity)'s last sequence to `to`, past
+// sequences that will never apply, with an audit row.
+struct SequenceAdvanceRequest {
+    std::string handler;
+    std::string entity;  // as exo stores it
+    std::int64_t to = 0;
+    std::string reason;
+    std::string by;  // who asks
+    bool dry_run = false;
+};
+
+struct SequenceAdvanceResult {
+    std::string handler;
+    std::string entity;
+    std::optional<std::int64_t> from;  // nullopt: the entity had no sequence
+    std::int64_t to = 0;
+    enum class Status { advanced, would_advance, unchanged } status = Status::unchanged;
+    std::optional<std::int64_t> audit_id;  // advanced: the exo_sequence_advances row
+};
+const char* to_string(SequenceAdvanceResult::Status status);
 
 }  // namespace exo

@@ -137,7 +137,7 @@ std::string to_text(const InspectReport& r) {
 json to_json(const std::vector<DeadLetterEntry>& entries) {
     json out = json::array();
     for (const auto& e : entries)
-        out.push_back({{"key", e.key},
+        out.push_back({{"key", e.key.empty() ? json(nullptr) : json(e.key)},
                        {"state", to_string(e.state)},
                        {"topic", e.topic},
                        {"partition", e.partition},
@@ -152,8 +152,8 @@ std::string to_text(const std::vector<DeadLetterEntry>& entries) {
     std::ostringstream out;
     for (const auto& e : entries)
         out << e.dead_lettered_at << "  " << to_string(e.state) << "  " << e.topic << "/"
-            << e.partition << "/" << e.offset << "  key " << e.key << "\n    reason: " << e.reason
-            << "\n";
+            << e.partition << "/" << e.offset << "  key " << (e.key.empty() ? "-" : e.key)
+            << "\n    reason: " << e.reason << "\n";
     out << entries.size() << " dead letter(s)\n";
     return out.str();
 }
@@ -176,6 +176,35 @@ std::string to_text(const std::vector<ReplayResult>& results) {
         out << "\n";
     }
     if (results.empty()) out << "nothing to replay\n";
+    return out.str();
+}
+
+json to_json(const SequenceAdvanceResult& r) {
+    return {{"handler", r.handler},          {"entity", r.entity},
+            {"from", or_null(r.from)},       {"to", r.to},
+            {"status", to_string(r.status)}, {"audit_id", or_null(r.audit_id)}};
+}
+
+std::string to_text(const SequenceAdvanceResult& r) {
+    std::ostringstream out;
+    const std::string from = r.from ? std::to_string(*r.from) : std::string("none");
+    const std::string what = "entity '" + r.entity + "' of handler '" + r.handler + "'";
+    switch (r.status) {
+        case SequenceAdvanceResult::Status::advanced:
+            out << "advanced " << what << " from " << from << " to " << r.to << " (audit row "
+                << r.audit_id.value_or(0) << " in exo_sequence_advances)\n"
+                << "its sequences up to " << r.to
+                << " are now STALE; replay the later ones: exo dlq replay --entity " << r.entity
+                << "\n";
+            break;
+        case SequenceAdvanceResult::Status::would_advance:
+            out << "would advance " << what << " from " << from << " to " << r.to
+                << " (dry run: nothing changed)\n";
+            break;
+        case SequenceAdvanceResult::Status::unchanged:
+            out << what << " is already at " << r.to << ": nothing changed\n";
+            break;
+    }
     return out.str();
 }
 

@@ -19,4 +19,7 @@ std::string to_text(const std::vector<DeadLetterEntry>& entries);
 nlohmann::json to_json(const std::vector<ReplayResult>& results);
 std::string to_text(const std::vector<ReplayResult>& results);
 
+nlohmann::json to_json(const SequenceAdvanceResult& result);
+std::string to_text(const SequenceAdvanceResult& result);
+
 }  // namespace exo

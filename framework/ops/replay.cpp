@@ -20,15 +20,20 @@ const BindingConfig& binding_of(const Config& config, const std::string& topic) 
                      "that consumes it");
 }
 
-// The key the daemon will derive from the replayed record must be the dead
-// letter's: only then does the dedup row keep the replay exactly once.
-void check_same_key(const BindingConfig& binding, const OutgoingRecord& out,
-                    const std::string& key) {
+// A re-produced record has new coordinates, so a `coordinates` key would change.
+void refuse_coordinates(const BindingConfig& binding) {
     if (binding.key.kind == KeySourceKind::coordinates)
         throw UsageError("the binding of topic '" + binding.topic +
                          "' derives keys from the record's coordinates, which a re-produced "
                          "record does not keep: exactly once could not hold, so exo does not "
                          "replay it; nothing was changed");
+}
+
+// The key the daemon will derive from the replayed record must be the dead
+// letter's: only then does the dedup row keep the replay exactly once.
+void check_same_key(const BindingConfig& binding, const OutgoingRecord& out,
+                    const std::string& key) {
+    refuse_coordinates(binding);
     Record consumed = as_consumed(out);
     JsonPayload payload(consumed.value);
     std::string derived;
@@ -45,19 +50,32 @@ void check_same_key(const BindingConfig& binding, const OutgoingRecord& out,
 
 }  // namespace
 
-const std::vector<Record>& DeadLetterReplayer::dead_letters(const std::string& dlq_topic) {
-    auto it = dead_letters_.find(dlq_topic);
-    if (it == dead_letters_.end())
-        it = dead_letters_.emplace(dlq_topic, s_.reader.read_all(dlq_topic, kKafkaTimeout)).first;
-    return it->second;
+std::string DeadLetterReplayer::derived_key(const BindingConfig& binding,
+                                            const OutgoingRecord& out) const {
+    refuse_coordinates(binding);
+    Record consumed = as_consumed(out);
+    JsonPayload payload(consumed.value);
+    try {
+        return derive_idempotency_key(binding.key, consumed, payload);
+    } catch (const PermanentError& e) {
+        throw ReplayRefused(
+            std::string("its record still derives no idempotency key under the binding of "
+                        "topic '") +
+            binding.topic + "' (" + e.what() +
+            "): the daemon would dead-letter it again at once, and without a key nothing keeps "
+            "it exactly once. Nothing was changed. Fix the binding's key and replay it (exactly "
+            "once under the key it then derives), or re-produce the event with a key");
+    }
 }
 
 OutgoingRecord DeadLetterReplayer::find_record(const DeadLetterEntry& entry,
                                                const BindingConfig& binding, std::string& source) {
     const OriginalCoordinates at{entry.topic, entry.partition, entry.offset};
     const Record* found = nullptr;
-    for (const auto& r : dead_letters(binding.dead_letter_topic))
-        if (is_dead_letter_of(r, entry.key, at)) found = &r;  // the latest copy
+    for (const auto& r : s_.letters.records(binding.dead_letter_topic))
+        // A keyless letter is its record's, whatever key the record derives now.
+        if (is_dead_letter_of(r, entry.key, at) || is_dead_letter_of(r, "", at))
+            found = &r;  // the latest copy
     if (found != nullptr && !value_omitted(*found)) {
         source = "its dead letter " +
                  to_text({found->topic.value, found->partition.value, found->offset.value});
@@ -67,8 +85,10 @@ OutgoingRecord DeadLetterReplayer::find_record(const DeadLetterEntry& entry,
         source = "the original record " + to_text(at);
         return replay_of_original(*original);
     }
+    const std::string who = entry.key.empty() ? "the keyless record " + to_text(at)
+                                              : "the record of key '" + entry.key + "'";
     throw ReplaySourceGone(
-        "the record of key '" + entry.key + "' is gone: " +
+        who + " is gone: " +
         (found != nullptr ? "its dead letter in '" + binding.dead_letter_topic +
                                 "' was sent without its value (too large)"
                           : "no dead letter of it is left in '" + binding.dead_letter_topic + "'") +
@@ -77,28 +97,64 @@ OutgoingRecord DeadLetterReplayer::find_record(const DeadLetterEntry& entry,
         "key, then see docs/operations.md");
 }
 
+std::optional<SequenceValue> DeadLetterReplayer::sequence_of(const DeadLetterEntry& entry) {
+    const BindingConfig& binding = binding_of(s_.config, entry.topic);
+    if (!binding.sequence) return std::nullopt;
+    std::string source;
+    OutgoingRecord out = find_record(entry, binding, source);
+    JsonPayload payload(out.value);
+    return extract_sequence(*binding.sequence, payload);
+}
+
 ReplayResult DeadLetterReplayer::replay(const DeadLetterEntry& entry, bool dry_run) {
     const std::string& group = s_.config.kafka.group_id;
     const BindingConfig& binding = binding_of(s_.config, entry.topic);
     std::string source;
     OutgoingRecord out = find_record(entry, binding, source);
-    check_same_key(binding, out, entry.key);
-    if (dry_run) return {entry.key, ReplayResult::Status::would_replay, "from " + source, ""};
-
-    if (entry.state == DeadLetterState::dead_lettered) {
-        if (!open_replay_ticket(s_.postgres, group, entry.key))
-            return {entry.key, ReplayResult::Status::skipped,
-                    "no longer DEAD_LETTERED (replayed meanwhile?): see exo inspect", ""};
-        s_.failpoints.hit("replay_after_ticket");
+    std::string key = entry.key;
+    if (entry.state == DeadLetterState::no_key) {
+        key = derived_key(binding, out);
+        source += " (its record now derives key '" + key + "')";
+        if (find_dedup_row(s_.postgres, group, key) || find_replay_ticket(s_.postgres, group, key))
+            return {key, ReplayResult::Status::skipped,
+                    "the keyless record " +
+                        to_text(OriginalCoordinates{entry.topic, entry.partition, entry.offset}) +
+                        " now derives key '" + key +
+                        "', which the group already has a dedup row or replay for: a replayed "
+                        "copy would be a duplicate; nothing was produced (see exo inspect)",
+                    ""};
     }
-    forget_claim(s_.redis, claim_key(s_.config.redis.key_prefix, group, entry.key));
+    check_same_key(binding, out, key);
+    if (dry_run) return {key, ReplayResult::Status::would_replay, "from " + source, ""};
+
+    switch (entry.state) {
+        case DeadLetterState::dead_lettered:
+            if (!open_replay_ticket(s_.postgres, group, key))
+                return {key, ReplayResult::Status::skipped,
+                        "no longer DEAD_LETTERED (replayed meanwhile?): see exo inspect", ""};
+            s_.failpoints.hit("replay_after_ticket");
+            break;
+        case DeadLetterState::no_dedup_row:
+        case DeadLetterState::no_key:
+            if (!open_letter_ticket(s_.postgres, group, key, entry))
+                return {key, ReplayResult::Status::skipped,
+                        "decided or replayed meanwhile (a dedup row or a ticket for this dead "
+                        "letter appeared): see exo inspect",
+                        ""};
+            s_.failpoints.hit("replay_after_ticket");
+            break;
+        case DeadLetterState::replay_pending:
+        case DeadLetterState::replay_sent:
+            break;  // the ticket exists: resume at step 2
+    }
+    forget_claim(s_.redis, claim_key(s_.config.redis.key_prefix, group, key));
     s_.failpoints.hit("replay_after_claim_forgotten");
     s_.producer.produce(out, kKafkaTimeout);
     s_.producer.flush(kKafkaTimeout);
     s_.failpoints.hit("replay_after_produce");
     const std::string produced_to = out.topic + "/" + std::to_string(out.partition.value_or(0));
-    mark_replay_produced(s_.postgres, group, entry.key, produced_to);
-    return {entry.key, ReplayResult::Status::replayed, "from " + source, produced_to};
+    mark_replay_produced(s_.postgres, group, key, produced_to);
+    return {key, ReplayResult::Status::replayed, "from " + source, produced_to};
 }
 
 }  // namespace exo

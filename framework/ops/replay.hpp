@@ -14,6 +14,11 @@
 // whichever copy of the key the daemon processes first, keeps every extra copy
 // a duplicate.
 //
+// A dead letter without a dedup row (a gap timeout, or a keyless record whose
+// record derives a key now) has no row to move: step 1 opens the ticket from
+// the letter instead, and only while the key has no dedup row; the rest is the
+// same, and so is the argument.
+//
 // Thread-safety: none; one replayer per command.
 #include <map>
 #include <string>
@@ -22,8 +27,10 @@
 #include <pqxx/connection>
 
 #include "config/config.hpp"
+#include "core/key_derivation.hpp"
 #include "kafka/producer.hpp"
 #include "kafka/topic_reader.hpp"
+#include "ops/dead_letter_topics.hpp"
 #include "ops/ops_records.hpp"
 #include "pipeline/failpoints.hpp"
 #include "redis/redis_connection.hpp"
@@ -35,6 +42,7 @@ struct ReplayServices {
     pqxx::connection& postgres;
     RedisConnection& redis;
     TopicReader& reader;
+    DeadLetterTopics& letters;
     KafkaProducer& producer;
     Failpoints& failpoints;
 };
@@ -47,26 +55,40 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// exo will not replay this dead letter: its record still derives no key, so the
+// daemon would dead-letter it again at once and nothing could keep it exactly
+// once. Nothing was changed.
+class ReplayRefused : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
 class DeadLetterReplayer {
 public:
     explicit DeadLetterReplayer(ReplayServices services) : s_(services) {}
 
     // Replays `entry` (a DEAD_LETTERED row or a pending replay), or with
     // `dry_run` only finds its record and says what would be done.
-    // Throws ReplaySourceGone; UsageError when the entry's topic has no binding in
+    // Throws ReplaySourceGone, ReplayRefused (a no_key entry whose record still
+    // derives no key); UsageError when the entry's topic has no binding in
     // the config or the replayed record would derive another key (a
     // `coordinates` binding); pqxx, RedisError and KafkaError for failures of
     // the servers (the replay is then resumed by running it again).
     ReplayResult replay(const DeadLetterEntry& entry, bool dry_run);
 
+    // The binding's entity and sequence of the entry's record (found as replay
+    // finds it), or nullopt for a binding without a sequence. Throws
+    // ReplaySourceGone; PermanentError if the record has no readable sequence.
+    std::optional<SequenceValue> sequence_of(const DeadLetterEntry& entry);
+
 private:
-    // The dead-letter topic's records, read once per command.
-    const std::vector<Record>& dead_letters(const std::string& dlq_topic);
     OutgoingRecord find_record(const DeadLetterEntry& entry, const BindingConfig& binding,
                                std::string& source);
 
+    // The key a no_key entry's record derives now; ReplayRefused if none.
+    std::string derived_key(const BindingConfig& binding, const OutgoingRecord& out) const;
+
     ReplayServices s_;
-    std::map<std::string, std::vector<Record>> dead_letters_;
 };
 
 }  // namespace exo
