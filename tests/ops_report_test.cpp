@@ -112,3 +112,35 @@ TEST_CASE("replay results say what was done to each key") {
     CHECK(to_json(results)[0]["status"] == "replayed");
     CHECK(to_text(std::vector<ReplayResult>{}) == "nothing to replay\n");
 }
+
+TEST_CASE("a dead letter without a key lists as NO_KEY with a dash, and a null key in JSON") {
+    std::vector<DeadLetterEntry> entries{
+        {"", DeadLetterState::no_key, "payments", 0, 7, "idempotency key: payload has no /eventId",
+         "2026-01-02T03:04:05.678Z", std::nullopt},
+        {"gap-3", DeadLetterState::no_dedup_row, "payments", 0, 9, "sequence gap",
+         "2026-01-02T03:04:06.000Z", std::nullopt}};
+    const std::string text = to_text(entries);
+    CHECK(text.find("NO_KEY  payments/0/7  key -\n") != std::string::npos);
+    CHECK(text.find("NO_DEDUP_ROW  payments/0/9  key gap-3") != std::string::npos);
+    auto j = to_json(entries);
+    CHECK(j[0]["key"].is_null());
+    CHECK(j[0]["state"] == "NO_KEY");
+    CHECK(j[1]["key"] == "gap-3");
+}
+
+TEST_CASE("a sequence advance says from, to, what it skipped and where the audit row is") {
+    SequenceAdvanceResult r{"ledger", "acc-1", 4, 5, SequenceAdvanceResult::Status::advanced, 12};
+    const std::string text = to_text(r);
+    CHECK(text.find("advanced entity 'acc-1' of handler 'ledger' from 4 to 5 (audit row 12") !=
+          std::string::npos);
+    CHECK(text.find("sequences 5 to 5 were skipped") != std::string::npos);
+    auto j = to_json(r);
+    CHECK(j["from"] == 4);
+    CHECK(j["status"] == "advanced");
+    CHECK(j["audit_id"] == 12);
+    r = {"ledger",    "new", std::nullopt, 3, SequenceAdvanceResult::Status::would_advance,
+         std::nullopt};
+    CHECK(to_text(r).find("from none to 3, skipping sequences 1 to 3 (dry run") !=
+          std::string::npos);
+    CHECK(to_json(r)["from"].is_null());
+}

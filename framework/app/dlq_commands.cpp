@@ -136,8 +136,12 @@ std::vector<DeadLetterEntry> entity_in_order(std::vector<DeadLetterEntry> candid
         std::optional<SequenceValue> seq;
         try {
             seq = replayer.sequence_of(e);
-        } catch (const std::exception&) {
-            continue;  // no readable entity: not this entity's, as far as anyone can tell
+        } catch (const PermanentError&) {
+            continue;  // no readable entity in its record: of no entity
+        } catch (const UsageError&) {
+            continue;  // its topic has no binding here: `--all` says so
+        } catch (const ReplaySourceGone&) {
+            continue;  // its entity cannot be known: `--all` or `--key` says so
         }
         if (!seq || seq->entity != entity) continue;
         std::string handler;

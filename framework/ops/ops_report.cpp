@@ -193,12 +193,13 @@ std::string to_text(const SequenceAdvanceResult& r) {
         case SequenceAdvanceResult::Status::advanced:
             out << "advanced " << what << " from " << from << " to " << r.to << " (audit row "
                 << r.audit_id.value_or(0) << " in exo_sequence_advances)\n"
-                << "its sequences up to " << r.to
-                << " are now STALE; replay the later ones: exo dlq replay --entity " << r.entity
-                << "\n";
+                << "sequences " << (r.from ? *r.from + 1 : 1) << " to " << r.to
+                << " were skipped: they are STALE if they ever arrive\n"
+                << "replay the later ones: exo dlq replay --entity " << r.entity << "\n";
             break;
         case SequenceAdvanceResult::Status::would_advance:
             out << "would advance " << what << " from " << from << " to " << r.to
+                << ", skipping sequences " << (r.from ? *r.from + 1 : 1) << " to " << r.to
                 << " (dry run: nothing changed)\n";
             break;
         case SequenceAdvanceResult::Status::unchanged:
