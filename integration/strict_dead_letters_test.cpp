@@ -194,6 +194,50 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "keyless dead letters of a binding whose key pointer was wrong are replayed exactly once "
+    "under the keys they derive once it is fixed") {
+    PipelineHarness h({.name = "ops_rekey", .partitions = 1});
+    const std::string config = write_config(h);  // the fixed binding: key /eventId
+    h.produce({payment("k-1", "acc-1", 10, 1), payment("k-2", "acc-2", 20, 1)});
+    {
+        exo::Config wrong = h.config();
+        wrong.bindings[0].key = {exo::KeySourceKind::json, "/eventID"};
+        exo::testing::RunningDaemon d(wrong, h.registry(), h.bootstrap());
+        REQUIRE(h.wait_until_consumed(60s));
+        d.stop();
+    }
+    REQUIRE(h.balances().empty());
+    json listed = json_of(exo_cli({"dlq", "list", "--config", config, "--json"}));
+    REQUIRE(listed.size() == 2);
+    CHECK(listed[0]["state"] == "NO_KEY");
+
+    auto replayed = exo_cli({"dlq", "replay", "--config", config, "--all", "--json"});
+    CHECK(replayed.exit_code == 0);
+    json results = json_of(replayed);
+    CHECK(keys_of(results) == std::vector<std::string>{"k-1", "k-2"});
+    for (const auto& r : results) CHECK(r["status"] == "replayed");
+    CHECK(topic_end(h) == 4);
+    // Ticketed under their keys: listed as sent, not as keyless any more.
+    json sent = json_of(exo_cli({"dlq", "list", "--config", config, "--json"}));
+    REQUIRE(sent.size() == 2);
+    for (const auto& e : sent) CHECK(e["state"] == "REPLAY_SENT");
+
+    consume_fixed(h);
+    CHECK(h.balances() == std::map<std::string, std::int64_t>{{"acc-1", 10}, {"acc-2", 20}});
+    CHECK(h.count("SELECT count(*) FROM ledger_entries") == 2);
+    auto again = exo_cli({"dlq", "replay", "--config", config, "--all"});
+    CHECK(again.exit_code == 0);
+    CHECK(has(again, "nothing to replay"));
+    CHECK(topic_end(h) == 4);
+    CHECK(json_of(exo_cli({"dlq", "list", "--config", config, "--json"})).empty());
+    // Named by its record, a letter whose key is applied answers so and produces nothing.
+    auto named = exo_cli({"dlq", "replay", "--config", config, "--offset", "0"});
+    CHECK(named.exit_code == 0);
+    CHECK(has(named, "nothing to replay"));
+    CHECK(topic_end(h) == 4);
+}
+
+TEST_CASE(
     "a strict entity stuck behind a poison record is recovered by an audited sequence advance "
     "past it and a replay of its later dead letters in sequence order, exactly once") {
     PipelineHarness h({.name = "ops_advance", .partitions = 1, .gap_timeout = 2000ms});
