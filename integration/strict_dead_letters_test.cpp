@@ -6,6 +6,8 @@
 // every test counts the effects, so a record applied twice or lost fails it.
 #include <doctest/doctest.h>
 
+#include <csignal>
+
 #include "kafka/producer.hpp"
 #include "operations_cli.hpp"
 
@@ -56,6 +58,19 @@ void poison_at_two(PipelineHarness& h) {
     REQUIRE(outcome(h, "e-6") == "none");
 }
 
+// The operator's scenario: 1 and 3 of acc-1 arrive, 3 waits 2 s for 2 and is
+// dead-lettered on the gap without a dedup row; then 2 arrives and applies.
+void gap_filled_after_timeout(PipelineHarness& h) {
+    h.produce({payment("gap-1", "acc-1", 10, 1), payment("gap-3", "acc-1", 30, 3)});
+    consume_fixed(h);
+    REQUIRE(outcome(h, "gap-3") == "none");
+    REQUIRE(dlq_end(h) >= 1);
+    h.produce({payment("gap-2", "acc-1", 20, 2)});
+    consume_fixed(h);
+    REQUIRE(h.balances() == std::map<std::string, std::int64_t>{{"acc-1", 30}});
+    REQUIRE(topic_end(h) == 3);
+}
+
 std::int64_t last_sequence(const PipelineHarness& h) {
     return h.count(
         "SELECT last_sequence FROM exo_sequences WHERE handler = 'ledger' AND entity = 'acc-1'");
@@ -68,14 +83,7 @@ TEST_CASE(
     "applies it exactly once; replaying again, or a key applied since, produces nothing") {
     PipelineHarness h({.name = "ops_gap", .partitions = 1, .gap_timeout = 2000ms});
     const std::string config = write_config(h);
-    h.produce({payment("gap-1", "acc-1", 10, 1), payment("gap-3", "acc-1", 30, 3)});
-    consume_fixed(h);  // 3 waits 2 s for 2, then is dead-lettered without a dedup row
-    REQUIRE(outcome(h, "gap-3") == "none");
-    REQUIRE(dlq_end(h) >= 1);
-    h.produce({payment("gap-2", "acc-1", 20, 2)});
-    consume_fixed(h);
-    REQUIRE(h.balances() == std::map<std::string, std::int64_t>{{"acc-1", 30}});
-    REQUIRE(topic_end(h) == 3);
+    gap_filled_after_timeout(h);
 
     json listed = json_of(exo_cli({"dlq", "list", "--config", config, "--json"}));
     REQUIRE(listed.size() == 1);
@@ -137,6 +145,35 @@ TEST_CASE(
     CHECK(has(applied, "already applied"));
     CHECK(topic_end(h) == end);
     CHECK(h.balances() == std::map<std::string, std::int64_t>{{"acc-1", 150}});
+}
+
+TEST_CASE(
+    "a replay of a gap-timed-out dead letter killed after each of its steps and run again "
+    "applies it exactly once") {
+    for (const std::string failpoint :
+         {"replay_after_ticket", "replay_after_claim_forgotten", "replay_after_produce"}) {
+        INFO(failpoint);
+        PipelineHarness h({.name = "ops_gapcrash", .partitions = 1, .gap_timeout = 2000ms});
+        const std::string config = write_config(h);
+        gap_filled_after_timeout(h);
+        auto killed = exo_cli({"dlq", "replay", "--config", config, "--key", "gap-3"},
+                              {{"EXO_FAILPOINTS", failpoint + "=kill"}});
+        CHECK(killed.signal == SIGKILL);
+        json pending = json_of(exo_cli({"dlq", "list", "--config", config, "--json"}));
+        REQUIRE(pending.size() == 1);
+        CHECK(pending[0]["state"] == "REPLAY_PENDING");
+
+        auto resumed = exo_cli({"dlq", "replay", "--config", config, "--all", "--json"});
+        CHECK(resumed.exit_code == 0);
+        CHECK(replay_status(json_of(resumed), "gap-3") == "replayed");
+        // Killed after the produce: two copies; the dedup row keeps one.
+        CHECK(topic_end(h) == (failpoint == "replay_after_produce" ? 5 : 4));
+        consume_fixed(h);
+        CHECK(h.balances() == std::map<std::string, std::int64_t>{{"acc-1", 60}});
+        CHECK(h.count("SELECT count(*) FROM ledger_entries WHERE event_id = 'gap-3'") == 1);
+        CHECK(outcome(h, "gap-3") == "APPLIED");
+        CHECK(json_of(exo_cli({"dlq", "list", "--config", config, "--json"})).empty());
+    }
 }
 
 TEST_CASE(
