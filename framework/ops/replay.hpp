@@ -20,7 +20,6 @@
 // same, and so is the argument.
 //
 // Thread-safety: none; one replayer per command.
-#include <map>
 #include <string>
 #include <vector>
 
@@ -67,8 +66,9 @@ class DeadLetterReplayer {
 public:
     explicit DeadLetterReplayer(ReplayServices services) : s_(services) {}
 
-    // Replays `entry` (a DEAD_LETTERED row or a pending replay), or with
-    // `dry_run` only finds its record and says what would be done.
+    // Replays `entry` (a DEAD_LETTERED row, a pending replay, or a dead letter
+    // without a dedup row: no_dedup_row, no_key), or with `dry_run` only finds
+    // its record and says what would be done.
     // Throws ReplaySourceGone, ReplayRefused (a no_key entry whose record still
     // derives no key); UsageError when the entry's topic has no binding in
     // the config or the replayed record would derive another key (a
