@@ -130,3 +130,14 @@ TEST_CASE("times print as PostgreSQL prints them, in UTC with milliseconds") {
     CHECK(iso_utc(0) == "1970-01-01T00:00:00.000Z");
     CHECK(iso_utc(1767225604007) == "2026-01-01T00:00:04.007Z");
 }
+
+TEST_CASE("a letter without a dedup row older than the dedup retention cannot be judged") {
+    const std::int64_t now = 1767225604000;  // 2026-01-01T00:00:04Z
+    DeadLetterEntry e{"k",   DeadLetterState::no_dedup_row, "payments",  0, 1,
+                      "gap", "2025-12-31T00:00:05.000Z",    std::nullopt};
+    CHECK_FALSE(beyond_retention(e, std::chrono::hours(24), now));
+    e.dead_lettered_at = "2025-12-31T00:00:03.000Z";
+    CHECK(beyond_retention(e, std::chrono::hours(24), now));
+    e.dead_lettered_at = "-";
+    CHECK(beyond_retention(e, std::chrono::hours(24 * 365), now));
+}

@@ -5,12 +5,19 @@
 #include "ops/claim_view.hpp"
 #include "ops/dedup_queries.hpp"
 #include "ops/replayed_record.hpp"
+#include "ops/unsettled_letters.hpp"
 #include "redis/claim_store.hpp"
 
 namespace exo {
 namespace {
 
 constexpr std::chrono::seconds kKafkaTimeout{30};
+
+std::int64_t now_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
 
 const BindingConfig& binding_of(const Config& config, const std::string& topic) {
     for (const auto& b : config.bindings)
@@ -112,6 +119,15 @@ ReplayResult DeadLetterReplayer::replay(const DeadLetterEntry& entry, bool dry_r
     std::string source;
     OutgoingRecord out = find_record(entry, binding, source);
     std::string key = entry.key;
+    const bool without_row =
+        entry.state == DeadLetterState::no_dedup_row || entry.state == DeadLetterState::no_key;
+    if (without_row && beyond_retention(entry, s_.config.postgres.dedup_retention, now_ms()))
+        throw ReplayRefused(
+            "dead-lettered at " + entry.dead_lettered_at +
+            ", longer ago than postgres.dedup_retention_days: its key may have been applied "
+            "since and its dedup row pruned, so exo cannot tell whether a replay would apply it "
+            "twice. Nothing was changed; check the effects and re-produce the event by hand if "
+            "it was never applied");
     if (entry.state == DeadLetterState::no_key) {
         key = derived_key(binding, out);
         source += " (its record now derives key '" + key + "')";

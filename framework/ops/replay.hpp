@@ -54,9 +54,10 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-// exo will not replay this dead letter: its record still derives no key, so the
-// daemon would dead-letter it again at once and nothing could keep it exactly
-// once. Nothing was changed.
+// exo will not replay this dead letter without a dedup row: its record still
+// derives no key (the daemon would dead-letter it again at once, and nothing
+// could keep it exactly once), or it is older than the dedup rows' retention
+// (its key's row may have been pruned). Nothing was changed.
 class ReplayRefused : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
@@ -69,8 +70,7 @@ public:
     // Replays `entry` (a DEAD_LETTERED row, a pending replay, or a dead letter
     // without a dedup row: no_dedup_row, no_key), or with `dry_run` only finds
     // its record and says what would be done.
-    // Throws ReplaySourceGone, ReplayRefused (a no_key entry whose record still
-    // derives no key); UsageError when the entry's topic has no binding in
+    // Throws ReplaySourceGone, ReplayRefused; UsageError when the entry's topic has no binding in
     // the config or the replayed record would derive another key (a
     // `coordinates` binding); pqxx, RedisError and KafkaError for failures of
     // the servers (the replay is then resumed by running it again).

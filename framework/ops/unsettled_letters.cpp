@@ -62,6 +62,12 @@ std::string iso_utc(std::int64_t epoch_ms) {
                        tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
 }
 
+bool beyond_retention(const DeadLetterEntry& letter, std::chrono::hours retention,
+                      std::int64_t now_ms) {
+    const auto kept = std::chrono::duration_cast<std::chrono::milliseconds>(retention).count();
+    return letter.dead_lettered_at < iso_utc(now_ms - kept);
+}
+
 std::optional<LetterView> read_letter(const Record& r) {
     auto topic = header_value(r, "exo-original-topic");
     auto partition = integer(header_value(r, "exo-original-partition"));

@@ -4,6 +4,7 @@
 // "Dead letters without a dedup row"). `exo dlq list` reads them back from the
 // dead-letter topics and joins them with what PostgreSQL knows of their keys;
 // this file is that join. Pure: tested without servers.
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -69,6 +70,13 @@ std::vector<DeadLetterEntry> merge_entries(std::vector<DeadLetterEntry> from_pos
                                            std::vector<DeadLetterEntry> from_letters,
                                            const DeadLetterSelection& selection,
                                            std::int64_t now_ms);
+
+// Whether a letter without a dedup row is older than the dedup rows'
+// retention (postgres.dedup_retention_days): then its key may have been applied
+// and its row pruned since, and the absence of a row no longer means the key
+// was never decided. An unknown time ("-") counts as older.
+bool beyond_retention(const DeadLetterEntry& letter, std::chrono::hours retention,
+                      std::int64_t now_ms);
 
 // "2026-11-23T13:44:56.123Z": the form PostgreSQL's times are printed in, so
 // both sort together.
