@@ -109,6 +109,20 @@ TEST_CASE("exo dlq list shows each dead letter with its reason and origin, by to
     CHECK(text.output.find("key big-3") != std::string::npos);
     CHECK(text.output.find("2 dead letter(s)") != std::string::npos);
     CHECK(exo_cli({"dlq", "list", "--config", config, "--since", "15"}).exit_code == 2);
+
+    // Without a way to Kafka (an embedded mock cluster no other process can
+    // reach), the list still has what PostgreSQL holds, and says what it lacks.
+    std::string yaml = h.config_yaml();
+    const std::string servers = "  bootstrap_servers: \"" + h.bootstrap() + "\"\n";
+    REQUIRE(yaml.find(servers) != std::string::npos);
+    yaml.replace(yaml.find(servers), servers.size(), "  mock: {brokers: 1}\n");
+    const std::string unreachable = "/tmp/" + h.schema() + "-nokafka.yaml";
+    std::ofstream(unreachable) << yaml;
+    auto partial = exo_cli({"dlq", "list", "--config", unreachable, "--json"});
+    CHECK(partial.exit_code == 1);
+    CHECK(partial.output.find("dead letters without a dedup row (gap timeouts, keyless records) "
+                              "are missing") != std::string::npos);
+    CHECK(json_of(partial).size() == 2);
 }
 
 TEST_CASE(

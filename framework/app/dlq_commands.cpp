@@ -176,18 +176,24 @@ int dlq_list(int argc, char** argv, const AppSetup& setup) {
     auto pg = open_postgres_session(config.postgres);
     std::vector<DeadLetterEntry> entries;
     int exit_code = 0;
-    try {
-        TopicReader reader(operator_bootstrap(config), config.kafka.properties);
-        DeadLetterTopics topics(config, reader);
-        entries = group_dead_letters(*pg, config.kafka.group_id, topics, selection);
-    } catch (const KafkaError& e) {
-        // What PostgreSQL holds is still worth printing; the letters without a
-        // dedup row are missing from it, which the exit code says.
+    // Kafka unreachable, or an embedded mock cluster without its bootstrap
+    // file: what PostgreSQL holds is still worth printing; the letters without
+    // a dedup row are missing from it, which the exit code says.
+    auto without_letters = [&](const std::exception& e) {
         std::cerr << "exo dlq list: could not read the dead-letter topics (" << e.what()
                   << "): dead letters without a dedup row (gap timeouts, keyless records) are "
                      "missing from this list\n";
         entries = list_dead_letters(*pg, config.kafka.group_id, selection);
         exit_code = 1;
+    };
+    try {
+        TopicReader reader(operator_bootstrap(config), config.kafka.properties);
+        DeadLetterTopics topics(config, reader);
+        entries = group_dead_letters(*pg, config.kafka.group_id, topics, selection);
+    } catch (const KafkaError& e) {
+        without_letters(e);
+    } catch (const UsageError& e) {
+        without_letters(e);
     }
     print(args, entries);
     return exit_code;
