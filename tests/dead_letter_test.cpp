@@ -43,14 +43,14 @@ std::optional<std::string> only_header(const OutgoingRecord& r, const std::strin
 
 TEST_SUITE("make_dead_letter") {
     TEST_CASE("the dead letter goes to the DLQ topic, partitioned by the original key") {
-        auto out = make_dead_letter(failed_record(), "payments.dlq", "boom", "evt-1");
+        auto out = make_dead_letter(failed_record(), "payments.dlq", "billing", "boom", "evt-1");
         CHECK(out.topic == "payments.dlq");
         CHECK_FALSE(out.partition.has_value());
         CHECK(out.key == std::optional<std::string>("acc-0001"));
     }
 
     TEST_CASE("the original value and headers are kept, in order and before exo's") {
-        auto out = make_dead_letter(failed_record(), "payments.dlq", "boom", "evt-1");
+        auto out = make_dead_letter(failed_record(), "payments.dlq", "billing", "boom", "evt-1");
         CHECK(out.value == R"({"eventId":"evt-1"})");
         REQUIRE(out.headers.size() >= 3);
         CHECK(out.headers[0].name == "trace-id");
@@ -62,22 +62,23 @@ TEST_SUITE("make_dead_letter") {
     }
 
     TEST_CASE("the reason, attempts and original coordinates are added as headers") {
-        auto out = make_dead_letter(failed_record(), "payments.dlq",
+        auto out = make_dead_letter(failed_record(), "payments.dlq", "billing",
                                     "handler: amount must be positive", "evt-1");
         CHECK(only_header(out, "exo-error") == "handler: amount must be positive");
         CHECK(only_header(out, "exo-attempts") == "5");
         CHECK(only_header(out, "exo-original-topic") == "payments");
         CHECK(only_header(out, "exo-original-partition") == "7");
         CHECK(only_header(out, "exo-original-offset") == "9000000001");
+        CHECK(only_header(out, "exo-consumer-group") == "billing");
         CHECK(only_header(out, "exo-idempotency-key") == "evt-1");
-        CHECK(out.headers.size() == 3 + 6);
+        CHECK(out.headers.size() == 3 + 7);
     }
 
     TEST_CASE("the idempotency key header is absent when the key could not be derived") {
-        auto out = make_dead_letter(failed_record(), "payments.dlq", "no key", "");
+        auto out = make_dead_letter(failed_record(), "payments.dlq", "billing", "no key", "");
         CHECK(header_values(out, "exo-idempotency-key").empty());
         CHECK(only_header(out, "exo-error") == "no key");
-        CHECK(out.headers.size() == 3 + 5);
+        CHECK(out.headers.size() == 3 + 6);
     }
 
     TEST_CASE("a record without a key or headers stays without a key") {
@@ -86,23 +87,23 @@ TEST_SUITE("make_dead_letter") {
         p.record.partition = Partition{0};
         p.record.offset = Offset{0};
         p.record.value = "not json";
-        auto out = make_dead_letter(p, "t.dlq", "payload is not valid JSON", "");
+        auto out = make_dead_letter(p, "t.dlq", "billing", "payload is not valid JSON", "");
         CHECK_FALSE(out.key.has_value());
         CHECK(out.value == "not json");
         CHECK(only_header(out, "exo-attempts") == "0");
         CHECK(only_header(out, "exo-original-offset") == "0");
-        CHECK(out.headers.size() == 5);
+        CHECK(out.headers.size() == 6);
     }
 
     TEST_CASE("the original record is not modified") {
         const auto original = failed_record();
-        make_dead_letter(original, "payments.dlq", "boom", "evt-1");
+        make_dead_letter(original, "payments.dlq", "billing", "boom", "evt-1");
         CHECK(original.record.headers.size() == 3);
     }
 }
 
 TEST_CASE("a dead letter's reason is capped and made valid UTF-8") {
-    auto out = exo::make_dead_letter(failed_record(), "payments.dlq",
+    auto out = exo::make_dead_letter(failed_record(), "payments.dlq", "billing",
                                      std::string(100000, 'x') + "\xC0\x80", "evt-1");
     const auto* h = [&]() -> const exo::RecordHeader* {
         for (const auto& x : out.headers)
@@ -116,7 +117,7 @@ TEST_CASE("a dead letter's reason is capped and made valid UTF-8") {
 
 TEST_CASE("a dead letter too large with its value is sent without it, saying how large it was") {
     auto record = failed_record();
-    auto out = exo::make_dead_letter(record, "payments.dlq", "too large", "evt-1",
+    auto out = exo::make_dead_letter(record, "payments.dlq", "billing", "too large", "evt-1",
                                      exo::DeadLetterValue::omitted);
     CHECK(out.value.empty());
     bool found = false;

@@ -23,7 +23,7 @@ Record original() {
 Record dead_letter_of(const Record& r, DeadLetterValue value = DeadLetterValue::original) {
     PendingRecord pending{r};
     pending.attempts = 3;
-    OutgoingRecord out = make_dead_letter(pending, "payments.dlq", "boom", "e-1", value);
+    OutgoingRecord out = make_dead_letter(pending, "payments.dlq", "billing", "boom", "e-1", value);
     Record d;
     d.topic = Topic{out.topic};
     d.partition = Partition{0};

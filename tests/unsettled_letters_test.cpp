@@ -11,7 +11,8 @@ namespace {
 
 // A dead letter exactly as the daemon produces it, read back from its topic.
 Record letter(const std::string& key, std::int64_t original_offset, std::int64_t dlq_offset,
-              std::int64_t timestamp_ms, const std::string& replayed_from = "") {
+              std::int64_t timestamp_ms, const std::string& replayed_from = "",
+              const std::string& group = "billing") {
     Record r;
     r.topic = Topic{"payments"};
     r.partition = Partition{0};
@@ -19,7 +20,7 @@ Record letter(const std::string& key, std::int64_t original_offset, std::int64_t
     r.value = "{}";
     if (!replayed_from.empty()) r.headers.push_back({"exo-replayed-from", replayed_from});
     PendingRecord pending{r};
-    OutgoingRecord out = make_dead_letter(pending, "payments.dlq", "gap", key);
+    OutgoingRecord out = make_dead_letter(pending, "payments.dlq", group, "gap", key);
     Record d;
     d.topic = Topic{out.topic};
     d.partition = Partition{0};
@@ -51,6 +52,21 @@ TEST_CASE("a dead letter is read back with its key, origin, reason and replay or
     Record foreign;
     foreign.topic = Topic{"payments.dlq"};
     CHECK_FALSE(read_letter(foreign).has_value());  // not written by exo
+}
+
+TEST_CASE("a group sees its own letters and those naming no group, never another group's") {
+    auto named = views({letter("a", 1, 0, 1000, "", "billing"),
+                        letter("b", 2, 1, 1000, "", "audit"), letter("", 3, 2, 1000, "", "audit")});
+    REQUIRE(named.size() == 3);
+    CHECK(named[0].group == "billing");
+    auto unnamed = named[1];
+    unnamed.group.reset();  // a letter written before exo named its group
+    named.push_back(unnamed);
+    const auto billing = letters_of_group(named, "billing");
+    REQUIRE(billing.size() == 2);
+    CHECK(billing[0].key == "a");
+    CHECK_FALSE(billing[1].group.has_value());
+    CHECK(letters_of_group(named, "audit").size() == 3);
 }
 
 TEST_CASE("a letter is listed only while its key has neither a dedup row nor a replay of it") {

@@ -51,7 +51,7 @@ std::vector<DeadLetterEntry> group_dead_letters(pqxx::connection& pg, const std:
                                                 DeadLetterTopics& topics,
                                                 const DeadLetterSelection& selection) {
     auto from_postgres = list_dead_letters(pg, group, selection);
-    const auto letters = topics.letters();
+    const auto letters = letters_of_group(topics.letters(), group);
     auto from_letters = unsettled_letters(letters, find_letter_states(pg, group, letters));
     const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                             std::chrono::system_clock::now().time_since_epoch())

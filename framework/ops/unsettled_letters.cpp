@@ -81,11 +81,18 @@ std::optional<LetterView> read_letter(const Record& r) {
         (l.key->empty() || l.key->size() > kMaxStoredKeyBytes || !is_postgres_text(*l.key)))
         l.key.reset();
     l.at = {*topic, static_cast<int>(*partition), *offset};
+    l.group = header_value(r, "exo-consumer-group");
     l.replayed_from = header_value(r, kReplayedFromHeader);
     l.reason = header_value(r, "exo-error").value_or("");
     l.timestamp_ms = r.timestamp_ms;
     l.in_dlq = {r.topic.value, r.partition.value, r.offset.value};
     return l;
+}
+
+std::vector<LetterView> letters_of_group(std::vector<LetterView> letters,
+                                         const std::string& group) {
+    std::erase_if(letters, [&](const LetterView& l) { return l.group && *l.group != group; });
+    return letters;
 }
 
 std::vector<DeadLetterEntry> unsettled_letters(const std::vector<LetterView>& letters,

@@ -21,7 +21,9 @@ namespace exo {
 // One record of a dead-letter topic, as exo wrote it (pipeline/dead_letter.cpp).
 struct LetterView {
     std::optional<std::string> key;  // exo-idempotency-key; nullopt: the daemon derived none
-    OriginalCoordinates at;          // exo-original-topic, -partition, -offset
+    // exo-consumer-group; nullopt: a letter written before exo named its group.
+    std::optional<std::string> group;
+    OriginalCoordinates at;  // exo-original-topic, -partition, -offset
     // exo-replayed-from: the dead-lettered record was a copy `exo dlq replay`
     // re-produced from these coordinates ("<topic>/<partition>/<offset>").
     std::optional<std::string> replayed_from;
@@ -34,6 +36,10 @@ struct LetterView {
 // is missing or unreadable), or its key header is not a key exo could have
 // stored (then it is read as keyless: the daemon could not have derived it).
 std::optional<LetterView> read_letter(const Record& dead_letter);
+
+// The letters `group` may have produced: those naming it, and those naming no
+// group (written before exo named it; they may be another group's).
+std::vector<LetterView> letters_of_group(std::vector<LetterView> letters, const std::string& group);
 
 // What PostgreSQL says about the letters' keys.
 struct LetterStates {

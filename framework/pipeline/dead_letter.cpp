@@ -5,8 +5,8 @@
 namespace exo {
 
 OutgoingRecord make_dead_letter(const PendingRecord& pending, const std::string& dlq_topic,
-                                const std::string& error, const std::string& idempotency_key,
-                                DeadLetterValue value) {
+                                const std::string& consumer_group, const std::string& error,
+                                const std::string& idempotency_key, DeadLetterValue value) {
     const Record& r = pending.record;
     OutgoingRecord out;
     out.topic = dlq_topic;
@@ -18,6 +18,7 @@ OutgoingRecord make_dead_letter(const PendingRecord& pending, const std::string&
     out.headers.push_back({"exo-original-topic", r.topic.value});
     out.headers.push_back({"exo-original-partition", std::to_string(r.partition.value)});
     out.headers.push_back({"exo-original-offset", std::to_string(r.offset.value)});
+    out.headers.push_back({"exo-consumer-group", consumer_group});
     if (!idempotency_key.empty()) out.headers.push_back({"exo-idempotency-key", idempotency_key});
     if (value == DeadLetterValue::omitted)
         out.headers.push_back({"exo-value-omitted", std::to_string(r.value.size())});

@@ -24,9 +24,12 @@ enum class DeadLetterValue {
 
 // Headers added: exo-error (valid UTF-8, at most kMaxDeadLetterReasonBytes),
 // exo-attempts, exo-original-topic, exo-original-partition, exo-original-offset,
+// exo-consumer-group (several groups consuming one topic share its default
+// dead-letter topic, and `exo dlq list` shows a group only its own letters),
 // exo-idempotency-key when known, and exo-value-omitted when the value is left out.
 OutgoingRecord make_dead_letter(const PendingRecord& pending, const std::string& dlq_topic,
-                                const std::string& error, const std::string& idempotency_key,
+                                const std::string& consumer_group, const std::string& error,
+                                const std::string& idempotency_key,
                                 DeadLetterValue value = DeadLetterValue::original);
 
 }  // namespace exo

@@ -149,7 +149,8 @@ void DeadLetterPublisher::produce(const BatchItem& item) {
     // then this record's alone, and a delivered one is never sent again because
     // a neighbour failed.
     auto send = [&](DeadLetterValue value) {
-        producer_.produce(make_dead_letter(item.pending, topic, verdict.reason, item.key, value));
+        producer_.produce(make_dead_letter(item.pending, topic, config_.kafka.group_id,
+                                           verdict.reason, item.key, value));
         try {
             producer_.flush(kDeadLetterFlushTimeout);
         } catch (const KafkaError& e) {
