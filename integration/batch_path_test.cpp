@@ -45,10 +45,13 @@ long long redis_connections_received(exo::RedisConnection& redis) {
     return std::stoll(info.substr(at + field.size()));
 }
 
-void produce_to(const PipelineHarness& h, const std::string& topic,
-                const std::vector<exo::Payment>& payments) {
+// Produces each payment to its topic's partition 0, in one flush, so that they
+// arrive in one poll.
+void produce_to(const PipelineHarness& h,
+                const std::vector<std::pair<std::string, exo::Payment>>& payments) {
     exo::KafkaProducer producer(exo::ProducerOptions{h.bootstrap(), {}});
-    for (const auto& p : payments) producer.produce({topic, 0, p.account_id, p.json(), {}});
+    for (const auto& [topic, p] : payments)
+        producer.produce({topic, 0, p.account_id, p.json(), {}});
     producer.flush(10s);
 }
 
@@ -75,8 +78,8 @@ TEST_CASE(
     h.produce({payment("w-1", "acc-w", 1, 1)});
     REQUIRE(eventually([&] { return daemon.stats().applied == 1; }, 60s));
     REQUIRE(daemon.stats().batches == 1);
-    produce_to(h, first, {exo::Payment{"x-1", "acc-x", "CREDIT", 2, 1}});
-    h.produce({payment("x-2", "acc-x", 4, 2)});
+    produce_to(h, {{first, exo::Payment{"x-1", "acc-x", "CREDIT", 2, 1}},
+                   {h.topic(), exo::Payment{"x-2", "acc-x", "CREDIT", 4, 2}}});
     REQUIRE(eventually([&] { return daemon.stats().applied == 3; }, 60s));
     daemon.stop();
     // Both in one batch, so one transaction decided and applied them...
