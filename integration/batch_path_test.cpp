@@ -5,6 +5,7 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
 #include <pqxx/pqxx>
 #include <string>
 #include <thread>
@@ -12,6 +13,7 @@
 
 #include "dedup_rows.hpp"
 #include "kafka/producer.hpp"
+#include "pg/group_start.hpp"
 #include "pipeline_harness.hpp"
 #include "records.hpp"
 #include "redis/claim_store.hpp"
@@ -218,4 +220,61 @@ TEST_CASE(
     // can still cross, and a deadlock there is contention, never an attempt.
     const auto deadlocks = run_crossing_careful_passes(/*entities_exist=*/false);
     MESSAGE("deadlocks PostgreSQL detected and exo NACKed: " << deadlocks);
+}
+
+TEST_CASE(
+    "the set-based start inserts a group's dedup rows in key order, so a transaction holding "
+    "one of its keys never deadlocks with it") {
+    PipelineHarness h({.name = "dedupsorted", .partitions = 1, .workers = 1});
+    const std::string group = h.config().kafka.group_id;
+    const auto insert = [&](pqxx::transaction_base& tx, const std::string& key) {
+        tx.exec_params(
+            "INSERT INTO exo_processed (consumer_group, idempotency_key, fencing_token, topic,"
+            " kafka_partition, kafka_offset, outcome) VALUES ($1, $2, 0, 't', 0, 0, 'APPLIED')",
+            group, key);
+    };
+    // Another transaction holds k-a, the key that sorts first.
+    pqxx::connection other_connection(h.postgres_uri());
+    pqxx::work other(other_connection);
+    insert(other, "k-a");
+
+    // The group, in partition order k-b, k-a: sorted, it waits for k-a before it
+    // has written k-b; in partition order it would hold k-b while it waits.
+    std::exception_ptr group_error;
+    std::optional<exo::GroupStart> started;
+    std::thread group_thread([&] {
+        try {
+            pqxx::connection c(h.postgres_uri());
+            exo::prepare_group_statements(c);
+            pqxx::work tx(c);
+            const std::string kb = "k-b", ka = "k-a";
+            const exo::TopicPartition tp{exo::Topic{"t"}, exo::Partition{0}};
+            started = exo::start_group(tx, group,
+                                       {{kb, exo::FencingToken{0}, tp, exo::Offset{0}, {}},
+                                        {ka, exo::FencingToken{0}, tp, exo::Offset{1}, {}}});
+            tx.commit();
+        } catch (...) {
+            group_error = std::current_exception();
+        }
+    });
+    REQUIRE(eventually(
+        [&] {
+            return query(h,
+                         "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                         " AND datname = current_database()")[0][0]
+                       .as<int>() == 1;
+        },
+        30s));
+    // Now the other transaction takes k-b too, and commits: with the keys in
+    // order nothing of the group is in its way (a deadlock would fail one side
+    // after deadlock_timeout).
+    CHECK_NOTHROW(insert(other, "k-b"));
+    other.commit();
+    group_thread.join();
+    CHECK_FALSE(group_error);
+    REQUIRE(started);
+    REQUIRE(started->records.size() == 2);
+    // Both keys were the other transaction's: duplicates of its rows.
+    CHECK(started->records[0].duplicate);
+    CHECK(started->records[1].duplicate);
 }
