@@ -2,6 +2,7 @@
 // Redis, PostgreSQL and the mock Kafka cluster: the order handlers see records
 // in, a claim key that errors alone, and the lock order of the careful pass.
 #include <doctest/doctest.h>
+#include <spdlog/spdlog.h>
 
 #include <map>
 #include <mutex>
@@ -14,6 +15,7 @@
 #include "dedup_rows.hpp"
 #include "kafka/producer.hpp"
 #include "pg/group_start.hpp"
+#include "pipeline/redis_session.hpp"
 #include "pipeline_harness.hpp"
 #include "records.hpp"
 #include "redis/claim_store.hpp"
@@ -277,4 +279,33 @@ TEST_CASE(
     // Both keys were the other transaction's: duplicates of its rows.
     CHECK(started->records[0].duplicate);
     CHECK(started->records[1].duplicate);
+}
+
+TEST_CASE(
+    "a worker's Redis session keeps a connection that only carried an error reply, and drops one "
+    "an I/O failure closed") {
+    exo::Config config;
+    const auto options = exo::testing::redis_options();
+    config.redis.host = options.host;
+    config.redis.port = options.port;
+    config.kafka.group_id = exo::testing::unique_name("session");
+    const auto log = spdlog::default_logger()->clone("redis-session-test");
+    exo::RedisSession session(config, "owner", *log, [](int) { return 10s; });
+    exo::ClaimStore* claims = session.claims();
+    REQUIRE(claims != nullptr);
+    // A failure while the connection is still open (an error reply: Redis
+    // answered, e.g. OOM for a whole call) counts for the backoff; the
+    // connection stays.
+    REQUIRE(claims->claim({"k"}, 1s).size() == 1);
+    session.failed();
+    CHECK(session.failures() == 1);
+    REQUIRE(session.connected() == claims);  // else `claims` dangles
+    CHECK(session.claims() == claims);
+    // The connection closed under it: dropped, and not reopened before the backoff.
+    exo::RedisConnection admin(options);
+    admin.command({"CLIENT", "KILL", "SKIPME", "yes", "TYPE", "normal"});
+    CHECK_THROWS_AS(claims->claim({"k"}, 1s), exo::RedisIoError);
+    session.failed();
+    CHECK(session.connected() == nullptr);
+    CHECK(session.claims() == nullptr);
 }
