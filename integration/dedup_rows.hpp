@@ -7,6 +7,7 @@
 #include <string>
 
 #include "pipeline_harness.hpp"
+#include "support.hpp"
 
 namespace exo::testing {
 
@@ -25,6 +26,16 @@ inline Rows processed(const PipelineHarness& h) {
             row[1].as<std::string>() + (row[2].is_null() ? "" : "/" + row[2].as<std::string>());
     }
     return out;
+}
+
+// Deadlocks PostgreSQL detected in the tests' database so far (pg_stat_database;
+// a transaction's statistics arrive there a little after it ends).
+inline std::int64_t deadlocks_detected() {
+    pqxx::connection c(postgres_uri());
+    pqxx::nontransaction tx(c);
+    return tx
+        .exec("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()")[0][0]
+        .as<std::int64_t>();
 }
 
 }  // namespace exo::testing

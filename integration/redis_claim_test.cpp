@@ -445,26 +445,33 @@ TEST_SUITE("redis claim") {
         };
         const auto forget = [&] { redis.command({"DEL", a.redis_key(first), a.redis_key(last)}); };
 
-        // ClaimStore throws as it did with one call per key, naming that key...
+        // ClaimStore answers that key alone as failed, naming it and the error...
         forget();
-        try {
-            a.claim({first, bad, last}, kLease);
-            FAIL("a batch with a key that is not a hash did not throw");
-        } catch (const exo::RedisReplyError& e) {
-            const std::string what = e.what();
-            CHECK(what.find("claim.lua on key '" + a.redis_key(bad) + "'") != std::string::npos);
-            CHECK(what.find("WRONGTYPE") != std::string::npos);
-        }
-        // ...and the keys around it were claimed all the same.
+        const auto round_trips = redis.round_trips();
+        const auto claimed = a.claim({first, bad, last}, kLease);
+        CHECK(redis.round_trips() == round_trips + 1);  // nothing sent again
+        REQUIRE(claimed.size() == 3);
+        CHECK(claimed[0].status == ClaimStatus::acquired);
+        CHECK(claimed[1].status == ClaimStatus::failed);
+        CHECK(claimed[1].error.find("claim.lua on key '" + a.redis_key(bad) + "'") !=
+              std::string::npos);
+        CHECK(claimed[1].error.find("WRONGTYPE") != std::string::npos);
+        CHECK(claimed[2].status == ClaimStatus::acquired);
+        // ...the keys around it are claimed, with their tokens...
         CHECK(field_of(first, "owner") == "owner-a");
         CHECK(field_of(last, "owner") == "owner-a");
+        CHECK(field_of(first, "token") == std::to_string(claimed[0].token.value));
+        // ...and the connection stays open: an error reply is not an outage.
+        CHECK(redis.connected());
         forget();
         redis.command({"DEL", a.redis_key(bad)});
         redis.command({"HSET", a.redis_key(bad), "state", "SOMETHING_ELSE"});
-        CHECK_THROWS_AS(a.claim({first, bad, last}, kLease), exo::RedisReplyError);
+        const auto unknown = a.claim({first, bad, last}, kLease);
+        CHECK(unknown[1].status == ClaimStatus::failed);
+        CHECK(unknown[1].error.find("unknown state") != std::string::npos);
         CHECK(field_of(first, "owner") == "owner-a");
         CHECK(field_of(last, "owner") == "owner-a");
-        // Retrying the batch is re-entrant: the same tokens.
+        // Claiming again is re-entrant: the same tokens.
         const auto first_token = field_of(first, "token"), last_token = field_of(last, "token");
         redis.command({"DEL", a.redis_key(bad)});
         const auto retried = a.claim({first, bad, last}, kLease);
@@ -498,23 +505,53 @@ TEST_SUITE("redis claim") {
         CHECK(redis.round_trips() == before);
     }
 
-    TEST_CASE_FIXTURE(Claims, "an error reply from a script throws naming the script and key") {
+    TEST_CASE_FIXTURE(Claims,
+                      "a key's error reply fails that key's claim, naming the script and key, "
+                      "and throws from the finishing scripts") {
         redis.command({"SET", a.redis_key(key), "not a hash"});
-        try {
-            claim(a);
-            FAIL("claim on a string key did not throw");
-        } catch (const exo::RedisReplyError& e) {
-            const std::string what = e.what();
-            CHECK(what.find("claim.lua") != std::string::npos);
-            CHECK(what.find(a.redis_key(key)) != std::string::npos);
-            CHECK(what.find("WRONGTYPE") != std::string::npos);
-        }
+        const auto r = claim(a);
+        CHECK(r.status == ClaimStatus::failed);
+        CHECK(r.error.find("claim.lua") != std::string::npos);
+        CHECK(r.error.find(a.redis_key(key)) != std::string::npos);
+        CHECK(r.error.find("WRONGTYPE") != std::string::npos);
         CHECK_THROWS_AS(extend(a, exo::FencingToken{1}), exo::RedisReplyError);
+        CHECK(redis.connected());
     }
 
-    TEST_CASE_FIXTURE(Claims, "a claim record in an unknown state is a reply error") {
+    TEST_CASE_FIXTURE(Claims, "a claim record in an unknown state fails that key's claim") {
         redis.command({"HSET", a.redis_key(key), "state", "SOMETHING_ELSE"});
-        CHECK_THROWS_AS(claim(a), exo::RedisReplyError);
+        CHECK(claim(a).status == ClaimStatus::failed);
+    }
+
+    TEST_CASE_FIXTURE(Claims,
+                      "a claim call that fails as a whole gives back what the batch's other "
+                      "calls acquired, and keeps the connection") {
+        // A user that may touch only keys starting with 'a': the call holding a
+        // 'b' key is refused as a whole (NOPERM), the call before it runs.
+        const std::string user = exo::testing::unique_name("claimuser");
+        REQUIRE(redis
+                    .command({"ACL", "SETUSER", user, "on", ">pw", "~" + a.redis_key("a") + "*",
+                              "+@all"})
+                    .type == exo::RedisReply::Type::status);
+        exo::RedisConnection limited{exo::testing::redis_options()};
+        REQUIRE(limited.command({"AUTH", user, "pw"}).type == exo::RedisReply::Type::status);
+        exo::ClaimStore store{limited, kPrefix, group, "owner-a"};
+        std::vector<std::string> keys;
+        for (std::size_t i = 0; i < exo::ClaimStore::max_keys_per_call; ++i)
+            keys.push_back("a" + key + "-" + std::to_string(i));
+        keys.push_back("b" + key);  // the second call
+        try {
+            store.claim(keys, kLease);
+            FAIL("a claim call refused as a whole did not throw");
+        } catch (const exo::RedisReplyError& e) {
+            CHECK(std::string(e.what()).find("NOPERM") != std::string::npos);
+        }
+        // The first call's 1,000 claims were released, not left PROCESSING for a lease.
+        std::vector<std::string> exists{"EXISTS"};
+        for (std::size_t i = 0; i + 1 < keys.size(); ++i) exists.push_back(a.redis_key(keys[i]));
+        CHECK(redis.command(exists).integer == 0);
+        CHECK(limited.connected());
+        redis.command({"ACL", "DELUSER", user});
     }
 
     TEST_CASE_FIXTURE(Claims, "a lease or ttl of zero is rejected before anything is sent") {

@@ -262,15 +262,7 @@ TEST_CASE("two workers whose partitions share entities neither deadlock nor appl
                                        account, seq, seq, (seq * 3 + a) % 8));
             expected[account] += seq;
         }
-    pqxx::connection c(exo::testing::postgres_uri());
-    auto deadlocks = [&] {
-        pqxx::nontransaction tx(c);
-        tx.exec("SELECT pg_stat_clear_snapshot()");
-        return tx
-            .exec("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()")[0][0]
-            .as<std::int64_t>();
-    };
-    const auto deadlocks_before = deadlocks();
+    const auto deadlocks_before = exo::testing::deadlocks_detected();
     h.produce(messages);
     RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());
     REQUIRE(h.wait_until_consumed(120s));
@@ -283,5 +275,5 @@ TEST_CASE("two workers whose partitions share entities neither deadlock nor appl
     CHECK(daemon.stats().groups_set_based > 0);
     // Statistics reach pg_stat_database at the end of a transaction, a little later.
     std::this_thread::sleep_for(1s);
-    CHECK(deadlocks() == deadlocks_before);
+    CHECK(exo::testing::deadlocks_detected() == deadlocks_before);
 }

@@ -20,8 +20,11 @@
 // rerun_calls (per process: tests compare differences).
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <pqxx/pqxx>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <exo/batch_handler.hpp>
 #include <exo/errors.hpp>
@@ -131,6 +134,18 @@ public:
 // given in batch_records, and records given with rerun(i) in batch_reruns;
 // batches of one (a record run alone) also in batch_solo_calls.
 inline std::atomic<int> batch_calls{0};
+// The keys handle_batch() was given, in the order it saw them, across every
+// instance (bindings): what the order tests compare.
+inline std::mutex seen_mutex;
+inline std::vector<std::string> seen;
+inline void seen_keys_clear() {
+    std::lock_guard lock(seen_mutex);
+    seen.clear();
+}
+inline std::vector<std::string> seen_keys() {
+    std::lock_guard lock(seen_mutex);
+    return seen;
+}
 inline std::atomic<int> batch_records{0};
 inline std::atomic<int> batch_reruns{0};
 inline std::atomic<int> batch_solo_calls{0};
@@ -142,6 +157,10 @@ public:
         batch_calls++;
         batch_records += static_cast<int>(ctx.size());
         if (ctx.size() == 1) batch_solo_calls++;
+        {
+            std::lock_guard lock(seen_mutex);
+            for (std::size_t i = 0; i < ctx.size(); ++i) seen.push_back(ctx.idempotency_key(i));
+        }
         for (std::size_t i = 0; i < ctx.size(); ++i) {
             if (ctx.rerun(i)) batch_reruns++;
             const auto& key = ctx.idempotency_key(i);

@@ -157,10 +157,16 @@ TEST_SUITE("claim replies") {
         CHECK_THROWS_AS(parse_claim_reply(claim_reply("", "1"), kKey), RedisReplyError);
     }
 
-    TEST_CASE("an error claim reply is refused with the error's text") {
-        const std::string message = claim_error_of(error_reply("BUSY Redis is busy"));
-        CHECK(message.find("BUSY Redis is busy") != std::string::npos);
-        CHECK(message.find("retry") != std::string::npos);
+    TEST_CASE("an error in one key's place fails that key alone, naming the key and the error") {
+        const auto r = parse_claim_reply(
+            error_reply("WRONGTYPE Operation against a key holding the wrong kind of value"), kKey);
+        CHECK(r.status == ClaimStatus::failed);
+        CHECK(r.error.find("claim.lua") != std::string::npos);
+        CHECK(r.error.find(kKey) != std::string::npos);
+        CHECK(r.error.find("WRONGTYPE") != std::string::npos);
+        // The finishing scripts keep refusing it: their callers only settle claims.
+        CHECK_THROWS_AS(parse_finish_reply("complete.lua", error_reply("WRONGTYPE x"), kKey),
+                        RedisReplyError);
     }
 
     TEST_CASE("a nil claim reply is refused") {
@@ -198,7 +204,9 @@ TEST_SUITE("claim replies") {
         CHECK(parse_claim_reply(replies[0], kKey).token == FencingToken{1});
         CHECK(parse_claim_reply(replies[2], kKey).stored_result == "r");
         // An error in one key's place fails that key alone, as its own reply.
-        CHECK(claim_error_of(replies[1]).find("WRONGTYPE x") != std::string::npos);
+        const auto failed = parse_claim_reply(replies[1], kKey);
+        CHECK(failed.status == ClaimStatus::failed);
+        CHECK(failed.error.find("WRONGTYPE x") != std::string::npos);
     }
 
     TEST_CASE("a multi-key error reply fails the whole call, naming the script and first key") {

@@ -9,6 +9,7 @@
 
 #include <exo/errors.hpp>
 
+#include "kafka/kafka_error.hpp"
 #include "pg/batch_transaction.hpp"
 #include "pipeline/failure_matrix.hpp"
 #include "redis/redis_error.hpp"
@@ -38,7 +39,11 @@ TEST_SUITE("failure matrix") {
         check(sql("08006"), Failure::postgres_down, "SQLSTATE class 08");
         check(sql("57P01"), Failure::postgres_down, "admin shutdown");
         check(sql("40001"), Failure::retryable, "a serialization failure");
-        check(sql("40P01"), Failure::retryable, "a deadlock");
+        check(sql("40P01"), Failure::contention, "a deadlock (SQLSTATE)");
+        check(pqxx::deadlock_detected("deadlock detected"), Failure::contention,
+              "a deadlock (as libpqxx throws it)");
+        check(pqxx::serialization_failure("could not serialize"), Failure::retryable,
+              "a serialization failure (as libpqxx throws it)");
         check(sql("23505"), Failure::retryable, "a unique violation");
         check(sql("22P02"), Failure::permanent, "invalid input syntax (class 22)");
         check(sql("22021"), Failure::permanent, "invalid UTF-8 (class 22)");
@@ -50,6 +55,25 @@ TEST_SUITE("failure matrix") {
         check(RedisReplyError("nonsense"), Failure::redis_down, "Redis answering nonsense");
         check(HandlerPrepareError("no table"), Failure::handler_unprepared,
               "a handler's prepare() failing");
+        check(DependencyError("the payment service is down"), Failure::dependency_down,
+              "a handler's DependencyError (errors.hpp: put back uncounted)");
+        check(KafkaError(RD_KAFKA_RESP_ERR__MSG_TIMED_OUT, "producing a dead letter", true),
+              Failure::retryable, "Kafka refusing a dead letter (a try of that record)");
+    }
+
+    TEST_CASE("a handler's DependencyError puts the batch back uncounted, as errors.hpp says") {
+        const Failure f = classify(DependencyError("the payment service is down"));
+        CHECK(pauses_the_worker(f));
+        CHECK_FALSE(counts_as_attempt(f));
+        CHECK(decide_record_failure(f, 99, 5) == Action::pause);
+        CHECK(decide_batch_failure(f, 99, 5) == Action::pause);
+    }
+
+    TEST_CASE("a deadlock is contention: NACKed, never counted, so it cannot dead-letter") {
+        const Failure f = classify(pqxx::deadlock_detected("deadlock detected"));
+        CHECK_FALSE(counts_as_attempt(f));
+        CHECK(decide_record_failure(f, 99, 5) == Action::nack);
+        CHECK(decide_batch_failure(f, 99, 5) == Action::nack);
     }
 
     TEST_CASE("each failure-matrix row decides the same for a record's own step") {
@@ -73,6 +97,8 @@ TEST_SUITE("failure matrix") {
              Action::dead_letter},
             {"PostgreSQL unreachable pauses", Failure::postgres_down, 0, Action::pause},
             {"Redis unreachable pauses", Failure::redis_down, 0, Action::pause},
+            {"a handler's dependency unavailable pauses", Failure::dependency_down, 0,
+             Action::pause},
             {"a handler that cannot prepare pauses", Failure::handler_unprepared, 0, Action::pause},
         };
         for (const auto& r : rows) {
@@ -107,6 +133,7 @@ TEST_SUITE("failure matrix") {
         CHECK_FALSE(counts_as_attempt(Failure::contention));
         CHECK_FALSE(counts_as_attempt(Failure::postgres_down));
         CHECK_FALSE(counts_as_attempt(Failure::redis_down));
+        CHECK_FALSE(counts_as_attempt(Failure::dependency_down));
         CHECK_FALSE(counts_as_attempt(Failure::handler_unprepared));
     }
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <pqxx/pqxx>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -16,6 +17,7 @@ namespace {
 constexpr const char* kGroupStart = "exo_group_start";
 constexpr const char* kGroupExisting = "exo_group_existing";
 constexpr const char* kGroupSequences = "exo_group_sequences";
+constexpr const char* kLockEntities = "exo_lock_entities";
 
 // Statement A inserts every dedup row and locks every entity of the group. Rows
 // answer either an inserted key (first column NULL) or an entity that exists:
@@ -24,13 +26,14 @@ constexpr const char* kGroupSequences = "exo_group_sequences";
 // (one primary-key probe per entity, whatever the statistics; a join with
 // unnest() may get a generic plan that scans the table), so every transaction
 // locks entity rows in one global order and two groups sharing entities wait
-// for each other instead of deadlocking.
+// for each other instead of deadlocking. The keys come sorted as well, and
+// `ORDER BY` keeps the insert in that order whatever the plan.
 constexpr const char* kGroupStartSql =
     "WITH ins AS (INSERT INTO exo_processed (consumer_group, idempotency_key, fencing_token,"
     " topic, kafka_partition, kafka_offset, outcome, applied_by)"
     " SELECT $1::text, u.k, u.t, u.tp, u.p, u.o, 'APPLIED', $7::text"
     " FROM unnest($2::text[], $3::bigint[], $4::text[], $5::int[], $6::bigint[])"
-    " AS u(k, t, tp, p, o)"
+    " WITH ORDINALITY AS u(k, t, tp, p, o, n) ORDER BY u.n"
     " ON CONFLICT (consumer_group, idempotency_key) DO NOTHING RETURNING idempotency_key),"
     " seq AS (SELECT u.n, s.last_sequence"
     " FROM unnest($8::text[], $9::text[]) WITH ORDINALITY AS u(h, e, n),"
@@ -38,6 +41,13 @@ constexpr const char* kGroupStartSql =
     " LIMIT 1 FOR UPDATE) AS s)"
     " SELECT NULL::bigint, idempotency_key, NULL::bigint FROM ins"
     " UNION ALL SELECT n, NULL::text, last_sequence FROM seq";
+
+// The careful pass's up-front lock: the entity rows that exist, in the order
+// given (sorted), each probed as in statement A.
+constexpr const char* kLockEntitiesSql =
+    "SELECT u.n FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(h, e, n),"
+    " LATERAL (SELECT 1 FROM exo_sequences WHERE handler = u.h AND entity = u.e"
+    " LIMIT 1 FOR UPDATE) AS s";
 
 // The rows of keys that were already there (a separate statement, as in
 // start_record: it sees rows committed while the insert waited for them).
@@ -86,6 +96,21 @@ void prepare_group_statements(pqxx::connection_base& c) {
     c.prepare(kGroupStart, kGroupStartSql);
     c.prepare(kGroupExisting, kGroupExistingSql);
     c.prepare(kGroupSequences, kGroupSequencesSql);
+    c.prepare(kLockEntities, kLockEntitiesSql);
+}
+
+int lock_entities(pqxx::transaction_base& tx, const std::vector<SequenceStep>& steps) {
+    std::set<EntityId> sorted;
+    for (const auto& step : steps) sorted.emplace(step.handler, step.entity);
+    // One entity cannot be locked out of order.
+    if (sorted.size() < 2) return 0;
+    std::vector<std::string> handlers, entities;
+    for (const auto& [handler, entity] : sorted) {
+        handlers.push_back(handler);
+        entities.push_back(entity);
+    }
+    tx.exec_prepared(kLockEntities, text_array(handlers), text_array(entities));
+    return 1;
 }
 
 GroupStart start_group(pqxx::transaction_base& tx, const std::string& group,
@@ -105,10 +130,20 @@ GroupStart start_group(pqxx::transaction_base& tx, const std::string& group,
         entities.push_back(id.second);
     }
 
+    // The dedup rows go in sorted by key, too: two transactions that insert
+    // some of the same keys (two copies of one event in two partitions, with
+    // Redis forgetful or skipped) then wait for each other instead of
+    // deadlocking. (Their order in the group is the partitions'.)
+    std::vector<const GroupRecord*> by_key;
+    by_key.reserve(records.size());
+    for (const auto& r : records) by_key.push_back(&r);
+    std::sort(by_key.begin(), by_key.end(),
+              [](const GroupRecord* a, const GroupRecord* b) { return a->key < b->key; });
     std::vector<std::string> keys, topics;
     std::vector<std::int64_t> tokens, offsets;
     std::vector<std::int32_t> partitions;
-    for (const auto& r : records) {
+    for (const auto* record : by_key) {
+        const auto& r = *record;
         keys.push_back(r.key);
         tokens.push_back(r.token.value);
         topics.push_back(r.partition.topic.value);

@@ -53,6 +53,16 @@ struct GroupStart {
 GroupStart start_group(pqxx::transaction_base& tx, const std::string& group,
                        const std::vector<GroupRecord>& records);
 
+// The careful pass's lock order (docs/design.md section 4.1): locks the
+// existing exo_sequences rows of `steps`' entities FOR UPDATE, sorted and
+// unique, as start_group does, before the per-record statements lock them one
+// record at a time. Without it, two careful passes, or a careful pass and a
+// set-based one, whose records name shared entities in crossing orders would
+// deadlock. Entities that do not exist yet are not locked: their creation can
+// still meet a crossing creation (a deadlock, which is contention: NACKed).
+// Returns the round trips made (0 for fewer than two entities).
+int lock_entities(pqxx::transaction_base& tx, const std::vector<SequenceStep>& steps);
+
 // Stores the results handlers set for records of a group whose dedup rows
 // this transaction wrote: keys[n] gets results[n] (non-empty, storable text).
 // One round trip.

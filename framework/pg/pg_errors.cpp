@@ -7,13 +7,20 @@ namespace exo {
 PgFailure classify_pg_error(const std::exception& e) {
     if (dynamic_cast<const pqxx::in_doubt_error*>(&e)) return PgFailure::outcome_unknown;
     if (dynamic_cast<const pqxx::broken_connection*>(&e)) return PgFailure::connection_lost;
+    // A deadlock is two transactions wanting each other's rows: like a lock
+    // timeout, nobody's record is at fault, and counting it would dead-letter
+    // good records under contention. Checked before its base class.
+    if (dynamic_cast<const pqxx::deadlock_detected*>(&e)) return PgFailure::contention;
     if (dynamic_cast<const pqxx::transaction_rollback*>(&e)) return PgFailure::retryable;
     if (const auto* sql = dynamic_cast<const pqxx::sql_error*>(&e)) {
         const std::string& state = sql->sqlstate();
         // Class 08: connection exception; 57P01-03: admin shutdown, crash, cannot connect now.
         if (state.rfind("08", 0) == 0 || state.rfind("57P", 0) == 0)
             return PgFailure::connection_lost;
-        if (state == "55P03") return PgFailure::contention;
+        // 55P03 lock_not_available: lock_timeout (or NOWAIT) on any row, exo's
+        // own (dedup rows, exo_sequences, exo_outbox_keys of the outbox writer)
+        // or a handler's; 40P01 deadlock_detected, should a subclass be missing.
+        if (state == "55P03" || state == "40P01") return PgFailure::contention;
         // Class 22: data exception: the record's data cannot be stored, ever.
         if (state.rfind("22", 0) == 0) return PgFailure::permanent;
         return PgFailure::retryable;

@@ -13,13 +13,14 @@ enum class PgFailure {
     // COMMIT was sent but its answer never came (pqxx::in_doubt_error): the
     // batch may or may not be applied. Retry it: the dedup rows tell which.
     outcome_unknown,
-    // lock_timeout ran out (55P03): another transaction, live or frozen, holds a
-    // row this record needs (its dedup row or its entity's sequence). Nothing is
-    // wrong with the record: roll it back and NACK it like a Redis CONFLICT,
-    // without counting an attempt.
+    // lock_timeout ran out (55P03), or a deadlock was broken (40P01): another
+    // transaction, live or frozen, holds a row this record needs (its dedup row,
+    // its entity's sequence, an exo_outbox_keys row of its emits, a handler's
+    // row). Nothing is wrong with the record: roll it back and NACK it like a
+    // Redis CONFLICT, without counting an attempt.
     contention,
-    // Serialization failure, deadlock, or another error that may pass: roll the
-    // record back and retry it with backoff, up to max_attempts.
+    // Serialization failure or another error that may pass: roll the record
+    // back and retry it with backoff, up to max_attempts.
     retryable,
     // The data can never be applied (invalid input syntax, out of range): dead-letter.
     permanent,

@@ -4,6 +4,7 @@
 
 #include <exo/errors.hpp>
 
+#include "kafka/kafka_error.hpp"
 #include "pg/batch_transaction.hpp"
 #include "pg/pg_errors.hpp"
 #include "redis/redis_error.hpp"
@@ -13,6 +14,9 @@ namespace exo {
 Failure classify(const std::exception& e) {
     if (dynamic_cast<const HandlerPrepareError*>(&e)) return Failure::handler_unprepared;
     if (dynamic_cast<const RedisError*>(&e)) return Failure::redis_down;
+    if (dynamic_cast<const KafkaError*>(&e)) return Failure::retryable;
+    // errors.hpp promises a handler's DependencyError puts the batch back uncounted.
+    if (dynamic_cast<const DependencyError*>(&e)) return Failure::dependency_down;
     if (dynamic_cast<const ContentionError*>(&e)) return Failure::contention;
     if (dynamic_cast<const PermanentError*>(&e)) return Failure::permanent;
     if (dynamic_cast<const RetryableError*>(&e)) return Failure::retryable;
@@ -35,7 +39,7 @@ Failure classify(const std::exception& e) {
 
 bool pauses_the_worker(Failure f) {
     return f == Failure::postgres_down || f == Failure::redis_down ||
-           f == Failure::handler_unprepared;
+           f == Failure::dependency_down || f == Failure::handler_unprepared;
 }
 
 bool counts_as_attempt(Failure f) {
@@ -67,6 +71,8 @@ const char* to_string(Failure f) {
             return "PostgreSQL unreachable";
         case Failure::redis_down:
             return "Redis unreachable";
+        case Failure::dependency_down:
+            return "a handler's dependency unavailable";
         case Failure::handler_unprepared:
             return "handler cannot prepare";
         case Failure::contention:

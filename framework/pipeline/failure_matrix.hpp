@@ -25,19 +25,23 @@ public:
 
 // One vocabulary for every failure, named for what happens next.
 enum class Failure {
-    postgres_down,        // connection lost, or COMMIT's answer lost: pause, uncounted
-    redis_down,           // Redis unreachable or answering nonsense: pause, uncounted
-    handler_unprepared,   // a handler's prepare() failed: pause loudly, uncounted
-    contention,           // lock_timeout: another transaction holds the row: NACK, uncounted
+    postgres_down,       // connection lost, or COMMIT's answer lost: pause, uncounted
+    redis_down,          // Redis unreachable or answering nonsense: pause, uncounted
+    dependency_down,     // a handler's DependencyError (its own service down): pause, uncounted
+    handler_unprepared,  // a handler's prepare() failed: pause loudly, uncounted
+    contention,  // lock timeout, deadlock: another transaction holds the row: NACK, uncounted
     aborted_transaction,  // 25P02: a handler swallowed a database error: counted, retried
     retryable,            // may pass: counted, retried with backoff, then dead-lettered
     permanent,            // can never succeed: dead-lettered at once
 };
 const char* to_string(Failure f);
 
-// Handler errors (RetryableError, PermanentError), PostgreSQL (libpqxx, SQLSTATE
-// classes), Redis (RedisError), HandlerPrepareError, CommitRefused; anything
-// else, std::exception or not, is retryable: nothing says it cannot pass.
+// Handler errors (RetryableError, PermanentError, DependencyError), PostgreSQL
+// (libpqxx, SQLSTATE classes), Redis (RedisError), HandlerPrepareError,
+// CommitRefused; anything else, std::exception or not, is retryable: nothing
+// says it cannot pass. KafkaError, a DependencyError too, is retryable: Kafka
+// is met only in the dead-letter step, where a refused produce counts as a try
+// of its record (bounded, then the partition stalls loudly, docs/design.md 5.6).
 Failure classify(const std::exception& e);
 
 // Whether the failure is about a dependency rather than the records at hand: the

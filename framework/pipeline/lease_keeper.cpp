@@ -15,13 +15,36 @@ LeaseKeeper::~LeaseKeeper() {
     changed_.notify_all();
 }
 
+void LeaseKeeper::start_batch() {
+    std::lock_guard lock(mutex_);
+    abandoned_ = false;
+}
+
 void LeaseKeeper::hold(std::vector<TokenRequest> claims) {
     {
         std::lock_guard lock(mutex_);
+        // Checked under the lock abandon() takes: an abandon() between the
+        // worker's claim step and its hold() must stick.
+        if (abandoned_) return;
         claims_ = std::move(claims);
         ++generation_;
     }
     changed_.notify_all();
+}
+
+void LeaseKeeper::abandon() {
+    {
+        std::lock_guard lock(mutex_);
+        abandoned_ = true;
+        claims_.clear();
+        ++generation_;
+    }
+    changed_.notify_all();
+}
+
+std::vector<TokenRequest> LeaseKeeper::held() {
+    std::lock_guard lock(mutex_);
+    return claims_;
 }
 
 void LeaseKeeper::run(std::stop_token stop) {
@@ -60,8 +83,11 @@ void LeaseKeeper::renew(const std::vector<TokenRequest>& claims) {
                     claims[i].key);
             }
     } catch (const RedisError& e) {
-        store_.reset();
-        redis_.reset();
+        // An error reply leaves the connection in step: only a closed one goes.
+        if (!redis_ || !redis_->connected()) {
+            store_.reset();
+            redis_.reset();
+        }
         log_->warn("could not renew {} leases: {}", claims.size(), e.what());
     }
 }

@@ -8,9 +8,16 @@
 // was paused past its lease, or Redis lost the key): nothing to do here, the
 // dedup row decides which transaction wins. It is logged and counted.
 //
-// Thread-safety: hold()/clear() from the worker thread; the renewal runs on the
-// keeper's thread. Lifecycle: the thread starts in the constructor and is
-// stopped and joined by the destructor.
+// Abandoning: when a revoke's drain deadline passes, the poll thread abandons the
+// claims of the batch in hand (abandon()), so the partition's new owner can take
+// them over after one lease. That lasts until the worker starts its next batch
+// (start_batch()): a hold() of the same batch in between, e.g. right after its
+// claim step, is ignored, or it would quietly undo the abandoning.
+//
+// Thread-safety: every method may be called from any thread (the worker's, the
+// poll thread's for abandon()); the renewal runs on the keeper's thread.
+// Lifecycle: the thread starts in the constructor and is stopped and joined by
+// the destructor.
 #include <spdlog/logger.h>
 
 #include <condition_variable>
@@ -34,9 +41,16 @@ public:
     LeaseKeeper& operator=(const LeaseKeeper&) = delete;
     ~LeaseKeeper();
 
-    // The claims to keep alive from now on (replaces any earlier set).
+    // A new batch begins: hold() keeps claims alive again after an abandon().
+    void start_batch();
+    // The claims to keep alive from now on (replaces any earlier set); ignored
+    // once the batch's claims were abandoned.
     void hold(std::vector<TokenRequest> claims);
     void clear() { hold({}); }
+    // Stops renewing the batch's claims, for the rest of the batch.
+    void abandon();
+    // The claims it renews now (for tests).
+    std::vector<TokenRequest> held();
 
 private:
     void run(std::stop_token stop);
@@ -51,6 +65,7 @@ private:
     std::condition_variable_any changed_;
     std::vector<TokenRequest> claims_;  // guarded by mutex_
     std::uint64_t generation_ = 0;      // guarded by mutex_; bumped by hold()
+    bool abandoned_ = false;            // guarded by mutex_; until start_batch()
 
     std::optional<RedisConnection> redis_;  // keeper thread only
     std::optional<ClaimStore> store_;       // keeper thread only

@@ -28,9 +28,12 @@ ClaimStore* RedisSession::claims() {
 }
 
 void RedisSession::failed() {
+    ++failures_;
+    // Dropping a healthy connection would only add a reconnect to the outage.
+    if (redis_ && redis_->connected()) return;
     claims_.reset();
     redis_.reset();
-    retry_at_ = std::chrono::steady_clock::now() + backoff_(++failures_);
+    retry_at_ = std::chrono::steady_clock::now() + backoff_(failures_);
 }
 
 }  // namespace exo

@@ -28,7 +28,9 @@ public:
     ClaimStore* claims();
     // The claim store only if connected now (to settle claims already taken).
     ClaimStore* connected() { return claims_ ? &*claims_ : nullptr; }
-    // A call failed: forget the connection; claims() waits out the next backoff.
+    // A call failed: counted for the backoff. A connection an I/O failure
+    // closed is forgotten and claims() waits out the backoff; one that only
+    // carried an error reply (Redis answered) is kept.
     void failed();
     // A round trip answered: the backoff starts over.
     void answered() { failures_ = 0; }

@@ -117,7 +117,7 @@ void Worker::run_batch(std::vector<PendingRecord> batch) {
     for (auto& r : batch) items.emplace_back(std::move(r));
     ctx_.stats.batches++;
 
-    leases_abandoned_ = false;
+    lease_keeper_.start_batch();
     bool committed = false;
     try {
         prepare_items(items);
@@ -136,14 +136,15 @@ void Worker::run_batch(std::vector<PendingRecord> batch) {
     if (committed) {
         ctx_.failpoints.hit("after_pg_commit");
         healthy_ = true;
+        dependency_failures_ = 0;
         postgres_.answered();
     }
     // What a committed transaction settled is completed even when a later group
     // of the batch failed (batch_failed leaves it alone).
     complete_step(items);
     // Completed claims need no renewal; abandoned ones (a revoke's deadline
-    // passed) must not be renewed again.
-    if (!leases_abandoned_) lease_keeper_.hold(open_claims(items));
+    // passed) are not renewed again: the keeper ignores this hold() then.
+    lease_keeper_.hold(open_claims(items));
     // Dead letters decided before a failure (a bad key, a record out of attempts)
     // are recorded whatever happened to the rest of the batch.
     dead_letters_.publish(items);
@@ -167,6 +168,7 @@ void Worker::batch_failed(std::deque<BatchItem>& items, const std::exception& e)
     std::chrono::milliseconds delay = retry_delay(1);
     if (pg_gone) delay = retry_delay(postgres_.failed());
     if (failure == Failure::redis_down) delay = retry_delay(std::max(1, redis_.failures()));
+    if (failure == Failure::dependency_down) delay = retry_delay(++dependency_failures_);
     if (prepare_failed) delay = ctx_.config.pipeline.retry_backoff_max;
     if (pauses_the_worker(failure)) healthy_ = false;
 
@@ -181,7 +183,10 @@ void Worker::batch_failed(std::deque<BatchItem>& items, const std::exception& e)
     } else if (!pg_gone || !postgres_.outage_logged()) {
         // Once per outage, not once per retry: an operator needs the state change.
         log_->warn("batch of {} put back ({}): {}", items.size(),
-                   counted ? "counted as an attempt of its records" : "dependency down", why);
+                   counted                          ? "counted as an attempt of its records"
+                   : failure == Failure::contention ? "a lock held elsewhere, uncounted"
+                                                    : "dependency down",
+                   why);
     }
     if (pg_gone) postgres_.mark_outage_logged();
 
@@ -257,6 +262,8 @@ void Worker::claim_step(std::deque<BatchItem>& items) {
         results = claims->claim(keys, ctx_.config.claim.lease);
         ctx_.stats.redis_round_trips += redis_.round_trips() - before;
     } catch (const RedisError& e) {
+        // A whole call failed (claim() gave back what the other calls acquired):
+        // an outage. Only a closed connection is dropped.
         redis_.failed();
         if (ctx_.config.pipeline.on_redis_down == RedisDownPolicy::postgres_only) {
             log_->warn("Redis failed ({}); continuing on the PostgreSQL dedup row alone", e.what());
@@ -283,6 +290,20 @@ void Worker::claim_step(std::deque<BatchItem>& items) {
                     item.finish_duplicate(Outcome::duplicate_redis, StoredOutcome::dead_lettered,
                                           r.stored_result);
                 break;
+            case ClaimStatus::failed: {
+                // This key alone: its record fails, counted and bounded, its
+                // partition held; the rest of the batch goes on. Loud, because
+                // only an operator can repair the key.
+                const auto& record = item.pending.record;
+                LogContext log_context(record.topic, record.partition, record.offset, item.key);
+                log_->error(
+                    "the Redis claim of key '{}' failed ({}); its record fails this attempt and "
+                    "is dead-lettered after max_attempts: delete or repair that Redis key",
+                    item.key, r.error);
+                if (item.fate == Fate::pending)
+                    record_failed(items, idx[n], Failure::retryable, r.error);
+                break;
+            }
             case ClaimStatus::conflict: {
                 item.pending.nacks++;
                 ctx_.stats.conflicts++;
@@ -396,17 +417,30 @@ bool Worker::run_transaction(std::deque<BatchItem>& items, const std::vector<std
     // Optimistic: the framework's SQL of every record at once, then the handlers.
     const bool set_based = ctx_.config.pipeline.framework_sql == FrameworkSql::set_based;
     if (!careful && set_based && !start_group_set_based(tx, items, group, why)) return roll_back();
+    if (careful) lock_group_entities(tx, items, group);
     std::optional<std::size_t> previous;  // careful: the record whose savepoint is open
-    // Optimistic: the records of batch handlers, by topic, for one call each
-    // after the loop (a partition is one topic, so its order is kept).
-    std::map<std::string, std::vector<std::size_t>> batches;
+    // Optimistic: consecutive records of one batch handler's binding, one
+    // handle_batch() call per run. Handlers see records in the group's order,
+    // the order their sequences were decided in (docs/design.md section 5.3).
+    std::vector<std::size_t> run;
+    const auto flush_run = [&] {
+        if (run.empty()) return true;
+        std::optional<Blame> named;
+        const bool ran = run_batch_handler(tx, items, run, why, named);
+        run.clear();
+        if (!ran && blame) *blame = std::move(named);
+        return ran;
+    };
     for (auto i : group) {
         auto& item = items[i];
-        if (item.fate != Fate::pending) continue;  // held behind an earlier record
+        if (item.fate != Fate::pending) continue;  // decided already, or held behind a record
         if (!careful && item.framework_started && batch_handlers_.count(item.binding->topic)) {
-            batches[item.binding->topic].push_back(i);
+            if (!run.empty() && items[run.front()].binding != item.binding && !flush_run())
+                return roll_back();
+            run.push_back(i);
             continue;
         }
+        if (!flush_run()) return roll_back();
         if (careful) {
             savepoint(tx, previous ? kNextSavepoint : kFirstSavepoint, items, previous);
             previous = i;
@@ -417,13 +451,7 @@ bool Worker::run_transaction(std::deque<BatchItem>& items, const std::vector<std
             return roll_back();
         }
     }
-    for (const auto& [topic, batch_items] : batches) {
-        std::optional<Blame> named;
-        if (!run_batch_handler(tx, items, batch_items, why, named)) {
-            if (blame) *blame = std::move(named);
-            return roll_back();
-        }
-    }
+    if (!flush_run()) return roll_back();
     // The last record's handler may have left the transaction aborted too.
     if (careful && previous) savepoint(tx, kReleaseSavepoint, items, previous);
     ctx_.stats.postgres_round_trips += 2;  // BEGIN and COMMIT
@@ -437,6 +465,27 @@ bool Worker::run_transaction(std::deque<BatchItem>& items, const std::vector<std
     // Whatever this transaction decided for its records is durable now.
     for (auto i : group) items[i].committed = true;
     return true;
+}
+
+void Worker::lock_group_entities(pqxx::transaction_base& tx, std::deque<BatchItem>& items,
+                                 const std::vector<std::size_t>& group) {
+    std::vector<SequenceValue> values;
+    std::vector<SequenceStep> steps;
+    values.reserve(group.size());  // never reallocates: the steps refer into it
+    for (auto i : group) {
+        auto& item = items[i];
+        if (item.fate != Fate::pending || !item.binding->sequence) continue;
+        try {
+            values.push_back(extract_sequence(*item.binding->sequence, item.payload));
+        } catch (const PermanentError&) {
+            continue;  // its own step dead-letters it
+        }
+        steps.push_back({item.binding->handler, values.back().entity, values.back().sequence,
+                         item.binding->sequence->mode});
+    }
+    // A lock timeout or deadlock here is nobody's record's: it fails the group
+    // as contention, uncounted (batch_failed).
+    ctx_.stats.postgres_round_trips += static_cast<std::uint64_t>(lock_entities(tx, steps));
 }
 
 void Worker::savepoint(pqxx::transaction_base& tx, const char* statement,

@@ -79,10 +79,9 @@ public:
     // drain deadline passed, so the partition's new owner can take the claims
     // over after one lease instead of waiting for this batch (PostgreSQL then
     // decides which transaction wins).
-    void abandon_leases() {
-        leases_abandoned_ = true;
-        lease_keeper_.clear();
-    }
+    // Sticks until the next batch: the worker's own hold() after its claim
+    // step cannot undo it (LeaseKeeper says how). Thread-safe.
+    void abandon_leases() { lease_keeper_.abandon(); }
     // True while the worker's dependencies answered on their last use, its
     // handlers prepared, and none of its partitions is stalled.
     // Thread-safe.
@@ -128,8 +127,9 @@ private:
     // the rest optimistically again instead of carefully.
     bool run_transaction(std::deque<BatchItem>& items, const std::vector<std::size_t>& group,
                          bool careful, std::string& why, std::optional<Blame>* blame = nullptr);
-    // One handle_batch() call over `batch` (indices into items, one topic, in
-    // partition order; their framework SQL done set-based). Finishes them as
+    // One handle_batch() call over `batch` (indices into items: a run of
+    // consecutive records of one binding in the group's order; their framework
+    // SQL done set-based). Finishes them as
     // applied, or returns false with the transaction to be rolled back:
     // `blame` set when the handler named the bad record. Throws what pauses
     // the worker.
@@ -144,6 +144,11 @@ private:
     // what pauses the worker (PostgreSQL down).
     bool start_group_set_based(pqxx::transaction_base& tx, std::deque<BatchItem>& items,
                                const std::vector<std::size_t>& group, std::string& why);
+    // The careful pass locks the group's existing entities first, sorted, as
+    // the set-based start does: per-record statements then never lock two
+    // entities in an order that crosses another transaction's.
+    void lock_group_entities(pqxx::transaction_base& tx, std::deque<BatchItem>& items,
+                             const std::vector<std::size_t>& group);
     // A strict-sequence gap that may still be filled: parked, at most 1 s.
     void park_for_gap(BatchItem& item, const std::string& entity);
     // Returns false only in the optimistic pass, when the record failed.
@@ -194,7 +199,7 @@ private:
     PostgresSession postgres_;
     DeadLetterPublisher dead_letters_;  // after the sessions it uses
     std::atomic<bool> healthy_{true};
-    std::atomic<bool> leases_abandoned_{false};
+    int dependency_failures_ = 0;  // batches in a row a handler's DependencyError put back
     static constexpr std::chrono::steady_clock::rep kIdle = -1;
     std::atomic<std::chrono::steady_clock::rep> busy_since_{kIdle};
     std::atomic<bool> redis_up_{true};

@@ -35,7 +35,8 @@ std::string describe(const RedisReply& r) {
 }
 
 // One bad reply throws for the whole batch although the other keys of its call
-// and the other calls of its pipeline did run. Retrying the batch is safe: a re-claim by the same
+// and the other calls of its pipeline did run (but for claim.lua's per-key error
+// replies, which fail their key alone). Retrying the batch is safe: a re-claim by the same
 // owner is re-entrant, a repeated complete answers OK, and a repeated release answers LOST, which
 // callers only count.
 [[noreturn]] void bad_reply(const char* script, const std::string& redis_key, const RedisReply& r) {
@@ -80,6 +81,14 @@ std::vector<RedisReply> split_per_key(const char* script, RedisReply r, std::siz
 }
 
 ClaimResult parse_claim_reply(const RedisReply& r, const std::string& redis_key) {
+    if (r.type == RedisReply::Type::error) {
+        // claim.lua put this key's error in its place and claimed the others:
+        // the key fails alone (its record), the call is not an outage.
+        ClaimResult failed;
+        failed.status = ClaimStatus::failed;
+        failed.error = "claim.lua on key '" + redis_key + "' answered with an error: " + r.str;
+        return failed;
+    }
     if (r.type != RedisReply::Type::array || r.elements.size() != 2 || !is_text(r.elements[0]) ||
         !is_text(r.elements[1]))
         bad_reply("claim.lua", redis_key, r);

@@ -5,9 +5,12 @@
 // key (split_per_key) and hands each of those to parse_claim_reply or
 // parse_finish_reply.
 //
-// Errors: anything but a reply the scripts can give (an error reply, nil, another
-// shape, an unknown status, a token or lease that is not a positive integer) throws
-// RedisReplyError, whose message names the script, the Redis key and the reply.
+// Errors: anything but a reply the scripts can give (nil, another shape, an unknown
+// status, a token or lease that is not a positive integer) throws RedisReplyError,
+// whose message names the script, the Redis key and the reply. An error reply in
+// one key's place is a reply the scripts give (a key that is not a claim hash):
+// parse_claim_reply answers it as that key's ClaimStatus::failed, so it fails its
+// record alone; the finishing scripts' readers still throw for it.
 // Thread-safety: the functions share no state.
 #include <chrono>
 #include <cstddef>
@@ -25,6 +28,9 @@ enum class ClaimStatus {
     duplicate,      // COMPLETED: `stored_result` holds the handler's result
     conflict,       // PROCESSING by another live owner: retry after `retry_after`
     dead_lettered,  // DEAD_LETTERED earlier: `stored_result` holds the reason
+    // The key alone failed (an error reply in its place: WRONGTYPE, an unknown
+    // state): `error` says which key and why. Not claimed; the rest of the call is.
+    failed,
 };
 
 struct ClaimResult {
@@ -32,6 +38,7 @@ struct ClaimResult {
     FencingToken token{0};                     // acquired / taken_over: > 0
     std::string stored_result;                 // duplicate / dead_lettered (may be empty)
     std::chrono::milliseconds retry_after{0};  // conflict: remaining lease, > 0
+    std::string error;                         // failed: script, Redis key and Redis's error
 };
 
 // ok: the script did what was asked. lost: the claim is no longer ours (taken over,
@@ -52,8 +59,9 @@ std::vector<RedisReply> split_per_key(const char* script, RedisReply reply, std:
 //   ACQUIRED / TAKEN_OVER  VALUE = the fencing token, a decimal integer > 0;
 //   DUPLICATE              VALUE = the stored result;
 //   DEAD_LETTERED          VALUE = the stored reason;
-//   CONFLICT               VALUE = the remaining lease in ms, a decimal integer > 0.
-// `redis_key` only labels the error message. Throws RedisReplyError otherwise.
+//   CONFLICT               VALUE = the remaining lease in ms, a decimal integer > 0;
+// or an error reply: ClaimStatus::failed, with `error` naming the key and the reply.
+// `redis_key` labels the messages. Throws RedisReplyError otherwise.
 ClaimResult parse_claim_reply(const RedisReply& reply, const std::string& redis_key);
 
 // The reply of extend.lua, complete.lua or release.lua (named by `script`, for the

@@ -1,6 +1,7 @@
 #include "redis/claim_store.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -28,15 +29,30 @@ void require_positive(std::chrono::milliseconds d, const char* what) {
                                     std::to_string(d.count()) + " ms");
 }
 
+// The replies of a batch's calls, one per key. A key of a call that failed as
+// a whole has a nil entry there, and `failed` says why (the first such call).
+struct PerKeyReplies {
+    std::vector<RedisReply> replies;
+    std::optional<RedisReplyError> failed;
+
+    // For the scripts whose callers need no more than "nothing is known".
+    std::vector<RedisReply> all_or_throw() && {
+        if (failed) throw *failed;
+        return std::move(replies);
+    }
+};
+
 // The reply for each of `keys` of `script` (named by `name`): one EVALSHA per
 // ClaimStore::max_keys_per_call keys, all pipelined in one round trip. A call is
 // {N, its N keys..., common..., the per-key arguments of its keys...}, as
 // lua/*.lua take them; `per_key` holds the same number of arguments for each key,
-// in key order. Throws RedisReplyError when a whole call failed (split_per_key).
-std::vector<RedisReply> eval_per_key(RedisConnection& redis, const std::string& script,
-                                     const char* name, const std::vector<std::string>& keys,
-                                     const std::vector<std::string>& common,
-                                     const std::vector<std::string>& per_key) {
+// in key order. A call that failed as a whole (split_per_key) is reported in
+// `failed`, after every other call's replies are read. Throws what
+// RedisConnection::eval_many throws.
+PerKeyReplies eval_per_key(RedisConnection& redis, const std::string& script, const char* name,
+                           const std::vector<std::string>& keys,
+                           const std::vector<std::string>& common,
+                           const std::vector<std::string>& per_key) {
     const std::size_t stride = keys.empty() ? 0 : per_key.size() / keys.size();
     std::vector<std::vector<std::string>> calls;
     for (std::size_t begin = 0; begin < keys.size(); begin += ClaimStore::max_keys_per_call) {
@@ -50,13 +66,18 @@ std::vector<RedisReply> eval_per_key(RedisConnection& redis, const std::string& 
         calls.push_back(std::move(call));
     }
     auto replies = redis.eval_many(script, calls);
-    std::vector<RedisReply> out;
-    out.reserve(keys.size());
+    PerKeyReplies out;
+    out.replies.reserve(keys.size());
     for (std::size_t c = 0; c < replies.size(); ++c) {
         const std::size_t begin = c * ClaimStore::max_keys_per_call;
         const std::size_t count = std::min(keys.size() - begin, ClaimStore::max_keys_per_call);
-        for (auto& reply : split_per_key(name, std::move(replies[c]), count, keys[begin]))
-            out.push_back(std::move(reply));
+        try {
+            for (auto& reply : split_per_key(name, std::move(replies[c]), count, keys[begin]))
+                out.replies.push_back(std::move(reply));
+        } catch (const RedisReplyError& e) {
+            if (!out.failed) out.failed = e;
+            out.replies.resize(out.replies.size() + count);  // nil: nothing is known
+        }
     }
     return out;
 }
@@ -144,12 +165,32 @@ std::vector<ClaimResult> ClaimStore::claim(const std::vector<std::string>& keys,
     std::vector<std::string> redis_keys;
     redis_keys.reserve(keys.size());
     for (const auto& key : keys) redis_keys.push_back(redis_key(key));
-    auto replies = eval_per_key(redis_, claim_script_, "claim.lua", redis_keys,
-                                {owner_, std::to_string(lease.count())}, {});
+    auto batch = eval_per_key(redis_, claim_script_, "claim.lua", redis_keys,
+                              {owner_, std::to_string(lease.count())}, {});
+    if (batch.failed) {
+        // The caller learns no token, so the other calls' claims would stay
+        // PROCESSING, ours, for a lease: give them back first. Best effort: a
+        // claim left behind only costs its key one lease of CONFLICTs.
+        std::vector<TokenRequest> acquired;
+        for (std::size_t i = 0; i < keys.size(); ++i) {
+            if (batch.replies[i].type != RedisReply::Type::array) continue;  // nil or an error
+            try {
+                const auto r = parse_claim_reply(batch.replies[i], redis_keys[i]);
+                if (r.status == ClaimStatus::acquired || r.status == ClaimStatus::taken_over)
+                    acquired.push_back({keys[i], r.token});
+            } catch (const RedisReplyError&) {  // not a claim of ours
+            }
+        }
+        try {
+            release(acquired);
+        } catch (const RedisError&) {  // they expire after their lease
+        }
+        throw *batch.failed;
+    }
     std::vector<ClaimResult> out;
-    out.reserve(replies.size());
-    for (std::size_t i = 0; i < replies.size(); ++i)
-        out.push_back(parse_claim_reply(replies[i], redis_keys[i]));
+    out.reserve(batch.replies.size());
+    for (std::size_t i = 0; i < batch.replies.size(); ++i)
+        out.push_back(parse_claim_reply(batch.replies[i], redis_keys[i]));
     return out;
 }
 
@@ -158,7 +199,8 @@ std::vector<FinishStatus> ClaimStore::extend(const std::vector<TokenRequest>& cl
     require_positive(lease, "lease");
     const auto [redis_keys, tokens] = keys_and_tokens(key_prefix_, group_, claims);
     auto replies = eval_per_key(redis_, extend_script_, "extend.lua", redis_keys,
-                                {owner_, std::to_string(lease.count())}, tokens);
+                                {owner_, std::to_string(lease.count())}, tokens)
+                       .all_or_throw();
     return parse_finish_replies("extend.lua", replies, redis_keys);
 }
 
@@ -176,14 +218,16 @@ std::vector<FinishStatus> ClaimStore::complete(const std::vector<CompleteRequest
         per_key.push_back(final_state_name(r.outcome));
     }
     auto replies = eval_per_key(redis_, complete_script_, "complete.lua", redis_keys,
-                                {owner_, std::to_string(ttl.count())}, per_key);
+                                {owner_, std::to_string(ttl.count())}, per_key)
+                       .all_or_throw();
     return parse_finish_replies("complete.lua", replies, redis_keys);
 }
 
 std::vector<FinishStatus> ClaimStore::release(const std::vector<TokenRequest>& claims) {
     const auto [redis_keys, tokens] = keys_and_tokens(key_prefix_, group_, claims);
     auto replies =
-        eval_per_key(redis_, release_script_, "release.lua", redis_keys, {owner_}, tokens);
+        eval_per_key(redis_, release_script_, "release.lua", redis_keys, {owner_}, tokens)
+            .all_or_throw();
     return parse_finish_replies("release.lua", replies, redis_keys);
 }
 

@@ -8,11 +8,13 @@
 // without replicas), not Redis Cluster.
 //
 // Thread-safety: none; one ClaimStore per worker, like its RedisConnection.
-// Errors: every method throws RedisError (see redis_error.hpp) when Redis cannot
-// be reached or answers with an error, for a whole call or for one key (e.g. a
-// key that is not a claim hash). The other keys may have been handled all the
-// same, so after a throw no claim state is known; retrying the batch is safe
-// (claim_reply.cpp says why).
+// Errors: every method throws RedisIoError when Redis cannot be reached (the
+// connection is then dead) and RedisReplyError when a whole call answered with an
+// error (OOM, READONLY, NOPERM...; the connection stays usable). The other calls
+// of the batch may have been handled all the same, so after a throw no claim
+// state is known; retrying the batch is safe (claim_reply.cpp says why). An error
+// for one key alone (a key that is not a claim hash) is that key's answer in
+// claim() (ClaimStatus::failed), and throws RedisReplyError in the others.
 // Replies are read by claim_reply.hpp, which says which ones are accepted.
 #include <chrono>
 #include <cstddef>
@@ -60,6 +62,9 @@ public:
     ClaimStore(RedisConnection& redis, std::string key_prefix, std::string group,
                std::string owner);
 
+    // One result per key, in order. When a call fails as a whole, the claims the
+    // other calls acquired are released (best effort) before it throws: the
+    // caller, told nothing, could neither settle nor renew them.
     std::vector<ClaimResult> claim(const std::vector<std::string>& keys,
                                    std::chrono::milliseconds lease);
     std::vector<FinishStatus> extend(const std::vector<TokenRequest>& claims,

@@ -59,6 +59,9 @@ public:
                                       const std::vector<std::vector<std::string>>& calls);
 
     void reconnect();  // throws like the constructor
+    // False once an I/O or protocol failure closed the connection (until
+    // reconnect()). An error reply leaves it open and in step.
+    bool connected() const { return context_ != nullptr; }
     // Round trips made so far (a pipeline counts once): for the benchmark.
     std::uint64_t round_trips() const { return round_trips_; }
     // Commands sent so far (a pipeline counts each of its commands).

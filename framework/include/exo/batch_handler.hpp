@@ -1,13 +1,17 @@
 #pragma once
-// Batch handlers: one call per transaction for many records, so a handler can
+// Batch handlers: one call for many records of a transaction, so a handler can
 // write its effects set-based (one multi-row statement per batch instead of
 // one per record), like Spring Kafka's batch listeners or Karafka's
 // `consume` over `messages`, but with exo's exactly-once effect per record.
 //
-// What handle_batch() receives: the records of one bound topic that survived
-// the Redis claim, the dedup row and the sequence check of this transaction,
-// in partition order (records of several partitions of the topic may be
-// interleaved, as polled). Their dedup rows are already written in
+// What handle_batch() receives: a run of consecutive records of one bound
+// topic that survived the Redis claim, the dedup row and the sequence check of
+// this transaction, in the transaction's order: the order their sequences were
+// decided in, so an entity's records arrive in sequence order even when they
+// came from several topics bound to this handler (each topic's records then
+// come in calls of their own, in that order). Partition order always holds.
+// Usually a transaction makes one call per topic; the records of a partition
+// are never split between calls. Their dedup rows are already written in
 // ctx.transaction(); whatever handle_batch() writes there commits with them,
 // or nothing does. Duplicates, stale records and sequence gaps never reach it.
 //

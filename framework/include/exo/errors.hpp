@@ -24,7 +24,9 @@ public:
 
 // An infrastructure dependency (Redis, PostgreSQL, Kafka) is unavailable or
 // misbehaving. Nothing about the record is known to be wrong: the whole batch
-// is put back and retried after the dependency recovers.
+// is put back uncounted (no attempt of any record) and retried with a growing
+// backoff until the dependency recovers; the worker reports not ready until a
+// batch commits again.
 class DependencyError : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;

@@ -32,6 +32,9 @@
 //   outcome and row; offsets are numbers the kit hands out per topic/partition.
 // - Time: a RETRY or PARKED record is tried again when the test delivers it
 //   again (no backoff); that delivery is its next attempt, at the same offset.
+// - Outages: what the daemon answers by putting the batch back uncounted (a
+//   lost PostgreSQL connection, a handler's DependencyError) is thrown from
+//   deliver() as it was thrown; no attempt is counted.
 //
 // Lifecycle: the constructor connects, migrates and runs the handler's
 // prepare(); deliveries run one after another on the kit's one connection.
