@@ -16,6 +16,8 @@ int check_config_command(int argc, char** argv, const AppSetup& setup);
 int inspect_command(int argc, char** argv, const AppSetup& setup);
 // `exo dlq list|replay`
 int dlq_command(int argc, char** argv, const AppSetup& setup);
+// `exo outbox list|discard|reroute`
+int outbox_command(int argc, char** argv, const AppSetup& setup);
 int mock_kafka_command(int argc, char** argv, std::stop_token stop);
 int demo_produce_command(int argc, char** argv);
 int demo_check_command(int argc, char** argv, const AppSetup& setup, std::stop_token stop);
