@@ -6,6 +6,7 @@
 // publishes its own group's rows only.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
@@ -15,6 +16,7 @@
 #include "kafka/producer.hpp"
 #include "outbox/outbox_relay.hpp"
 #include "outbox_support.hpp"
+#include "pg/migrations.hpp"
 #include "pg/session.hpp"
 #include "pipeline_harness.hpp"
 #include "records.hpp"
@@ -268,4 +270,45 @@ TEST_CASE("each group's relay publishes only its own group's rows, with its own 
     rounds(relay_b, b);
     CHECK(stats_b.outbox_published.load() == 11);
     CHECK(pending(h) == 0);
+}
+
+TEST_CASE(
+    "migration 0007 gives rows written before it to the only group that processed records, "
+    "else to no group") {
+    for (const bool one_group : {true, false}) {
+        auto schema = exo::testing::unique_name("outbox_legacy");
+        std::replace(schema.begin(), schema.end(), '-', '_');
+        pqxx::connection c(exo::testing::postgres_uri());
+        pqxx::nontransaction tx(c);
+        tx.exec("CREATE SCHEMA " + schema);
+        tx.exec("SET search_path TO " + schema);
+        std::string later;
+        for (const auto& m : exo::framework_migrations()) {
+            if (m.name >= "0007") {
+                later += m.sql + "\n";
+                continue;
+            }
+            tx.exec(m.sql);
+        }
+        tx.exec(
+            "INSERT INTO exo_processed (consumer_group, idempotency_key, fencing_token, outcome,"
+            " topic, kafka_partition, kafka_offset) VALUES ('g1', 'k1', 1, 'APPLIED', 't', 0, 1)" +
+            std::string(one_group ? "" : ", ('g2', 'k2', 1, 'APPLIED', 't', 0, 2)"));
+        tx.exec(
+            "INSERT INTO exo_outbox (topic, message_key, value, ordering_key, seq, sent_at)"
+            " VALUES ('t', 'a', 'v1', sha256('a'), 1, now()), ('t', 'a', 'v2', sha256('a'), 2,"
+            " NULL)");
+        tx.exec(
+            "INSERT INTO exo_outbox_keys (topic, ordering_key, last_seq) VALUES ('t',"
+            " sha256('a'), 2)");
+        tx.exec(later);
+        const std::string owner = one_group ? "g1" : "";
+        CHECK(tx.exec("SELECT consumer_group FROM exo_outbox WHERE sent_at IS NULL")[0][0]
+                  .as<std::string>() == owner);
+        CHECK(tx.exec("SELECT consumer_group FROM exo_outbox WHERE sent_at IS NOT NULL")[0][0]
+                  .as<std::string>() == "");
+        CHECK(tx.exec("SELECT consumer_group FROM exo_outbox_keys")[0][0].as<std::string>() ==
+              owner);
+        tx.exec("DROP SCHEMA " + schema + " CASCADE");
+    }
 }

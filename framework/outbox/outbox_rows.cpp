@@ -1,5 +1,6 @@
 #include "outbox/outbox_rows.hpp"
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
@@ -36,31 +37,41 @@ constexpr const char* kUnitTail =
     " WHERE x.consumer_group = $1 AND x.topic = u.topic AND x.ordering_key = u.ordering_key"
     " AND x.sent_at IS NULL ORDER BY x.seq DESC LIMIT 1) t";
 
-// The units with a head, not parked until later, and their failures so far.
+// The units with a head, not parked until later, and their failures so far,
+// in key order. OFFSET 0 keeps the parked-unit lookup a lateral subquery: pulled
+// up into a plain join, PostgreSQL hashes it against the whole skip scan,
+// which then reads every pending unit and returns them in hash order.
 const std::string kUnitsSql =
     std::string(kPendingUnits) + " SELECT u.topic, encode(u.ordering_key, 'hex'), h.id," +
     " coalesce(p.failures, 0) FROM u" + kUnitHead +
     " LEFT JOIN LATERAL (SELECT f.failures, f.next_attempt_at FROM exo_outbox_units f"
-    " WHERE f.consumer_group = $1 AND f.topic = u.topic AND f.ordering_key = u.ordering_key) p"
-    " ON true WHERE p.next_attempt_at IS NULL OR p.next_attempt_at <= now() LIMIT $4";
+    " WHERE f.consumer_group = $1 AND f.topic = u.topic AND f.ordering_key = u.ordering_key"
+    " OFFSET 0) p ON true WHERE p.next_attempt_at IS NULL OR p.next_attempt_at <= now() LIMIT $4";
 
 const std::string kBacklogSql =
     std::string(kPendingUnits) + " SELECT coalesce(sum(t.seq - h.seq + 1), 0)::bigint," +
     " coalesce(floor(extract(epoch FROM now() - min(h.created_at)) * 1000), 0)::bigint," +
-    " (SELECT count(*) FROM exo_outbox_units WHERE consumer_group = $1) FROM u" + kUnitHead +
-    kUnitTail;
+    " (SELECT count(*) FROM exo_outbox_units f WHERE f.consumer_group = $1 AND EXISTS"
+    " (SELECT 1 FROM exo_outbox x WHERE x.consumer_group = $1 AND x.topic = f.topic"
+    " AND x.ordering_key = f.ordering_key AND x.sent_at IS NULL)) FROM u" +
+    kUnitHead + kUnitTail;
 
-// Locks the heads still pending (another relay's head is skipped; one another
-// relay marked since is re-checked and left out) and lists the pending rows
-// behind each, sizes only: the values are read for the chosen rows alone.
+// Locks the heads still pending: another relay's head is skipped, and one
+// another relay marked or the operator removed since the units were read is
+// re-checked and left out.
+constexpr const char* kLockSql =
+    "SELECT id FROM exo_outbox WHERE id = ANY($1::bigint[]) AND sent_at IS NULL"
+    " FOR UPDATE SKIP LOCKED";
+
+// The pending rows behind each locked head, sizes only: the values are read for
+// the chosen rows alone.
 constexpr const char* kRowsSql =
-    "WITH heads AS (SELECT id, topic, ordering_key, seq FROM exo_outbox"
-    " WHERE id = ANY($2::bigint[]) AND sent_at IS NULL FOR UPDATE SKIP LOCKED)"
-    " SELECT h.id, r.id, octet_length(r.value) + coalesce(octet_length(r.message_key), 0)"
-    " + octet_length(r.headers::text) FROM heads h CROSS JOIN LATERAL"
+    "SELECT h.id, r.id, octet_length(r.value) + coalesce(octet_length(r.message_key), 0)"
+    " + octet_length(r.headers::text) FROM exo_outbox h CROSS JOIN LATERAL"
     " (SELECT x.id, x.seq, x.value, x.message_key, x.headers FROM exo_outbox x"
     " WHERE x.consumer_group = $1 AND x.topic = h.topic AND x.ordering_key = h.ordering_key"
-    " AND x.sent_at IS NULL AND x.seq >= h.seq ORDER BY x.seq LIMIT $3) r ORDER BY h.id, r.seq";
+    " AND x.sent_at IS NULL AND x.seq >= h.seq ORDER BY x.seq LIMIT $3) r"
+    " WHERE h.id = ANY($2::bigint[]) ORDER BY h.id, r.seq";
 
 constexpr const char* kValuesSql =
     "SELECT id, message_id::text, topic, message_key, value, headers::text,"
@@ -91,24 +102,47 @@ struct Candidate {
     int failures = 0;
 };
 
-// Up to `limit` units after `cursor`, then from the start (each unit once).
-std::vector<Candidate> pending_units(pqxx::transaction_base& tx, const std::string& group,
-                                     const OutboxUnit& cursor, int limit) {
-    std::vector<Candidate> out;
+// Up to `limit` units with their heads locked: pages of pending units after
+// `cursor`, then from the start (each unit once), until enough were locked or
+// every pending unit was tried. A unit another relay holds costs one row of a
+// page, so relays that share a group spread over its units.
+std::vector<Candidate> lock_units(pqxx::transaction_base& tx, const std::string& group,
+                                  const OutboxUnit& cursor, int limit) {
+    std::vector<Candidate> locked;
     std::set<OutboxUnit> seen;
     const OutboxUnit start{};
-    for (const auto* from : {&cursor, &start}) {
-        for (const auto& r :
-             tx.exec_params(kUnitsSql, group, from->topic, from->ordering_key, limit)) {
+    OutboxUnit from = cursor;
+    bool wrapped = cursor == start;
+    while (static_cast<int>(locked.size()) < limit) {
+        // Only as many as are missing: a head locked and not taken would keep
+        // other relays off its unit for nothing.
+        const int want = limit - static_cast<int>(locked.size());
+        const auto rows = tx.exec_params(kUnitsSql, group, from.topic, from.ordering_key, want);
+        std::vector<Candidate> page;
+        for (const auto& r : rows) {
             Candidate c{{r[0].as<std::string>(), r[1].as<std::string>()},
                         r[2].as<std::int64_t>(),
                         r[3].as<int>()};
-            if (static_cast<int>(out.size()) < limit && seen.insert(c.unit).second)
-                out.push_back(std::move(c));
+            from = c.unit;
+            if (seen.insert(c.unit).second) page.push_back(std::move(c));
         }
-        if (static_cast<int>(out.size()) >= limit || cursor == start) break;
+        if (!rows.empty() && page.empty()) break;  // came around to units tried already
+        if (!page.empty()) {
+            std::vector<std::int64_t> heads;
+            for (const auto& c : page) heads.push_back(c.head);
+            std::set<std::int64_t> got;
+            for (const auto& r : tx.exec_params(kLockSql, int_array(heads)))
+                got.insert(r[0].as<std::int64_t>());
+            for (auto& c : page)
+                if (got.count(c.head) != 0) locked.push_back(std::move(c));
+        }
+        if (static_cast<int>(rows.size()) < want) {  // the scan reached the last unit
+            if (wrapped) break;
+            wrapped = true;
+            from = start;
+        }
     }
-    return out;
+    return locked;
 }
 
 }  // namespace
@@ -116,14 +150,18 @@ std::vector<Candidate> pending_units(pqxx::transaction_base& tx, const std::stri
 OutboxClaim claim_outbox_rows(pqxx::transaction_base& tx, const std::string& group,
                               const OutboxClaimLimits& limits, OutboxUnit& cursor) {
     OutboxClaim claim;
-    const auto candidates = pending_units(tx, group, cursor, limits.rows);
+    const auto candidates = lock_units(tx, group, cursor, limits.rows);
     if (candidates.empty()) return claim;
     std::vector<std::int64_t> heads;
     for (const auto& c : candidates) heads.push_back(c.head);
 
-    // Each locked unit's rows (id, bytes) in seq order, by head.
+    // Each locked unit's rows (id, bytes) in seq order, by head: twice its fair
+    // share of the round at most, so the listing stays O(rows taken) however
+    // deep the units are.
+    const int units = static_cast<int>(candidates.size());
+    const int per_unit = std::min(limits.rows, 2 * ((limits.rows + units - 1) / units));
     std::map<std::int64_t, std::vector<std::pair<std::int64_t, std::size_t>>> queued;
-    for (const auto& r : tx.exec_params(kRowsSql, group, int_array(heads), limits.rows))
+    for (const auto& r : tx.exec_params(kRowsSql, group, int_array(heads), per_unit))
         queued[r[0].as<std::int64_t>()].emplace_back(r[1].as<std::int64_t>(),
                                                      r[2].as<std::size_t>());
 

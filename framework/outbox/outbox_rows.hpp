@@ -48,15 +48,15 @@ struct OutboxClaim {
     std::vector<std::pair<OutboxUnit, int>> units;
 };
 
-// Claims the next rows of `group` to publish, in three statements in the
-// caller's transaction (docs/outbox.md, "The relay"):
-// 1. the group's pending units after `cursor` (then from the start), one index
-//    descent each over exo_outbox_pending_unit (a skip scan), leaving out
-//    units parked until later, with each unit's head (lowest pending seq), up
-//    to limits.rows units;
-// 2. the heads locked FOR UPDATE SKIP LOCKED (a head another relay holds is
-//    skipped, and with it its unit: its later rows wait behind the head), and
-//    behind each locked head the ids and sizes of its unit's pending rows;
+// Claims the next rows of `group` to publish, in the caller's transaction
+// (docs/outbox.md, "The relay"):
+// 1. pages of the group's pending units after `cursor` (then from the start),
+//    one index descent each over exo_outbox_pending_unit (a skip scan),
+//    leaving out units parked until later, each with its head (lowest pending
+//    seq), and the heads locked FOR UPDATE SKIP LOCKED (a head another relay
+//    holds is skipped, and with it its unit: its later rows wait behind the
+//    head), until limits.rows units are locked or every pending unit was tried;
+// 2. behind each locked head the ids and sizes of its unit's pending rows;
 // 3. the values of the rows chosen within limits.rows and limits.bytes,
 //    read as bytea (unescaped by libpq, not hex-encoded by the server).
 // So a round costs O(units visited + rows taken), whatever the backlog. The
