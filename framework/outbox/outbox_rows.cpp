@@ -14,18 +14,21 @@ namespace exo {
 namespace {
 
 // The skip scan over a group's pending units: from the unit after ($2, $3),
-// each step one descent of exo_outbox_pending_unit to the next (group, topic,
-// ordering_key). Laterals (nested loops) all the way, so the LIMIT of the
-// caller stops the recursion as soon as it has enough units.
+// each step one descent of exo_outbox_pending_unit to the next (topic,
+// ordering_key) of group $1. The row comparison covers (topic, ordering_key)
+// only, after the equality on the group: written over all three columns
+// beside that equality, btree starts at the group's first entry and walks
+// every pending row before the next unit (35 ms a step at 400,000 rows). Laterals (nested loops)
+// all the way, so the LIMIT of the caller stops the recursion as soon as it has enough units.
 constexpr const char* kPendingUnits =
     "WITH RECURSIVE u AS ((SELECT o.topic, o.ordering_key FROM exo_outbox o"
     " WHERE o.consumer_group = $1 AND o.sent_at IS NULL"
-    " AND (o.consumer_group, o.topic, o.ordering_key) > ($1, $2, decode($3, 'hex'))"
+    " AND (o.topic, o.ordering_key) > ($2, decode($3, 'hex'))"
     " ORDER BY o.consumer_group, o.topic, o.ordering_key LIMIT 1)"
     " UNION ALL SELECT n.topic, n.ordering_key FROM u CROSS JOIN LATERAL"
     " (SELECT o.topic, o.ordering_key FROM exo_outbox o"
     " WHERE o.consumer_group = $1 AND o.sent_at IS NULL"
-    " AND (o.consumer_group, o.topic, o.ordering_key) > ($1, u.topic, u.ordering_key)"
+    " AND (o.topic, o.ordering_key) > (u.topic, u.ordering_key)"
     " ORDER BY o.consumer_group, o.topic, o.ordering_key LIMIT 1) n)";
 // A unit's first (h) and last (t) pending row.
 constexpr const char* kUnitHead =
