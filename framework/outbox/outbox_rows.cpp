@@ -18,8 +18,9 @@ namespace {
 // ordering_key) of group $1. The row comparison covers (topic, ordering_key)
 // only, after the equality on the group: written over all three columns
 // beside that equality, btree starts at the group's first entry and walks
-// every pending row before the next unit (35 ms a step at 400,000 rows). Laterals (nested loops)
-// all the way, so the LIMIT of the caller stops the recursion as soon as it has enough units.
+// every pending row before the next unit (35 ms a step at 400,000 rows).
+// Laterals (nested loops) all the way, so the LIMIT of the caller stops the
+// recursion as soon as it has enough units.
 constexpr const char* kPendingUnits =
     "WITH RECURSIVE u AS ((SELECT o.topic, o.ordering_key FROM exo_outbox o"
     " WHERE o.consumer_group = $1 AND o.sent_at IS NULL"
