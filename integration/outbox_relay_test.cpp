@@ -334,3 +334,26 @@ TEST_CASE(
         tx.exec("DROP SCHEMA " + schema + " CASCADE");
     }
 }
+
+TEST_CASE(
+    "the rows of a key before its refused row are published once and marked, and the retry "
+    "does not publish them again") {
+    PipelineHarness h({.name = "outbox_prefix", .partitions = 1});
+    const std::string out = h.out_topic();
+    h.cluster().create_topic(out, 1);
+    const std::string over(exo::kDefaultMaxMessageBytes - 36 - 51 - 3 + 1, 'x');
+    emit_committed(h, {{out, "pre", "pre#1", {}}, {out, "pre", over, {}}});
+    exo::PipelineStats stats;
+    exo::Failpoints none;
+    exo::OutboxRelay relay(h.config(), stats, none, relay_producer(h));
+    auto c = exo::open_postgres_session(h.config().postgres);
+    CHECK(relay.relay_once(*c) == 2);
+    CHECK(pending(h) == 1);
+    CHECK(exo::testing::partition_end(h.bootstrap(), out) == 1);
+    wait_until(
+        "the parked key's next attempt", 30s, [&] { return relay.relay_once(*c); },
+        [](std::size_t n) { return n > 0; });
+    CHECK(pending(h) == 1);
+    CHECK(exo::testing::partition_end(h.bootstrap(), out) == 1);
+    CHECK(stats.outbox_unit_failures.load() == 2);
+}

@@ -5,6 +5,7 @@
 #include <map>
 #include <pqxx/pqxx>
 #include <random>
+#include <set>
 
 #include <exo/outbox.hpp>
 #include "core/backoff.hpp"
@@ -127,18 +128,20 @@ std::size_t OutboxRelay::relay_once(pqxx::connection& connection) {
     // A row produce() refuses (too large, a topic librdkafka knows is missing)
     // fails its unit alone: the unit's later rows of the round are not
     // produced (they would overtake it), every other unit's are.
-    std::map<OutboxUnit, OutboxUnitFailure> failed;
+    std::vector<std::string> refused(rows.size());  // produce()'s error, per row
+    std::set<OutboxUnit> stopped;
     for (std::size_t i = 0; i < rows.size(); ++i) {
         auto& row = rows[i];
         OutboxUnit unit{row.topic, row.ordering_key};
-        if (failed.count(unit) != 0) continue;
+        if (stopped.count(unit) != 0) continue;
         auto headers = std::move(row.headers);
         headers.push_back({std::string(kOutboxIdHeader), row.message_id});
         try {
             producer_->produce({row.topic, std::nullopt, row.key, row.value, std::move(headers)},
                                kFlushTimeout, (round << 32) | i);
         } catch (const KafkaError& e) {
-            failed.emplace(unit, OutboxUnitFailure{unit, row.id, e.what()});
+            refused[i] = e.what();
+            stopped.insert(std::move(unit));
         }
     }
     std::string flush_failure;
@@ -150,18 +153,20 @@ std::size_t OutboxRelay::relay_once(pqxx::connection& connection) {
     }
     // Per unit: the acknowledged prefix only, so a unit's later row is never
     // marked while an earlier one waits (it is re-published after it). The
-    // first row without an acknowledgement fails its unit.
+    // first row refused or without an acknowledgement fails its unit.
     std::vector<std::int64_t> sent;
+    std::map<OutboxUnit, OutboxUnitFailure> failed;
     {
         std::lock_guard lock(reports_mutex_);
         for (std::size_t i = 0; i < rows.size(); ++i) {
             OutboxUnit unit{rows[i].topic, rows[i].ordering_key};
             if (failed.count(unit) != 0) continue;
-            if (reports_[i] == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            if (refused[i].empty() && reports_[i] == RD_KAFKA_RESP_ERR_NO_ERROR) {
                 sent.push_back(rows[i].id);
                 continue;
             }
-            std::string reason = reports_[i] == kNoReport
+            std::string reason = !refused[i].empty() ? refused[i]
+                                 : reports_[i] == kNoReport
                                      ? "no acknowledgement within the flush (" + flush_failure + ")"
                                      : rd_kafka_err2name(reports_[i]) + std::string(": ") +
                                            rd_kafka_err2str(reports_[i]);
