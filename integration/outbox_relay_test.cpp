@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 #include <set>
+#include <sstream>
 
 #include "child_process.hpp"
 #include "kafka/producer.hpp"
@@ -53,7 +54,16 @@ nlohmann::json listed(const PipelineHarness& h) {
     const auto f = exo_outbox(h, {"list", "--json"});
     INFO(f.output);
     REQUIRE(f.exit_code == 0);
-    return nlohmann::json::parse(f.output.substr(f.output.find('[')));
+    // The document: from its own "[" line to its "]" line (log lines may surround it).
+    std::istringstream in(f.output);
+    std::string line, doc;
+    while (std::getline(in, line)) {
+        if (doc.empty() && line != "[" && line != "[]") continue;
+        doc += line + "\n";
+        if (line == "]" || line == "[]") break;
+    }
+    REQUIRE(!doc.empty());
+    return nlohmann::json::parse(doc);
 }
 
 std::int64_t row_id(const PipelineHarness& h, const std::string& where) {
