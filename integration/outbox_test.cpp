@@ -15,7 +15,7 @@
 #include "child_process.hpp"
 #include "kafka/group_progress.hpp"
 #include "outbox/outbox_relay.hpp"
-#include "outbox/outbox_writer.hpp"
+#include "outbox_support.hpp"
 #include "pipeline_harness.hpp"
 #include "records.hpp"
 #include "support.hpp"
@@ -29,58 +29,12 @@ using exo::testing::read_topic;
 using exo::testing::RunningDaemon;
 using exo::testing::wait_until;
 
-namespace {
-
-std::int64_t pending(const PipelineHarness& h) {
-    return h.count("SELECT count(*) FROM exo_outbox WHERE sent_at IS NULL");
-}
-
-std::int64_t topic_size(const PipelineHarness& h, const std::string& topic, int partitions) {
-    std::int64_t total = 0;
-    for (int p = 0; p < partitions; ++p) total += partition_end(h.bootstrap(), topic, p);
-    return total;
-}
-
-// Commits `messages` to the outbox as a handler's transaction would.
-void emit_committed(const PipelineHarness& h, const std::vector<exo::OutboxMessage>& messages) {
-    pqxx::connection c(h.postgres_uri());
-    exo::prepare_outbox_statements(c);
-    pqxx::work tx(c);
-    exo::write_outbox(tx, messages);
-    tx.commit();
-}
-
-// `per_key` records for each of `keys` keys, interleaved, valued "<key>#<n>" (n from 1).
-std::vector<exo::OutboxMessage> numbered(const std::string& topic, int keys, int per_key) {
-    std::vector<exo::OutboxMessage> out;
-    for (int n = 1; n <= per_key; ++n)
-        for (int k = 0; k < keys; ++k) {
-            const std::string key = "key-" + std::to_string(k);
-            out.push_back({topic, key, key + "#" + std::to_string(n), {}});
-        }
-    return out;
-}
-
-// Checks each key's records arrived as 1, 2, 3... (order kept, none twice) and
-// returns how many arrived.
-std::size_t check_per_key_order(const std::vector<exo::Record>& records) {
-    std::map<std::string, int> last;
-    for (const auto& r : records) {
-        const auto hash = r.value.find('#');
-        REQUIRE(hash != std::string::npos);
-        const auto key = r.value.substr(0, hash);
-        const int n = std::stoi(r.value.substr(hash + 1));
-        CHECK_MESSAGE(n == last[key] + 1, key << ": " << n << " after " << last[key]);
-        last[key] = n;
-    }
-    return records.size();
-}
-
-exo::ProducerOptions relay_producer(const PipelineHarness& h) {
-    return {h.bootstrap(), {{"message.timeout.ms", "3000"}}, {}};
-}
-
-}  // namespace
+using exo::testing::check_per_key_order;
+using exo::testing::emit_committed;
+using exo::testing::numbered;
+using exo::testing::pending;
+using exo::testing::relay_producer;
+using exo::testing::topic_size;
 
 TEST_CASE(
     "records emitted by handlers are published exactly once under duplicate input, each with "

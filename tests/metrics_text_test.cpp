@@ -128,10 +128,15 @@ TEST_CASE("the outbox gauges appear once the relay looked, its counters always")
     stats.outbox_failures += 2;
     stats.outbox_pending = 3;
     stats.outbox_oldest_pending_ms = 1500;
+    stats.outbox_unit_failures += 4;
+    stats.outbox_parked_units = 1;
     auto after = exo::render_metrics(stats, status_with_partitions(), true, "0.2.0");
     CHECK(has_line(after, "exo_outbox_published_total 5"));
     CHECK(has_line(after, "exo_outbox_failures_total 2"));
     CHECK(has_line(after, "# TYPE exo_outbox_pending_rows gauge"));
     CHECK(has_line(after, "exo_outbox_pending_rows 3"));
     CHECK(has_line(after, "exo_outbox_oldest_pending_seconds 1.5"));
+    CHECK(has_line(after, "exo_outbox_unit_failures_total 4"));
+    CHECK(has_line(after, "# TYPE exo_outbox_parked_units gauge"));
+    CHECK(has_line(after, "exo_outbox_parked_units 1"));
 }

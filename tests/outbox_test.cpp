@@ -42,10 +42,26 @@ TEST_SUITE("outbox") {
               std::string::npos);
     }
 
-    TEST_CASE("a record over Kafka's default message size is refused at emit") {
-        CHECK(problem_of({"t", "k", std::string(kMaxOutboxRecordBytes - 1, 'x'), {}}) == "");
-        CHECK(problem_of({"t", "kk", std::string(kMaxOutboxRecordBytes - 1, 'x'), {}})
-                  .find("over 1000000") != std::string::npos);
+    TEST_CASE(
+        "the wire size counts what librdkafka counts: framing, key, value, each header with its "
+        "varint lengths, and exo-outbox-id") {
+        // 36 bytes of framing; exo-outbox-id: 1 + 13 + 1 + 36.
+        CHECK(outbox_wire_size({"t", std::nullopt, "", {}}) == 36 + 51);
+        CHECK(outbox_wire_size({"t", "key", "value", {}}) == 36 + 3 + 5 + 51);
+        // A 64-byte name's zigzag length takes two bytes; a null value one.
+        CHECK(outbox_wire_size({"t", std::nullopt, "", {{std::string(64, 'n'), std::nullopt}}}) ==
+              36 + 51 + 2 + 64 + 1);
+        CHECK(outbox_wire_size({"t", std::nullopt, "", {{"h", std::string(100, 'v')}}}) ==
+              36 + 51 + 1 + 1 + 2 + 100);
+    }
+
+    TEST_CASE("a record over the producer's message.max.bytes is refused at emit") {
+        const std::size_t fits = kDefaultMaxMessageBytes - 36 - 51 - 1;
+        CHECK(problem_of({"t", "k", std::string(fits, 'x'), {}}) == "");
+        CHECK(problem_of({"t", "kk", std::string(fits, 'x'), {}})
+                  .find("over the producer's message.max.bytes of 1000000") != std::string::npos);
+        CHECK(outbox_message_problem({"t", "k", std::string(200, 'x'), {}}, 200));
+        CHECK_FALSE(outbox_message_problem({"t", "k", std::string(200, 'x'), {}}, 288));
     }
 
     TEST_CASE("hex round-trips any bytes and refuses malformed text") {
@@ -60,28 +76,40 @@ TEST_SUITE("outbox") {
     TEST_CASE("the outbox section sets every field") {
         const auto c = parse(std::string(kMinimal) +
                              "outbox:\n  enabled: false\n  batch_size: 20\n"
+                             "  max_round_bytes: 4096\n"
                              "  poll_interval_ms: 250\n  retention_days: 0\n");
         CHECK_FALSE(c.outbox.enabled);
         CHECK(c.outbox.batch_size == 20);
+        CHECK(c.outbox.max_round_bytes == 4096);
         CHECK(c.outbox.poll_interval == 250ms);
         CHECK(c.outbox.retention.count() == 0);
         const auto d = parse(kMinimal);
         CHECK(d.outbox.enabled);
         CHECK(d.outbox.batch_size == 500);
+        CHECK(d.outbox.max_round_bytes == 16u * 1024 * 1024);
+        CHECK(d.outbox.max_message_bytes == kDefaultMaxMessageBytes);
         CHECK(d.outbox.retention == std::chrono::hours(24 * 7));
     }
 
+    TEST_CASE("an emit is checked against the message.max.bytes the relay's producer is given") {
+        std::string yaml(kMinimal);
+        yaml.replace(yaml.find("  group_id"), 0, "  properties:\n    message.max.bytes: 2000000\n");
+        CHECK(parse(yaml).outbox.max_message_bytes == 2000000);
+    }
+
     TEST_CASE("bad outbox values are all reported with their path and line") {
-        const auto errors = errors_of(std::string(kMinimal) +
-                                      "outbox:\n  enabled: maybe\n  batch_size: 0\n"
-                                      "  poll_interval_ms: -1\n  retention_days: x\n"
-                                      "  batch_sise: 3\n");
+        const auto errors =
+            errors_of(std::string(kMinimal) +
+                      "outbox:\n  enabled: maybe\n  batch_size: 0\n  max_round_bytes: 0\n"
+                      "  poll_interval_ms: -1\n  retention_days: x\n"
+                      "  batch_sise: 3\n");
         CHECK(errors.find("outbox.enabled") != std::string::npos);
         CHECK(errors.find("expected one of: true, false") != std::string::npos);
         CHECK(errors.find("outbox.batch_size") != std::string::npos);
         CHECK(errors.find("outbox.poll_interval_ms") != std::string::npos);
+        CHECK(errors.find("outbox.max_round_bytes") != std::string::npos);
         CHECK(errors.find("outbox.retention_days") != std::string::npos);
         CHECK(errors.find("did you mean 'batch_size'") != std::string::npos);
-        CHECK(errors.find("exo.yaml:11") != std::string::npos);
+        CHECK(errors.find("exo.yaml:12") != std::string::npos);
     }
 }

@@ -34,6 +34,13 @@ Usage:
                        [--dry-run] [--json]
                                  move a strict entity past sequences that will never apply
                                  (a poison), audited in exo_sequence_advances; never backwards
+  exo outbox list --config FILE [--limit N] [--json]
+                                 emitted rows of the group that keep failing to publish (their key
+                                 waits behind them), and rows no group's relay publishes
+  exo outbox discard --config FILE --id N [--json]
+  exo outbox reroute --config FILE --id N --topic T [--json]
+                                 take such a row out of its key's way: delete it, or move it to
+                                 topic T (a new row); the key's later rows are published next
   exo mock-kafka [--brokers N] [--topic NAME:PARTITIONS]... [--bootstrap-file FILE]
                                  run librdkafka's mock cluster as a standalone broker until SIGTERM
   exo demo-produce (--bootstrap SERVERS | --bootstrap-file FILE) --expected-file FILE
@@ -74,6 +81,7 @@ int run_cli(int argc, char** argv, const AppSetup& setup) {
         if (command == "inspect") return inspect_command(argc, argv, setup);
         if (command == "dlq") return dlq_command(argc, argv, setup);
         if (command == "sequence") return sequence_command(argc, argv, setup);
+        if (command == "outbox") return outbox_command(argc, argv, setup);
         if (command == "mock-kafka") return mock_kafka_command(argc, argv, stop.get_token());
         if (command == "demo-produce") return demo_produce_command(argc, argv);
         if (command == "demo-check") return demo_check_command(argc, argv, setup, stop.get_token());

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <exo/options.hpp>
+#include <exo/outbox.hpp>
 #include "core/key_source.hpp"
 #include "core/sequence_config.hpp"
 
@@ -145,7 +146,13 @@ struct ObservabilityConfig {
 // daemon with it enabled shares the work; rows are published by one at a time.
 struct OutboxConfig {
     bool enabled = true;   // run a relay in this daemon
-    int batch_size = 500;  // rows claimed, produced and marked per round
+    int batch_size = 500;  // rows claimed, produced and marked per round, at most
+    // Bytes of keys, values and headers a round reads and produces, at most
+    // (a round always takes at least one row, however large).
+    std::size_t max_round_bytes = 16 * 1024 * 1024;
+    // Not a key of its own: kafka.properties' message.max.bytes, else
+    // librdkafka's default; an emit whose wire size is over it is refused.
+    std::size_t max_message_bytes = kDefaultMaxMessageBytes;
     // How long the relay sleeps when no NOTIFY comes (a NOTIFY wakes it at once).
     milliseconds poll_interval{1000};
     // How long sent rows are kept (for inspection); 0: deleted once published.

@@ -60,7 +60,7 @@ Config read_config(Context& ctx, const YAML::Node& root, const std::vector<std::
     config.pipeline = read_pipeline(top.map("pipeline", kPipelineKeys));
     config.logging = read_logging(top.map("logging", kLoggingKeys));
     config.observability = read_observability(top.map("observability", kObservabilityKeys));
-    config.outbox = read_outbox(top.map("outbox", kOutboxKeys));
+    config.outbox = read_outbox(top.map("outbox", kOutboxKeys), config.kafka);
     config.bindings = read_bindings(top, handlers);
     check_retention(config, claim, postgres);
     return config;

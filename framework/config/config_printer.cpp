@@ -129,6 +129,7 @@ public:
         begin("outbox");
         out_ << YAML::Key << "enabled" << YAML::Value << o.enabled;
         number("batch_size", o.batch_size);
+        number("max_round_bytes", static_cast<int>(o.max_round_bytes));
         ms("poll_interval_ms", o.poll_interval);
         number("retention_days", static_cast<int>(o.retention.count() / 24));
         end();

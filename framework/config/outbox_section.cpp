@@ -1,24 +1,45 @@
 // outbox: the relay that publishes the records handlers emit (docs/outbox.md).
+#include <charconv>
+
 #include "config/sections.hpp"
 
 namespace exo::config_reading {
 
-const Keys kOutboxKeys = {"enabled", "batch_size", "poll_interval_ms", "retention_days"};
+const Keys kOutboxKeys = {"enabled", "batch_size", "max_round_bytes", "poll_interval_ms",
+                          "retention_days"};
 
 namespace {
 
 const Choices<bool> kSwitch = {{"true", true}, {"false", false}};
 
+// The relay's producer takes kafka.properties (the dead-letter producer's), so
+// its message.max.bytes is the limit an emit is checked against. A value that
+// is not a number is left to librdkafka, which refuses it when the daemon starts.
+std::size_t producer_max_message_bytes(const KafkaConfig& kafka) {
+    const auto it = kafka.properties.find("message.max.bytes");
+    if (it == kafka.properties.end()) return kDefaultMaxMessageBytes;
+    std::size_t bytes = 0;
+    const auto& text = it->second;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), bytes);
+    if (error != std::errc() || end != text.data() + text.size()) return kDefaultMaxMessageBytes;
+    return bytes;
+}
+
 }  // namespace
 
-OutboxConfig read_outbox(const Reader& outbox) {
+OutboxConfig read_outbox(const Reader& outbox, const KafkaConfig& kafka) {
     OutboxConfig out;
     outbox.read("enabled", out.enabled, kSwitch);
     // One produce and one UPDATE of this many rows per round; the relay holds
     // their row locks while Kafka acknowledges them.
     outbox.read("batch_size", out.batch_size, Bounds{1, 10000});
+    // What a round holds in memory (the values, read once) and hands librdkafka.
+    int round_bytes = static_cast<int>(out.max_round_bytes);
+    outbox.read("max_round_bytes", round_bytes, Bounds{1, 1024 * 1024 * 1024});
+    out.max_round_bytes = static_cast<std::size_t>(round_bytes);
     outbox.read("poll_interval_ms", out.poll_interval, kPositiveMs);
     outbox.read_days("retention_days", out.retention, Bounds{0, kMaxDays});
+    out.max_message_bytes = producer_max_message_bytes(kafka);
     return out;
 }
 

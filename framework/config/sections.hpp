@@ -35,8 +35,9 @@ LoggingConfig read_logging(const Reader& logging);
 // observability_section.cpp: the HTTP endpoint's address (absent: no endpoint).
 ObservabilityConfig read_observability(const Reader& observability);
 
-// outbox_section.cpp: the relay of emitted records.
-OutboxConfig read_outbox(const Reader& outbox);
+// outbox_section.cpp: the relay of emitted records; `kafka` for the producer's
+// message.max.bytes.
+OutboxConfig read_outbox(const Reader& outbox, const KafkaConfig& kafka);
 
 // bindings_section.cpp: `bindings:` of the top-level mapping `top` (required,
 // at least one, each topic once). `handlers` are the registered handler names.

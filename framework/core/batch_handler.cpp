@@ -38,7 +38,7 @@ void BatchHandler::handle(HandlerContext& ctx) {
     entry.payload = &ctx.payload();
     entry.attempt = ctx.attempt();
     entry.rerun = ctx.rerun();
-    BatchContext batch(ctx.transaction(), one, ctx.log());
+    BatchContext batch(ctx.transaction(), one, ctx.log(), ctx.max_emit_bytes());
     try {
         handle_batch(batch);
     } catch (const BatchRecordFailed& e) {

@@ -120,8 +120,12 @@ std::string render_metrics(const PipelineStats& stats, const DaemonStatus& statu
          "Emitted records the outbox relay published and Kafka acknowledged.",
          stats.outbox_published},
         {"exo_outbox_failures_total",
-         "Outbox relay rounds that failed (Kafka or PostgreSQL); retried with backoff.",
+         "Outbox relay rounds that failed or had a row Kafka did not take; retried with backoff.",
          stats.outbox_failures},
+        {"exo_outbox_unit_failures_total",
+         "Times the head row of a (topic, key) failed to publish; the key was parked with "
+         "backoff, the others went on.",
+         stats.outbox_unit_failures},
         {"exo_rebalance_assignments_total", "Rebalances that gave this member partitions.",
          stats.assignments},
         {"exo_rebalance_revocations_total", "Rebalances that took partitions (lost included).",
@@ -170,12 +174,17 @@ std::string render_metrics(const PipelineStats& stats, const DaemonStatus& statu
     // Shown once this daemon's relay has looked (none runs with outbox.enabled false).
     if (const auto pending = stats.outbox_pending.load(); pending >= 0) {
         w.family("exo_outbox_pending_rows", "gauge",
-                 "Emitted records committed and not yet published (all relays' backlog).");
+                 "Emitted records of this group committed and not yet published.");
         w.sample("exo_outbox_pending_rows", "", static_cast<std::uint64_t>(pending));
         w.family("exo_outbox_oldest_pending_seconds", "gauge",
                  "Age of the oldest emitted record not yet published (0: none).");
         w.sample("exo_outbox_oldest_pending_seconds", "",
                  static_cast<double>(stats.outbox_oldest_pending_ms.load()) / 1000.0);
+        w.family("exo_outbox_parked_units", "gauge",
+                 "(topic, key) units of this group whose head row keeps failing to publish "
+                 "(exo outbox list).");
+        w.sample("exo_outbox_parked_units", "",
+                 static_cast<std::uint64_t>(stats.outbox_parked_units.load()));
     }
     w.family("exo_ready", "gauge", "1 while /readyz answers 200.");
     w.sample("exo_ready", "", std::uint64_t{ready});

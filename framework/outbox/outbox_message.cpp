@@ -12,21 +12,54 @@
 namespace exo {
 namespace {
 
+// librdkafka's RD_KAFKAP_MESSAGE_V2_MAX_OVERHEAD: a record's length, attributes,
+// timestamp and offset deltas, key and value lengths and header count, each
+// varint at its widest.
+constexpr std::size_t kRecordOverhead = 5 + 1 + 10 + 5 + 5 + 5 + 5;
+// The relay's exo-outbox-id header: its name and a UUID in text.
+constexpr std::size_t kOutboxIdValueBytes = 36;
+
+// A zigzag varint's width, as librdkafka writes header lengths.
+std::size_t varint_bytes(std::size_t n) {
+    std::uint64_t v = static_cast<std::uint64_t>(n) << 1;
+    std::size_t width = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        ++width;
+    }
+    return width;
+}
+
+std::size_t header_bytes(std::size_t name, std::optional<std::size_t> value) {
+    // A null value is written as length -1: one byte.
+    return varint_bytes(name) + name + (value ? varint_bytes(*value) + *value : 1);
+}
+
 OutboxMessage checked(std::string topic, std::optional<std::string> key, std::string value,
-                      std::vector<RecordHeader> headers) {
+                      std::vector<RecordHeader> headers, std::size_t max_message_bytes) {
     OutboxMessage message{std::move(topic), std::move(key), std::move(value), std::move(headers)};
-    if (auto problem = outbox_message_problem(message))
+    if (auto problem = outbox_message_problem(message, max_message_bytes))
         throw PermanentError("cannot emit a record: " + *problem);
     return message;
 }
 
 }  // namespace
 
-std::optional<std::string> outbox_message_problem(const OutboxMessage& message) {
+std::size_t outbox_wire_size(const OutboxMessage& message) {
+    std::size_t bytes = kRecordOverhead + message.value.size() +
+                        (message.key ? message.key->size() : 0) +
+                        header_bytes(kOutboxIdHeader.size(), kOutboxIdValueBytes);
+    for (const auto& h : message.headers)
+        bytes +=
+            header_bytes(h.name.size(), h.value ? std::optional(h.value->size()) : std::nullopt);
+    return bytes;
+}
+
+std::optional<std::string> outbox_message_problem(const OutboxMessage& message,
+                                                  std::size_t max_message_bytes) {
     if (auto problem = topic_name_problem(message.topic))
         return "'" + printable_text(message.topic, 300) +
                "' is not a Kafka topic name: " + *problem;
-    std::size_t bytes = message.value.size() + (message.key ? message.key->size() : 0);
     for (const auto& h : message.headers) {
         // Names are stored as JSON text (jsonb refuses NUL and invalid UTF-8).
         if (h.name.empty()) return std::string("a header has an empty name");
@@ -36,26 +69,27 @@ std::optional<std::string> outbox_message_problem(const OutboxMessage& message) 
         if (h.name == kOutboxIdHeader)
             return "the header " + std::string(kOutboxIdHeader) +
                    " is reserved: the relay sets it to the record's outbox id";
-        bytes += h.name.size() + (h.value ? h.value->size() : 0);
     }
-    if (bytes > kMaxOutboxRecordBytes)
-        return "the record is " + std::to_string(bytes) + " bytes (key, value and headers), over " +
-               std::to_string(kMaxOutboxRecordBytes) + " (Kafka's default message.max.bytes)";
+    if (const auto bytes = outbox_wire_size(message); bytes > max_message_bytes)
+        return "the record is " + std::to_string(bytes) +
+               " bytes on the wire (key, value, headers, exo-outbox-id and Kafka's record "
+               "framing), over the producer's message.max.bytes of " +
+               std::to_string(max_message_bytes) + ": Kafka would refuse it on every attempt";
     return std::nullopt;
 }
 
 void HandlerContext::emit(std::string topic, std::optional<std::string> key, std::string value,
                           std::vector<RecordHeader> headers) {
-    emitted_.push_back(
-        checked(std::move(topic), std::move(key), std::move(value), std::move(headers)));
+    emitted_.push_back(checked(std::move(topic), std::move(key), std::move(value),
+                               std::move(headers), max_emit_bytes_));
 }
 
 void BatchContext::emit(std::size_t i, std::string topic, std::optional<std::string> key,
                         std::string value, std::vector<RecordHeader> headers) {
     auto& entry = entries_.at(i);
     try {
-        entry.emitted.push_back(
-            checked(std::move(topic), std::move(key), std::move(value), std::move(headers)));
+        entry.emitted.push_back(checked(std::move(topic), std::move(key), std::move(value),
+                                        std::move(headers), max_emit_bytes_));
     } catch (const PermanentError&) {
         throw BatchRecordFailed(i, std::current_exception());
     }

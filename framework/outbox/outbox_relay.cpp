@@ -2,12 +2,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include <map>
 #include <pqxx/pqxx>
 #include <random>
 #include <set>
 
 #include <exo/outbox.hpp>
 #include "core/backoff.hpp"
+#include "core/text.hpp"
 #include "outbox/outbox_rows.hpp"
 #include "outbox/outbox_writer.hpp"
 #include "pg/batch_transaction.hpp"
@@ -23,6 +25,11 @@ constexpr std::chrono::minutes kPruneInterval{10};
 constexpr int kPruneChunk = 1000;
 constexpr int kMaxPruneChunks = 100;
 constexpr rd_kafka_resp_err_t kNoReport = RD_KAFKA_RESP_ERR__IN_PROGRESS;
+// A unit whose head failed retries after 500 ms, doubling per failure in a
+// row up to this: a refused row costs a log line every half minute.
+constexpr std::chrono::milliseconds kMaxUnitBackoff{30000};
+// The backlog gauges: a skip scan over the pending units, at most this often.
+constexpr std::chrono::seconds kBacklogInterval{1};
 
 // Registers LISTEN on construction; a notification only needs to wake the loop.
 class Listener final : public pqxx::notification_receiver {
@@ -73,14 +80,14 @@ void OutboxRelay::run(std::stop_token stop) {
                 connection = open_postgres_session(config_.postgres);
                 listener = std::make_unique<Listener>(*connection);
             }
-            // Before the round too, so the gauges stay current while rounds fail.
-            update_backlog(*connection);
+            update_backlog_when_due(*connection);
             const auto claimed = relay_once(*connection);
-            if (claimed > 0) update_backlog(*connection);
             prune_when_due(*connection);
             if (failures > 0) spdlog::info("outbox relay: publishing again");
             failures = 0;
-            if (claimed >= static_cast<std::size_t>(config_.outbox.batch_size)) continue;
+            // Rows were there: more may be (the bounds cut the round). An empty
+            // claim (nothing pending, all parked or held by another relay) waits.
+            if (claimed > 0) continue;
             await_wake(*connection, wait, stop);
             continue;
         } catch (const std::exception& e) {
@@ -101,8 +108,12 @@ void OutboxRelay::run(std::stop_token stop) {
 }
 
 std::size_t OutboxRelay::relay_once(pqxx::connection& connection) {
+    const std::string& group = config_.kafka.group_id;
     BatchTransaction batch(connection);
-    auto rows = claim_outbox_rows(batch.statements(), config_.outbox.batch_size);
+    auto claim =
+        claim_outbox_rows(batch.statements(), group,
+                          {config_.outbox.batch_size, config_.outbox.max_round_bytes}, cursor_);
+    auto& rows = claim.rows;
     if (rows.empty()) {
         batch.commit();
         return 0;
@@ -114,48 +125,94 @@ std::size_t OutboxRelay::relay_once(pqxx::connection& connection) {
         round = ++round_ & 0xFFFFFFFFu;
         round_ = round;
     }
-    std::string failure;
-    try {
-        for (std::size_t i = 0; i < rows.size(); ++i) {
-            auto& row = rows[i];
-            auto headers = std::move(row.headers);
-            headers.push_back({std::string(kOutboxIdHeader), row.message_id});
+    // A row produce() refuses (too large, a topic librdkafka knows is missing)
+    // fails its unit alone: the unit's later rows of the round are not
+    // produced (they would overtake it), every other unit's are.
+    std::vector<std::string> refused(rows.size());  // produce()'s error, per row
+    std::set<OutboxUnit> stopped;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        auto& row = rows[i];
+        OutboxUnit unit{row.topic, row.ordering_key};
+        if (stopped.count(unit) != 0) continue;
+        auto headers = std::move(row.headers);
+        headers.push_back({std::string(kOutboxIdHeader), row.message_id});
+        try {
             producer_->produce({row.topic, std::nullopt, row.key, row.value, std::move(headers)},
                                kFlushTimeout, (round << 32) | i);
+        } catch (const KafkaError& e) {
+            refused[i] = e.what();
+            stopped.insert(std::move(unit));
         }
+    }
+    std::string flush_failure;
+    try {
         producer_->flush(kFlushTimeout);
     } catch (const KafkaError& e) {
-        failure = e.what();
+        flush_failure = e.what();
         producer_->purge();  // nothing given up on may arrive later, beside the retry
     }
-    // Per (topic, key): the acknowledged prefix only, so a unit's later row is
-    // never marked while an earlier one waits (it is re-published after it).
+    // Per unit: the acknowledged prefix only, so a unit's later row is never
+    // marked while an earlier one waits (it is re-published after it). The
+    // first row refused or without an acknowledgement fails its unit.
     std::vector<std::int64_t> sent;
-    std::set<std::pair<std::string, std::string>> held_back;
+    std::map<OutboxUnit, OutboxUnitFailure> failed;
     {
         std::lock_guard lock(reports_mutex_);
         for (std::size_t i = 0; i < rows.size(); ++i) {
-            std::pair unit{rows[i].topic, rows[i].ordering_key};
-            if (held_back.count(unit) != 0) continue;
-            if (reports_[i] == RD_KAFKA_RESP_ERR_NO_ERROR)
+            OutboxUnit unit{rows[i].topic, rows[i].ordering_key};
+            if (failed.count(unit) != 0) continue;
+            if (refused[i].empty() && reports_[i] == RD_KAFKA_RESP_ERR_NO_ERROR) {
                 sent.push_back(rows[i].id);
-            else
-                held_back.insert(std::move(unit));
+                continue;
+            }
+            std::string reason = !refused[i].empty() ? refused[i]
+                                 : reports_[i] == kNoReport
+                                     ? "no acknowledgement within the flush (" + flush_failure + ")"
+                                     : rd_kafka_err2name(reports_[i]) + std::string(": ") +
+                                           rd_kafka_err2str(reports_[i]);
+            failed.emplace(unit, OutboxUnitFailure{unit, rows[i].id, std::move(reason)});
         }
         reports_.clear();
     }
     failpoints_.hit("outbox_after_ack");
     mark_outbox_sent(batch.statements(), sent, config_.outbox.retention.count() > 0);
+    std::vector<OutboxUnitFailure> failures;
+    for (auto& [unit, failure] : failed) failures.push_back(std::move(failure));
+    const auto parked = park_outbox_units(batch.statements(), group, failures, kMaxUnitBackoff);
+    std::vector<OutboxUnit> recovered;
+    for (const auto& [unit, earlier_failures] : claim.units)
+        if (earlier_failures > 0 && failed.count(unit) == 0) recovered.push_back(unit);
+    unpark_outbox_units(batch.statements(), group, recovered);
     batch.commit();
     stats_.outbox_published += sent.size();
-    if (sent.size() < rows.size())
-        throw KafkaError(RD_KAFKA_RESP_ERR__FAIL,
-                         "publishing outbox rows: " + std::to_string(rows.size() - sent.size()) +
-                             " of " + std::to_string(rows.size()) +
-                             " were not acknowledged and stay pending" +
-                             (failure.empty() ? std::string() : " (" + failure + ")"),
-                         true);
+    if (!failures.empty()) {
+        stats_.outbox_failures++;
+        stats_.outbox_unit_failures += failures.size();
+    }
+    log_failures(rows, failures, parked);
+    for (const auto& unit : recovered)
+        spdlog::info("outbox relay: topic {} key {} publishes again", unit.topic,
+                     unit.ordering_key.empty() ? "(none)" : "sha256:" + unit.ordering_key);
     return rows.size();
+}
+
+void OutboxRelay::log_failures(const std::vector<OutboxRow>& rows,
+                               const std::vector<OutboxUnitFailure>& failures,
+                               const std::vector<ParkedUnit>& parked) const {
+    std::map<std::int64_t, const OutboxRow*> by_id;
+    for (const auto& row : rows) by_id.emplace(row.id, &row);
+    std::map<OutboxUnit, const ParkedUnit*> park;
+    for (const auto& p : parked) park.emplace(p.unit, &p);
+    for (const auto& f : failures) {
+        const auto& row = *by_id.at(f.row_id);
+        const auto* p = park.count(f.unit) != 0 ? park.at(f.unit) : nullptr;
+        spdlog::warn(
+            "outbox relay: row {} (topic {}, key {}, exo-outbox-id {}) was not published: {}; "
+            "its key waits {} ms before the next attempt ({} failure(s) in a row) and its "
+            "later rows wait behind it; other keys go on (exo outbox list shows it)",
+            row.id, row.topic, row.key ? printable_text(*row.key, 200) : "(none)", row.message_id,
+            f.reason, p ? p->retry_in.count() : 0, p ? p->failures : 0);
+    }
 }
 
 void OutboxRelay::await_wake(pqxx::connection& connection, std::chrono::milliseconds timeout,
@@ -172,11 +229,15 @@ void OutboxRelay::await_wake(pqxx::connection& connection, std::chrono::millisec
     }
 }
 
-void OutboxRelay::update_backlog(pqxx::connection& connection) {
+void OutboxRelay::update_backlog_when_due(pqxx::connection& connection) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_backlog_) return;
+    next_backlog_ = now + kBacklogInterval;
     pqxx::nontransaction tx(connection);
-    const auto backlog = outbox_backlog(tx);
+    const auto backlog = outbox_backlog(tx, config_.kafka.group_id);
     stats_.outbox_pending = backlog.pending;
     stats_.outbox_oldest_pending_ms = backlog.oldest.count();
+    stats_.outbox_parked_units = backlog.parked_units;
 }
 
 void OutboxRelay::prune_when_due(pqxx::connection& connection) {

@@ -5,17 +5,18 @@
 // or PostgreSQL down) never delays a batch: it retries with backoff, logs, and
 // counts (exo_outbox_* metrics); readiness does not depend on it.
 //
-// One round: BEGIN; claim rows (outbox_rows.hpp: per (topic, key) the pending
-// rows from its head, heads locked FOR UPDATE SKIP LOCKED); produce them with
-// the header exo-outbox-id; wait for Kafka's acknowledgements; mark the
-// acknowledged ones sent (per unit only the acknowledged prefix, so a unit's
-// order holds); COMMIT. A crash after the acknowledgement and before the
-// COMMIT leaves the rows pending: they are published again, with the same
+// One round: BEGIN; claim rows of this daemon's group (outbox_rows.hpp: per
+// (topic, key) the pending rows from its head, heads locked FOR UPDATE SKIP
+// LOCKED, within outbox.batch_size rows and outbox.max_round_bytes); produce
+// them with the header exo-outbox-id; wait for Kafka's acknowledgements; mark
+// the acknowledged ones sent (per unit only the acknowledged prefix, so a
+// unit's order holds); park the units whose head failed; COMMIT. A crash after the acknowledgement
+// and before the COMMIT leaves the rows pending: they are published again, with the same
 // exo-outbox-id, and a downstream binding keyed by it applies them once.
 // Failpoint outbox_after_ack sits in that window.
 //
 // Wakes on NOTIFY exo_outbox (sent by the writer at commit), at the latest
-// every outbox.poll_interval, and at once while a round comes back full.
+// every outbox.poll_interval, and at once while rounds find rows.
 //
 // Lifecycle: start() once; stop() (or the destructor) stops and joins. The
 // daemon starts it beside the workers and stops it after them.
@@ -31,6 +32,7 @@
 
 #include "config/config.hpp"
 #include "kafka/producer.hpp"
+#include "outbox/outbox_rows.hpp"
 #include "pipeline/failpoints.hpp"
 #include "pipeline/pipeline_stats.hpp"
 
@@ -50,9 +52,11 @@ public:
     void stop();
 
     // One round on `connection` (not in a transaction). Returns the rows
-    // claimed; throws pqxx errors and KafkaError (nothing is marked then but
-    // what Kafka acknowledged). A round where some rows were not acknowledged
-    // throws KafkaError after marking the others.
+    // claimed. A row Kafka does not take (produce() refuses it, or its delivery
+    // report is an error, or none came within the flush) fails its unit alone:
+    // the unit is parked in exo_outbox_units with its own backoff, logged, and
+    // counted, the acknowledged rows are marked, and the round returns
+    // normally. Throws pqxx errors (nothing is marked then).
     std::size_t relay_once(pqxx::connection& connection);
 
 private:
@@ -60,7 +64,10 @@ private:
     // Sleeps up to `timeout`, returning early on a NOTIFY or a stop.
     void await_wake(pqxx::connection& connection, std::chrono::milliseconds timeout,
                     const std::stop_token& stop);
-    void update_backlog(pqxx::connection& connection);
+    void update_backlog_when_due(pqxx::connection& connection);
+    void log_failures(const std::vector<OutboxRow>& rows,
+                      const std::vector<OutboxUnitFailure>& failures,
+                      const std::vector<ParkedUnit>& parked) const;
     void prune_when_due(pqxx::connection& connection);
 
     const Config& config_;
@@ -70,6 +77,8 @@ private:
     std::vector<rd_kafka_resp_err_t> reports_;  // per row of the round; guarded
     std::uint64_t round_ = 0;                   // the round reports_ is for; guarded
     std::chrono::steady_clock::time_point next_prune_{};
+    std::chrono::steady_clock::time_point next_backlog_{};
+    OutboxUnit cursor_;  // the last unit claimed: the next round starts after it
     std::mutex mutex_;
     std::condition_variable_any wake_;
     // Destroyed before the report slots it writes to (declared after them).

@@ -11,6 +11,7 @@ namespace {
 
 constexpr const char* kWriteOutbox = "exo_outbox_write";
 
+// $1: the emitting group (its relays alone publish the rows).
 // m: the records in emit order (n). c: how many per ordering unit. s: each
 // unit's last seq after adding its count, its row locked until the transaction
 // ends (sorted: one global lock order). The records of a unit then take the
@@ -20,16 +21,17 @@ constexpr const char* kWriteOutboxSql =
     "WITH m AS (SELECT u.n, u.t, CASE WHEN u.hk THEN decode(u.k, 'hex') END AS k,"
     " decode(u.v, 'hex') AS v, u.h::jsonb AS h,"
     " CASE WHEN u.hk THEN sha256(decode(u.k, 'hex')) ELSE ''::bytea END AS ok"
-    " FROM unnest($1::text[], $2::boolean[], $3::text[], $4::text[], $5::text[])"
+    " FROM unnest($2::text[], $3::boolean[], $4::text[], $5::text[], $6::text[])"
     " WITH ORDINALITY AS u(t, hk, k, v, h, n)),"
     " c AS (SELECT t, ok, count(*) AS c FROM m GROUP BY t, ok),"
-    " s AS (INSERT INTO exo_outbox_keys AS x (topic, ordering_key, last_seq)"
-    " SELECT t, ok, c FROM c ORDER BY t, ok"
-    " ON CONFLICT (topic, ordering_key) DO UPDATE"
+    " s AS (INSERT INTO exo_outbox_keys AS x (consumer_group, topic, ordering_key, last_seq)"
+    " SELECT $1, t, ok, c FROM c ORDER BY t, ok"
+    " ON CONFLICT (consumer_group, topic, ordering_key) DO UPDATE"
     " SET last_seq = x.last_seq + EXCLUDED.last_seq, updated_at = now()"
     " RETURNING topic, ordering_key, last_seq),"
-    " ins AS (INSERT INTO exo_outbox (topic, message_key, value, headers, ordering_key, seq)"
-    " SELECT m.t, m.k, m.v, m.h, m.ok,"
+    " ins AS (INSERT INTO exo_outbox"
+    " (consumer_group, topic, message_key, value, headers, ordering_key, seq)"
+    " SELECT $1, m.t, m.k, m.v, m.h, m.ok,"
     " s.last_seq - c.c + row_number() OVER (PARTITION BY m.t, m.ok ORDER BY m.n)"
     " FROM m JOIN c ON c.t = m.t AND c.ok = m.ok"
     " JOIN s ON s.topic = m.t AND s.ordering_key = m.ok ORDER BY m.n RETURNING 1)"
@@ -49,7 +51,8 @@ void prepare_outbox_statements(pqxx::connection_base& connection) {
     connection.prepare(kWriteOutbox, kWriteOutboxSql);
 }
 
-void write_outbox(pqxx::transaction_base& tx, std::span<const OutboxMessage> messages) {
+void write_outbox(pqxx::transaction_base& tx, const std::string& group,
+                  std::span<const OutboxMessage> messages) {
     if (messages.empty()) return;
     std::vector<std::string> topics, keys, values, headers;
     std::string has_key = "{";
@@ -61,7 +64,7 @@ void write_outbox(pqxx::transaction_base& tx, std::span<const OutboxMessage> mes
         headers.push_back(headers_json(m.headers));
     }
     has_key += "}";
-    tx.exec_prepared(kWriteOutbox, text_array(topics), has_key, text_array(keys),
+    tx.exec_prepared(kWriteOutbox, group, text_array(topics), has_key, text_array(keys),
                      text_array(values), text_array(headers));
 }
 

@@ -3,8 +3,8 @@
 // exo_outbox in its own transaction, in ONE statement, with a NOTIFY that
 // wakes the relays when (and only if) the transaction commits.
 //
-// Ordering (docs/outbox.md): each record draws the next `seq` of its (topic,
-// key) from exo_outbox_keys, whose row stays locked by this transaction until
+// Ordering (docs/outbox.md): each record draws the next `seq` of its (group,
+// topic, key) from exo_outbox_keys, whose row stays locked by this transaction until
 // it ends, so a second transaction emitting to the same key waits for this one
 // and numbers its records after ours: the committed rows of a key are numbered
 // in commit order without gaps. The keys are locked in one global order
@@ -15,6 +15,7 @@
 // (classify_pg_error): a lock wait past lock_timeout is contention, a deadlock
 // or lost connection retryable.
 #include <span>
+#include <string>
 
 #include <pqxx/connection_base>
 #include <pqxx/transaction_base>
@@ -29,8 +30,10 @@ inline constexpr const char* kOutboxChannel = "exo_outbox";
 // Prepares the writer's statement on a connection (prepare_framework_statements does).
 void prepare_outbox_statements(pqxx::connection_base& connection);
 
-// Inserts `messages` (already checked: outbox_message_problem) in order. Does
-// nothing for none. One round trip.
-void write_outbox(pqxx::transaction_base& tx, std::span<const OutboxMessage> messages);
+// Inserts `messages` (already checked: outbox_message_problem) in order, as
+// rows of `group` (kafka.group_id: only that group's relays publish them, with
+// its brokers and credentials). Does nothing for none. One round trip.
+void write_outbox(pqxx::transaction_base& tx, const std::string& group,
+                  std::span<const OutboxMessage> messages);
 
 }  // namespace exo

@@ -89,9 +89,12 @@ public:
     // The outbox relay (outbox/outbox_relay.hpp).
     std::atomic<std::uint64_t> outbox_published{0};  // rows Kafka acknowledged (then marked)
     std::atomic<std::uint64_t> outbox_failures{0};   // relay rounds that failed (retried)
+    // Times a unit's head failed to publish (the unit was parked with backoff).
+    std::atomic<std::uint64_t> outbox_unit_failures{0};
     // Gauges as of the relay's last look; outbox_pending is -1 until it first looked.
     std::atomic<std::int64_t> outbox_pending{-1};
     std::atomic<std::int64_t> outbox_oldest_pending_ms{0};  // age of the oldest pending row
+    std::atomic<std::int64_t> outbox_parked_units{0};       // units whose head keeps failing
     LatencyHistogram latency;  // poll -> durable outcome, per finished record (percentiles)
 
     std::uint64_t finished() const {

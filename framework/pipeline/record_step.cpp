@@ -70,7 +70,8 @@ std::string gap_expiry(const BindingConfig& binding, const std::string& entity,
 RecordStepResult run_handler_step(pqxx::transaction_base& tx, const RecordStepInput& in) {
     RecordStepResult out;
     const auto& binding = in.binding;
-    HandlerContext ctx(tx, in.record, in.key, in.payload, in.log, in.attempt, in.handler_ran);
+    HandlerContext ctx(tx, in.record, in.key, in.payload, in.log, in.attempt, in.handler_ran,
+                       in.max_emit_bytes);
     ++out.round_trips;  // a handler's statements, at least one
     in.handler_ran = true;
     const auto started = std::chrono::steady_clock::now();
@@ -80,7 +81,7 @@ RecordStepResult run_handler_step(pqxx::transaction_base& tx, const RecordStepIn
             std::chrono::steady_clock::now() - started);
     if (!ctx.emitted().empty()) {
         // In the record's transaction (and savepoint): published only if it commits.
-        write_outbox(tx, ctx.emitted());
+        write_outbox(tx, in.group, ctx.emitted());
         ++out.round_trips;
     }
     if (!ctx.result().empty()) {

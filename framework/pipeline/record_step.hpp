@@ -41,6 +41,8 @@ struct RecordStepInput {
     // throws); a record decided before its handler leaves it as it was.
     bool& handler_ran;
     std::chrono::microseconds* handler_took = nullptr;  // set: how long handle() took
+    std::size_t max_emit_bytes =
+        kDefaultMaxMessageBytes;  // HandlerContext: outbox.max_message_bytes
 };
 
 // How a strict sequence gap takes back the record's dedup row: inside a

@@ -600,7 +600,7 @@ bool Worker::run_batch_handler(pqxx::transaction_base& tx, std::deque<BatchItem>
                       {}};
         item.handler_ran = true;  // a later run of it in this batch is a rerun
     }
-    BatchContext context(tx, entries, *log_);
+    BatchContext context(tx, entries, *log_, ctx_.config.outbox.max_message_bytes);
     ctx_.stats.postgres_round_trips++;  // a handler's statements, at least one
     const auto started = Clock::now();
     std::chrono::microseconds took{0};  // handle_batch() alone, as handle() on the per-record path
@@ -615,7 +615,7 @@ bool Worker::run_batch_handler(pqxx::transaction_base& tx, std::deque<BatchItem>
         for (auto& entry : entries)
             for (auto& message : entry.emitted) emitted.push_back(std::move(message));
         if (!emitted.empty()) {
-            write_outbox(tx, emitted);
+            write_outbox(tx, ctx_.config.kafka.group_id, emitted);
             ctx_.stats.postgres_round_trips++;
         }
     } catch (const BatchRecordFailed& e) {
@@ -718,7 +718,8 @@ bool Worker::run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<Bat
                                     *log_,
                                     item.pending.attempts + 1,
                                     item.handler_ran,
-                                    &handler_took};
+                                    &handler_took,
+                                    ctx_.config.outbox.max_message_bytes};
         auto step =
             item.framework_started
                 ? run_handler_step(tx, input)

@@ -62,8 +62,10 @@ public:
         std::vector<OutboxMessage> emitted;  // BatchContext::emit(i, ...), in order
     };
 
-    BatchContext(pqxx::transaction_base& tx, std::vector<Entry>& entries, spdlog::logger& log)
-        : tx_(tx), entries_(entries), log_(log) {}
+    // `max_emit_bytes`: the relay producer's message.max.bytes (exo/outbox.hpp).
+    BatchContext(pqxx::transaction_base& tx, std::vector<Entry>& entries, spdlog::logger& log,
+                 std::size_t max_emit_bytes = kDefaultMaxMessageBytes)
+        : tx_(tx), entries_(entries), log_(log), max_emit_bytes_(max_emit_bytes) {}
 
     // The transaction all records of the batch commit in. Do not commit or
     // abort it, and do not swallow its errors (exo/handler.hpp).
@@ -104,6 +106,7 @@ private:
     pqxx::transaction_base& tx_;
     std::vector<Entry>& entries_;
     spdlog::logger& log_;
+    std::size_t max_emit_bytes_;
 };
 
 class BatchHandler : public Handler {

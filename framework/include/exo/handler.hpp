@@ -53,14 +53,16 @@ namespace exo {
 class HandlerContext {
 public:
     HandlerContext(pqxx::transaction_base& tx, const Record& record, const std::string& key,
-                   JsonPayload& payload, spdlog::logger& log, int attempt, bool rerun = false)
+                   JsonPayload& payload, spdlog::logger& log, int attempt, bool rerun = false,
+                   std::size_t max_emit_bytes = kDefaultMaxMessageBytes)
         : tx_(tx),
           record_(record),
           key_(key),
           payload_(payload),
           log_(log),
           attempt_(attempt),
-          rerun_(rerun) {}
+          rerun_(rerun),
+          max_emit_bytes_(max_emit_bytes) {}
 
     // The batch's transaction (possibly inside a savepoint of this record). Do not
     // commit or abort it, and do not swallow its errors (see the file comment).
@@ -90,6 +92,8 @@ public:
     // record Kafka or PostgreSQL cannot take: see outbox_message_problem().
     void emit(std::string topic, std::optional<std::string> key, std::string value,
               std::vector<RecordHeader> headers = {});
+    // The largest record emit() takes: the relay producer's message.max.bytes.
+    std::size_t max_emit_bytes() const { return max_emit_bytes_; }
     // What this run emitted so far, in order; the framework writes it to the
     // outbox after handle() returns (a batch of one forwards its emits here).
     std::vector<OutboxMessage>& emitted() { return emitted_; }
@@ -102,6 +106,7 @@ private:
     spdlog::logger& log_;
     int attempt_;
     bool rerun_;
+    std::size_t max_emit_bytes_;  // the relay producer's message.max.bytes
     std::string result_;
     std::vector<OutboxMessage> emitted_;
 };

@@ -30,15 +30,23 @@ struct OutboxMessage {
 // the same on every re-publication.
 inline constexpr std::string_view kOutboxIdHeader = "exo-outbox-id";
 
-// The largest emitted record (key, value and headers together) accepted: under
-// Kafka's default message.max.bytes (1000012), so a record the broker would
-// refuse is refused at emit instead of stalling its key in the outbox.
-inline constexpr std::size_t kMaxOutboxRecordBytes = 1000000;
+// librdkafka's default message.max.bytes: the largest record the relay's
+// producer takes unless kafka.properties sets message.max.bytes.
+inline constexpr std::size_t kDefaultMaxMessageBytes = 1000000;
+
+// The size librdkafka checks against message.max.bytes when the relay produces
+// `message` (rd_kafka_msg_max_wire_size: a v2 record's largest framing, the key,
+// the value and each header's name and value with their varint lengths),
+// including the exo-outbox-id header the relay adds. A record over the limit is
+// refused by produce() on every attempt, so it could never be published.
+std::size_t outbox_wire_size(const OutboxMessage& message);
 
 // What is wrong with `message` as an emitted record, in words for the
 // dead-letter reason, or nullopt: an illegal topic name, a header name that is
 // empty, not UTF-8 or holds a NUL byte, the reserved header exo-outbox-id, or a
-// record over kMaxOutboxRecordBytes. Keys, values and header values may be any bytes.
-std::optional<std::string> outbox_message_problem(const OutboxMessage& message);
+// record whose outbox_wire_size is over `max_message_bytes` (the relay
+// producer's message.max.bytes). Keys, values and header values may be any bytes.
+std::optional<std::string> outbox_message_problem(
+    const OutboxMessage& message, std::size_t max_message_bytes = kDefaultMaxMessageBytes);
 
 }  // namespace exo
