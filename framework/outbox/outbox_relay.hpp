@@ -61,7 +61,6 @@ private:
     void await_wake(pqxx::connection& connection, std::chrono::milliseconds timeout,
                     const std::stop_token& stop);
     void update_backlog(pqxx::connection& connection);
-    void prune_when_due(pqxx::connection& connection);
 
     const Config& config_;
     PipelineStats& stats_;
@@ -69,7 +68,6 @@ private:
     std::mutex reports_mutex_;
     std::vector<rd_kafka_resp_err_t> reports_;  // per row of the round; guarded
     std::uint64_t round_ = 0;                   // the round reports_ is for; guarded
-    std::chrono::steady_clock::time_point next_prune_{};
     std::mutex mutex_;
     std::condition_variable_any wake_;
     // Destroyed before the report slots it writes to (declared after them).

@@ -1,6 +1,7 @@
 #pragma once
 // The relay's side of exo_outbox (docs/outbox.md): claim the next rows to
-// publish, mark them sent, read the backlog, prune by retention. Each function
+// publish, mark them sent, read the backlog (retention prunes them:
+// pg/retention_statements.hpp). Each function
 // is one statement in the caller's transaction and throws pqxx exceptions.
 #include <chrono>
 #include <cstdint>
@@ -43,10 +44,5 @@ struct OutboxBacklog {
     std::chrono::milliseconds oldest{0};  // age of the oldest pending row, 0 when none
 };
 OutboxBacklog outbox_backlog(pqxx::transaction_base& tx);
-
-// Deletes up to `limit` sent rows older than `retention`, and the seq counters
-// of units that have no rows left and were last used before it. Returns the
-// rows deleted.
-std::size_t prune_outbox(pqxx::transaction_base& tx, std::chrono::hours retention, int limit);
 
 }  // namespace exo
