@@ -1,12 +1,14 @@
 // exo_prune_bench: how many expired rows per second retention deletes
 // (docs/design.md section 4.2). Fills a schema of its own with expired dedup
 // rows (and rows within retention, which must stay), then expired sent outbox
-// rows, and times RetentionPruner's pass over each, uncapped
-// (retention.max_rows_per_second: 0), on one session as the daemon's pruner
-// runs. Prints rows/s per table per run and the median; exit 1 if a pass left
-// an expired row or deleted a kept one.
+// rows, and times RetentionPruner's pass over each on one session, as the
+// daemon's pruner runs: uncapped by default (what PostgreSQL can delete), or
+// at --max-rows-per-second (a paced backlog to run beside exo_bench, to see
+// what pruning costs the pipeline). Prints rows/s per table per run and the
+// median; exit 1 if a pass left an expired row or deleted a kept one.
 //
-//   exo_prune_bench [--rows N] [--runs N] [--chunk-rows N]     (uri: $EXO_POSTGRES_URI)
+//   exo_prune_bench [--rows N] [--runs N] [--chunk-rows N] [--max-rows-per-second N]
+//   (uri: $EXO_POSTGRES_URI; the cap defaults to 0: measure PostgreSQL, not the pace)
 //
 // Not a test: run it against a PostgreSQL with fsync on, the production setting
 // (scripts/services.sh turns it off for tests; ALTER SYSTEM SET fsync = on and
@@ -34,6 +36,7 @@ struct Options {
     long rows = 300000;
     int runs = 3;
     int chunk_rows = exo::RetentionConfig{}.chunk_rows;
+    int max_rows_per_second = 0;  // uncapped: what PostgreSQL can delete
 };
 
 Options parse(int argc, char** argv) {
@@ -51,9 +54,12 @@ Options parse(int argc, char** argv) {
             o.runs = std::stoi(value());
         else if (a == "--chunk-rows")
             o.chunk_rows = std::stoi(value());
+        else if (a == "--max-rows-per-second")
+            o.max_rows_per_second = std::stoi(value());
         else
-            throw std::runtime_error("unknown argument " + a +
-                                     " (--rows N, --runs N, --chunk-rows N)");
+            throw std::runtime_error(
+                "unknown argument " + a +
+                " (--rows N, --runs N, --chunk-rows N, --max-rows-per-second N)");
     }
     if (o.uri.empty()) throw std::runtime_error("set EXO_POSTGRES_URI");
     return o;
@@ -110,7 +116,7 @@ int main(int argc, char** argv) {
             config.kafka.group_id = "bench";
             config.postgres.uri = with_search_path(o.uri, schema);
             config.retention.chunk_rows = o.chunk_rows;
-            config.retention.max_rows_per_second = 0;
+            config.retention.max_rows_per_second = o.max_rows_per_second;
             pqxx::connection c(config.postgres.uri);
             exo::apply_migrations(c);
             const long kept = o.rows / 10;
