@@ -98,7 +98,7 @@ TEST_CASE("a running pruner clears 300,000 expired dedup rows and keeps those wi
     RetentionPruner pruner(h.config(), stats);
     pruner.start();
     // A bound on function, far above need (the default pace clears it in about
-    // 6 s): the pruner of old deleted 100,000 rows and then slept 10 minutes.
+    // 12 s): the pruner of old deleted 100,000 rows and then slept 10 minutes.
     wait_until(
         "the expired rows to be pruned", 60s, [&] { return keys_like(h, "expired"); },
         [](std::int64_t left) { return left == 0; });

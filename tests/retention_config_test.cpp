@@ -16,7 +16,7 @@ TEST_CASE("the retention section sets the pruner's pace, with defaults when abse
     CHECK(c.retention.interval == 5000ms);
     const auto d = parse(kMinimal);
     CHECK(d.retention.chunk_rows == 5000);
-    CHECK(d.retention.max_rows_per_second == 50000);
+    CHECK(d.retention.max_rows_per_second == 25000);
     CHECK(d.retention.interval == 60000ms);
 }
 
