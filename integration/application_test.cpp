@@ -70,6 +70,7 @@ TEST_CASE(
     CHECK(applied == std::vector<std::string>{"0001_exo_core.sql", "0003_exo_sequence_gaps.sql",
                                               "0004_exo_applied_by.sql", "0005_exo_replays.sql",
                                               "0006_exo_outbox.sql", "0007_exo_outbox_units.sql",
+                                              "0008_exo_retention.sql",
                                               "0009_exo_sequence_advances.sql",
                                               "0002_ledger.sql"});
     CHECK(tx.exec("SELECT to_regclass('accounts') IS NOT NULL")[0][0].as<bool>());

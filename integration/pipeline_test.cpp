@@ -222,13 +222,18 @@ TEST_CASE("dedup rows older than the retention are pruned and newer ones kept") 
     PipelineHarness h({.name = "prune", .partitions = 1});
     h.mutable_config().postgres.dedup_retention = std::chrono::hours(24 * 30);
     {
+        // The daemon prunes its own group's rows (retention_test.cpp has the rest).
+        const auto g = h.config().kafka.group_id;
         pqxx::connection c(h.postgres_uri());
         pqxx::work tx(c);
         tx.exec(
             "INSERT INTO exo_processed (consumer_group, idempotency_key, fencing_token, topic,"
             " kafka_partition, kafka_offset, outcome, processed_at) VALUES"
-            " ('g', 'old', 1, 't', 0, 0, 'APPLIED', now() - interval '31 days'),"
-            " ('g', 'new', 1, 't', 0, 1, 'APPLIED', now() - interval '29 days')");
+            " ('" +
+            g +
+            "', 'old', 1, 't', 0, 0, 'APPLIED', now() - interval '31 days'),"
+            " ('" +
+            g + "', 'new', 1, 't', 0, 1, 'APPLIED', now() - interval '29 days')");
         tx.commit();
     }
     RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());

@@ -140,3 +140,31 @@ TEST_CASE("the outbox gauges appear once the relay looked, its counters always")
     CHECK(has_line(after, "# TYPE exo_outbox_parked_units gauge"));
     CHECK(has_line(after, "exo_outbox_parked_units 1"));
 }
+
+TEST_CASE("rows pruned are counted per table, and the old dedup counter is their sum") {
+    exo::PipelineStats stats({"payments"});
+    stats.retention.pruned[exo::RetentionStats::processed] += 7;
+    stats.retention.pruned[exo::RetentionStats::sequence_gaps] += 2;
+    stats.retention.pruned[exo::RetentionStats::outbox_keys] += 4;
+    stats.retention.failures += 1;
+    const auto text = exo::render_metrics(stats, exo::DaemonStatus{}, true, "0.2.0");
+    CHECK(has_line(text, "# TYPE exo_rows_pruned_total counter"));
+    CHECK(has_line(text, "exo_rows_pruned_total{table=\"exo_processed\"} 7"));
+    CHECK(has_line(text, "exo_rows_pruned_total{table=\"exo_outbox_keys\"} 4"));
+    CHECK(has_line(text, "exo_rows_pruned_total{table=\"exo_replays\"} 0"));
+    CHECK(has_line(text, "exo_dedup_rows_pruned_total 9"));
+    CHECK(has_line(text, "exo_retention_failures_total 1"));
+}
+
+TEST_CASE("the retention lag gauge appears per table once the pruner looked") {
+    exo::PipelineStats stats({"payments"});
+    CHECK(!has_line(exo::render_metrics(stats, exo::DaemonStatus{}, true, "0.2.0"),
+                    "exo_retention_lag_seconds{table=\"exo_processed\"} 0"));
+    stats.retention.lag_ms[exo::RetentionStats::processed] = 90500;
+    stats.retention.lag_ms[exo::RetentionStats::outbox] = 0;
+    const auto text = exo::render_metrics(stats, exo::DaemonStatus{}, true, "0.2.0");
+    CHECK(has_line(text, "# TYPE exo_retention_lag_seconds gauge"));
+    CHECK(has_line(text, "exo_retention_lag_seconds{table=\"exo_processed\"} 90.5"));
+    CHECK(has_line(text, "exo_retention_lag_seconds{table=\"exo_outbox\"} 0"));
+    CHECK(text.find("exo_retention_lag_seconds{table=\"exo_outbox_keys\"}") == std::string::npos);
+}

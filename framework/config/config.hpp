@@ -159,6 +159,23 @@ struct OutboxConfig {
     std::chrono::hours retention{24 * 7};
 };
 
+// Retention pruning (docs/design.md section 4.2): how fast expired rows go.
+// How long rows are kept is the tables' own setting (postgres.dedup_retention,
+// outbox.retention).
+struct RetentionConfig {
+    int chunk_rows = 5000;  // rows deleted per transaction (the longest any row lock is held)
+    // The pruner deletes at most this many rows per second over every table, so
+    // clearing a backlog never competes with the pipeline in a burst (measured:
+    // 25,000 cost the pipeline nothing measurable, 50,000 a quarter of its
+    // rate, README "Performance"). Must exceed the rows the pipeline writes per
+    // second (dedup rows, plus outbox rows when handlers emit), or retention
+    // falls behind; 0: no cap.
+    int max_rows_per_second = 25000;
+    // The pass is repeated chunk after chunk while a table has expired rows;
+    // once every table is caught up the pruner sleeps this long.
+    milliseconds interval{60000};
+};
+
 struct BindingConfig {
     std::string topic;
     std::string handler;
@@ -182,6 +199,7 @@ struct Config {
     LoggingConfig logging;
     ObservabilityConfig observability;
     OutboxConfig outbox;
+    RetentionConfig retention;
     std::vector<BindingConfig> bindings;  // at least one; topics are unique
 };
 

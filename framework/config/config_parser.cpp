@@ -25,8 +25,8 @@ using config_reading::Context;
 using config_reading::Keys;
 using config_reading::Reader;
 
-const Keys kTopKeys = {"kafka",   "redis",         "postgres", "claim",   "pipeline",
-                       "logging", "observability", "outbox",   "bindings"};
+const Keys kTopKeys = {"kafka",   "redis",         "postgres", "claim",     "pipeline",
+                       "logging", "observability", "outbox",   "retention", "bindings"};
 
 // docs/design.md section 2: the Redis COMPLETED record is a cache of the dedup row, so the row
 // must outlive it, or a redelivery after the row is gone would run again.
@@ -61,6 +61,7 @@ Config read_config(Context& ctx, const YAML::Node& root, const std::vector<std::
     config.logging = read_logging(top.map("logging", kLoggingKeys));
     config.observability = read_observability(top.map("observability", kObservabilityKeys));
     config.outbox = read_outbox(top.map("outbox", kOutboxKeys), config.kafka);
+    config.retention = read_retention(top.map("retention", kRetentionKeys));
     config.bindings = read_bindings(top, handlers);
     check_retention(config, claim, postgres);
     return config;

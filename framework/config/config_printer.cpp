@@ -135,6 +135,14 @@ public:
         end();
     }
 
+    void retention(const RetentionConfig& r) {
+        begin("retention");
+        number("chunk_rows", r.chunk_rows);
+        number("max_rows_per_second", r.max_rows_per_second);
+        ms("interval_ms", r.interval);
+        end();
+    }
+
     void bindings(const std::vector<BindingConfig>& bindings) {
         out_ << YAML::Key << "bindings" << YAML::Value << YAML::BeginSeq;
         for (const auto& b : bindings) binding(b);
@@ -206,6 +214,7 @@ std::string effective_config_yaml(const Config& config) {
     p.logging(config.logging);
     p.observability(config.observability);
     p.outbox(config.outbox);
+    p.retention(config.retention);
     p.bindings(config.bindings);
     return p.finish();
 }

@@ -19,6 +19,7 @@ extern const Keys kPipelineKeys;
 extern const Keys kLoggingKeys;
 extern const Keys kObservabilityKeys;
 extern const Keys kOutboxKeys;
+extern const Keys kRetentionKeys;
 
 // kafka_section.cpp: brokers or the mock cluster, the group, librdkafka properties.
 KafkaConfig read_kafka(const Reader& kafka);
@@ -38,6 +39,9 @@ ObservabilityConfig read_observability(const Reader& observability);
 // outbox_section.cpp: the relay of emitted records; `kafka` for the producer's
 // message.max.bytes.
 OutboxConfig read_outbox(const Reader& outbox, const KafkaConfig& kafka);
+
+// retention_section.cpp: the pace of retention pruning.
+RetentionConfig read_retention(const Reader& retention);
 
 // bindings_section.cpp: `bindings:` of the top-level mapping `top` (required,
 // at least one, each topic once). `handlers` are the registered handler names.

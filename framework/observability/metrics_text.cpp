@@ -52,6 +52,31 @@ struct Counter {
     const std::atomic<std::uint64_t>& value;
 };
 
+void retention(Writer& w, const RetentionStats& r) {
+    using T = RetentionStats;
+    auto table = [](std::size_t t) {
+        return std::string("table=\"") + RetentionStats::kNames[t] + "\"";
+    };
+    w.family("exo_rows_pruned_total", "counter", "Rows deleted by retention, per table.");
+    for (std::size_t t = 0; t < T::kCount; ++t)
+        w.sample("exo_rows_pruned_total", table(t), r.pruned[t].load());
+    // The name before exo_rows_pruned_total, kept for dashboards that use it.
+    w.family("exo_dedup_rows_pruned_total", "counter",
+             "Dedup rows and gap sightings deleted by retention (exo_rows_pruned_total of "
+             "exo_processed and exo_sequence_gaps).");
+    w.sample("exo_dedup_rows_pruned_total", "",
+             r.pruned[T::processed].load() + r.pruned[T::sequence_gaps].load());
+    w.family("exo_retention_failures_total", "counter",
+             "Retention passes that failed (retried with backoff).");
+    w.sample("exo_retention_failures_total", "", r.failures.load());
+    w.family("exo_retention_lag_seconds", "gauge",
+             "How long the oldest expired row still present has been expired (0: retention "
+             "keeps up), per table, as of the pruner's last look.");
+    for (std::size_t t = 0; t < T::kCount; ++t)
+        if (const auto lag = r.lag_ms[t].load(); lag >= 0)
+            w.sample("exo_retention_lag_seconds", table(t), static_cast<double>(lag) / 1000.0);
+}
+
 }  // namespace
 
 std::string escape_label_value(const std::string& value) {
@@ -114,8 +139,6 @@ std::string render_metrics(const PipelineStats& stats, const DaemonStatus& statu
         {"exo_dead_letter_failures_total",
          "Dead letters that could not be recorded or produced (kept and retried).",
          stats.dead_letter_failures},
-        {"exo_dedup_rows_pruned_total", "Dedup rows and gap sightings deleted by retention.",
-         stats.dedup_rows_pruned},
         {"exo_outbox_published_total",
          "Emitted records the outbox relay published and Kafka acknowledged.",
          stats.outbox_published},
@@ -135,6 +158,7 @@ std::string render_metrics(const PipelineStats& stats, const DaemonStatus& statu
         w.family(c.name, "counter", c.help);
         w.sample(c.name, "", c.value.load());
     }
+    retention(w, stats.retention);
 
     w.family("exo_handler_duration_seconds", "histogram",
              "Handler time per record: handle(), or a handle_batch() call's time shared by its "

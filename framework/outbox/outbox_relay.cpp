@@ -21,9 +21,6 @@ namespace {
 // The producer's message.timeout.ms is 8 s (the dead-letter producer's): by
 // then every record has its report, and the flush gives up after 10 s.
 constexpr std::chrono::milliseconds kFlushTimeout{10000};
-constexpr std::chrono::minutes kPruneInterval{10};
-constexpr int kPruneChunk = 1000;
-constexpr int kMaxPruneChunks = 100;
 constexpr rd_kafka_resp_err_t kNoReport = RD_KAFKA_RESP_ERR__IN_PROGRESS;
 // A unit whose head failed retries after 500 ms, doubling per failure in a
 // row up to this: a refused row costs a log line every half minute.
@@ -82,7 +79,6 @@ void OutboxRelay::run(std::stop_token stop) {
             }
             update_backlog_when_due(*connection);
             const auto claimed = relay_once(*connection);
-            prune_when_due(*connection);
             if (failures > 0) spdlog::info("outbox relay: publishing again");
             failures = 0;
             // Rows were there: more may be (the bounds cut the round). An empty
@@ -238,22 +234,6 @@ void OutboxRelay::update_backlog_when_due(pqxx::connection& connection) {
     stats_.outbox_pending = backlog.pending;
     stats_.outbox_oldest_pending_ms = backlog.oldest.count();
     stats_.outbox_parked_units = backlog.parked_units;
-}
-
-void OutboxRelay::prune_when_due(pqxx::connection& connection) {
-    const auto now = std::chrono::steady_clock::now();
-    if (now < next_prune_ || config_.outbox.retention.count() == 0) return;
-    next_prune_ = now + kPruneInterval;
-    std::size_t total = 0;
-    for (int chunk = 0; chunk < kMaxPruneChunks; ++chunk) {
-        BatchTransaction batch(connection);
-        const auto deleted =
-            prune_outbox(batch.statements(), config_.outbox.retention, kPruneChunk);
-        batch.commit();
-        total += deleted;
-        if (deleted < static_cast<std::size_t>(kPruneChunk)) break;
-    }
-    if (total > 0) spdlog::info("pruned {} sent outbox rows older than the retention", total);
 }
 
 }  // namespace exo

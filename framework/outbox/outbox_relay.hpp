@@ -68,7 +68,6 @@ private:
     void log_failures(const std::vector<OutboxRow>& rows,
                       const std::vector<OutboxUnitFailure>& failures,
                       const std::vector<ParkedUnit>& parked) const;
-    void prune_when_due(pqxx::connection& connection);
 
     const Config& config_;
     PipelineStats& stats_;
@@ -76,7 +75,6 @@ private:
     std::mutex reports_mutex_;
     std::vector<rd_kafka_resp_err_t> reports_;  // per row of the round; guarded
     std::uint64_t round_ = 0;                   // the round reports_ is for; guarded
-    std::chrono::steady_clock::time_point next_prune_{};
     std::chrono::steady_clock::time_point next_backlog_{};
     OutboxUnit cursor_;  // the last unit claimed: the next round starts after it
     std::mutex mutex_;

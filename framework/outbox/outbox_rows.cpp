@@ -275,23 +275,4 @@ OutboxBacklog outbox_backlog(pqxx::transaction_base& tx, const std::string& grou
             r[2].as<std::int64_t>()};
 }
 
-std::size_t prune_outbox(pqxx::transaction_base& tx, std::chrono::hours retention, int limit) {
-    // The counters go only when their unit has no row left (the rows the first
-    // part deletes are still seen here: such a counter goes on a later pass),
-    // so a unit's seq restarts at 1 only where no row of it remains; a writer
-    // that locked the counter meanwhile moved updated_at, which the re-check sees.
-    const auto r = tx.exec_params(
-        "WITH gone AS (DELETE FROM exo_outbox WHERE id IN (SELECT id FROM exo_outbox"
-        " WHERE sent_at < now() - $1::bigint * interval '1 hour' ORDER BY sent_at LIMIT $2)"
-        " RETURNING 1),"
-        " unused AS (DELETE FROM exo_outbox_keys k WHERE k.ctid IN (SELECT ctid FROM"
-        " exo_outbox_keys c WHERE c.updated_at < now() - $1::bigint * interval '1 hour'"
-        " AND NOT EXISTS (SELECT 1 FROM exo_outbox o WHERE o.topic = c.topic"
-        " AND o.ordering_key = c.ordering_key) LIMIT $2)"
-        " AND k.updated_at < now() - $1::bigint * interval '1 hour')"
-        " SELECT count(*) FROM gone",
-        static_cast<std::int64_t>(retention.count()), limit);
-    return r[0][0].as<std::size_t>();
-}
-
 }  // namespace exo

@@ -1,8 +1,8 @@
 #pragma once
 // The relay's side of exo_outbox (docs/outbox.md): claim the next rows to
-// publish, mark them sent, park the units that failed, read the backlog, prune
-// by retention. Each function runs in the caller's transaction and throws
-// pqxx exceptions.
+// publish, mark them sent, park the units that failed, read the backlog
+// (retention prunes them: pg/retention_statements.hpp). Each function runs in
+// the caller's transaction and throws pqxx exceptions.
 #include <chrono>
 #include <compare>
 #include <cstdint>
@@ -100,10 +100,5 @@ struct OutboxBacklog {
 // consecutive seqs: rows leave a unit only from its head), and the age of the
 // oldest head. O(pending units).
 OutboxBacklog outbox_backlog(pqxx::transaction_base& tx, const std::string& group);
-
-// Deletes up to `limit` sent rows older than `retention`, and the seq counters
-// of units that have no rows left and were last used before it. Returns the
-// rows deleted.
-std::size_t prune_outbox(pqxx::transaction_base& tx, std::chrono::hours retention, int limit);
 
 }  // namespace exo

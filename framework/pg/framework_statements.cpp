@@ -160,20 +160,4 @@ void clear_gap(pqxx::transaction_base& tx, const std::string& group, const std::
     tx.exec_prepared(kClearGap, group, key);
 }
 
-std::size_t prune_gaps(pqxx::transaction_base& tx, std::chrono::hours retention, int limit) {
-    auto r = tx.exec_params(
-        "DELETE FROM exo_sequence_gaps WHERE ctid IN (SELECT ctid FROM exo_sequence_gaps"
-        " WHERE first_seen < now() - make_interval(hours => $1) LIMIT $2)",
-        static_cast<int>(retention.count()), limit);
-    return r.affected_rows();
-}
-
-std::size_t prune_processed(pqxx::transaction_base& tx, std::chrono::hours retention, int limit) {
-    auto r = tx.exec_params(
-        "DELETE FROM exo_processed WHERE ctid IN (SELECT ctid FROM exo_processed"
-        " WHERE processed_at < now() - make_interval(hours => $1) LIMIT $2)",
-        static_cast<int>(retention.count()), limit);
-    return r.affected_rows();
-}
-
 }  // namespace exo

@@ -79,14 +79,8 @@ void delete_processed(pqxx::transaction_base& tx, const std::string& group, cons
 // Part of the caller's transaction: a rolled-back sighting never happened.
 std::chrono::milliseconds record_gap(pqxx::transaction_base& tx, const std::string& group,
                                      const std::string& key);
-// Forgets the sighting (the record was dead-lettered for its gap).
+// Forgets the sighting (the record was dead-lettered for its gap). Sightings
+// left behind (records since applied) go with retention (pg/retention_statements.hpp).
 void clear_gap(pqxx::transaction_base& tx, const std::string& group, const std::string& key);
-// Deletes sightings older than the retention (records long since applied), at
-// most `limit` per call. Returns the number deleted.
-std::size_t prune_gaps(pqxx::transaction_base& tx, std::chrono::hours retention, int limit);
-
-// Deletes dedup rows older than the retention, at most `limit` per call.
-// Returns the number deleted.
-std::size_t prune_processed(pqxx::transaction_base& tx, std::chrono::hours retention, int limit);
 
 }  // namespace exo

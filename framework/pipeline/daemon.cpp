@@ -55,7 +55,7 @@ Daemon::Daemon(const Config& config, const HandlerRegistry& handlers, Failpoints
     : config_(config),
       bootstrap_(std::move(bootstrap_servers)),
       stats_(binding_topics(config)),
-      pruner_(config.postgres, stats_) {
+      pruner_(config, stats_) {
     if (config.outbox.enabled)
         relay_ = std::make_unique<OutboxRelay>(config_, stats_, failpoints,
                                                dead_letter_producer(bootstrap_, config.kafka));

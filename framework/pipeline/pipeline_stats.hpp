@@ -22,6 +22,20 @@
 
 namespace exo {
 
+// What retention pruning did, per table exo owns (pipeline/retention_pruner.hpp).
+struct RetentionStats {
+    enum Table : std::size_t { processed, sequence_gaps, outbox, outbox_keys, replays, kCount };
+    static constexpr std::array<const char*, kCount> kNames = {
+        "exo_processed", "exo_sequence_gaps", "exo_outbox", "exo_outbox_keys", "exo_replays"};
+
+    std::array<std::atomic<std::uint64_t>, kCount> pruned{};  // rows deleted
+    // How long the oldest expired row still there has been expired, as of the
+    // pruner's last look; -1 until it looked (and always for exo_outbox_keys,
+    // whose counters have no expiry time).
+    std::array<std::atomic<std::int64_t>, kCount> lag_ms{-1, -1, -1, -1, -1};
+    std::atomic<std::uint64_t> failures{0};  // passes that failed (retried)
+};
+
 // Per bound topic: what exo_records_total{topic,outcome} and the histograms export.
 struct TopicStats {
     std::array<std::atomic<std::uint64_t>, kOutcomes.size()> outcomes{};  // by Outcome
@@ -77,8 +91,7 @@ public:
     std::atomic<std::uint64_t> assignments{0};           // rebalance callbacks that gave partitions
     std::atomic<std::uint64_t> revocations{0};           // ... and that took them (lost included)
     std::atomic<std::uint64_t> batches{0};
-    std::atomic<std::uint64_t> dedup_rows_pruned{0};  // dedup rows and gap sightings pruned
-    std::atomic<std::uint64_t> batch_failures{0};     // whole batch put back (dependency down)
+    std::atomic<std::uint64_t> batch_failures{0};  // whole batch put back (dependency down)
     std::atomic<std::uint64_t> redis_round_trips{0};
     std::atomic<std::uint64_t> postgres_round_trips{0};
     // Transactions whose framework SQL ran set-based (docs/design.md section 4.1).
@@ -95,6 +108,7 @@ public:
     std::atomic<std::int64_t> outbox_pending{-1};
     std::atomic<std::int64_t> outbox_oldest_pending_ms{0};  // age of the oldest pending row
     std::atomic<std::int64_t> outbox_parked_units{0};       // units whose head keeps failing
+    RetentionStats retention;
     LatencyHistogram latency;  // poll -> durable outcome, per finished record (percentiles)
 
     std::uint64_t finished() const {

@@ -1,17 +1,33 @@
 #pragma once
-// Deletes dedup rows and strict-sequence gap sightings older than
-// postgres.dedup_retention, a chunk of rows per transaction so no delete holds
-// locks for long. Its own thread and PostgreSQL session, so pruning never
-// delays a batch: at start, then every `interval`, and a minute after a failure.
+// Deletes what exo keeps only for a while (docs/design.md section 4.2): this
+// group's dedup rows, strict-sequence gap sightings and finished replay tickets
+// past postgres.dedup_retention, outbox rows sent longer than
+// outbox.retention ago, and the seq counters of outbox units that have no row
+// left. Its own thread and PostgreSQL session, so pruning never delays a batch
+// or the outbox relay.
+//
+// A pass deletes chunk after chunk (retention.chunk_rows rows, each chunk its
+// own transaction, so no row lock lasts longer than one chunk's delete), one
+// chunk per table in turn, for as long as a table's chunk comes back full,
+// paced to retention.max_rows_per_second (prune_throttle.hpp; the counters of
+// exo_outbox_keys are swept in key order at most hourly, paced by the counters
+// read). So a backlog
+// is cleared at the cap, and steady expiry keeps up as long as the cap exceeds
+// the rate rows are written. Once every table is caught up it sleeps
+// retention.interval. A failed pass (PostgreSQL down, a lock timeout) drops the
+// session and is retried with backoff; it never stops the daemon.
 //
 // Lifecycle: start() once, stop() (or the destructor) stops and joins; the
 // daemon, the composition root, starts it beside the workers and stops it after
-// them. Failures are logged and retried; they never stop the daemon.
+// them. Thread-safety: start() and stop() from the owning thread only.
 #include <chrono>
 #include <condition_variable>
-#include <memory>
+#include <cstddef>
 #include <mutex>
+#include <stop_token>
 #include <thread>
+
+#include <pqxx/connection>
 
 #include "config/config.hpp"
 #include "pipeline/pipeline_stats.hpp"
@@ -20,8 +36,8 @@ namespace exo {
 
 class RetentionPruner {
 public:
-    RetentionPruner(const PostgresConfig& config, PipelineStats& stats,
-                    std::chrono::milliseconds interval = std::chrono::minutes(10));
+    // `config` outlives the pruner.
+    RetentionPruner(const Config& config, PipelineStats& stats);
     RetentionPruner(const RetentionPruner&) = delete;
     RetentionPruner& operator=(const RetentionPruner&) = delete;
     ~RetentionPruner();
@@ -29,14 +45,22 @@ public:
     void start();
     void stop();
 
+    // One pass on `connection` (not in a transaction) until every table is
+    // caught up or `stop` is requested; returns the rows deleted. Throws pqxx
+    // errors (the chunks committed before stay deleted).
+    std::size_t prune_until_caught_up(pqxx::connection& connection, const std::stop_token& stop);
+
 private:
     void run(std::stop_token stop);
-    // One pass over both tables; returns the rows deleted. Throws pqxx errors.
-    std::size_t prune_once();
+    void update_lag(pqxx::connection& connection);
+    // Sleeps until `until` or a stop; false when stopped.
+    bool sleep_until(std::chrono::steady_clock::time_point until, const std::stop_token& stop);
 
-    const PostgresConfig& config_;
+    const Config& config_;
     PipelineStats& stats_;
-    std::chrono::milliseconds interval_;
+    // The counters of exo_outbox_keys are swept whole at most hourly (from the
+    // first pass on); the pruner's thread only.
+    std::chrono::steady_clock::time_point next_key_sweep_{};
     std::mutex mutex_;
     std::condition_variable_any wake_;
     std::jthread thread_;  // last: stopped and joined before the members it uses go

@@ -1,0 +1,77 @@
+#pragma once
+// The SQL of retention (docs/design.md section 4.2): one chunk of expired rows
+// of one table deleted per call, in the caller's transaction, and how far
+// behind retention is. Each function is one statement (prune_outbox_keys: two)
+// and throws pqxx exceptions.
+//
+// A chunk is the oldest `limit` expired rows, found through the index on the
+// row's timestamp and deleted by ctid (a TID scan): its cost is the rows it
+// deletes, however large the table or the backlog. Every statement re-checks
+// the expiry on the row it deletes, so a row a concurrent transaction changed
+// meanwhile is re-judged on its new version, not on what the chunk's search saw.
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include <pqxx/transaction_base>
+
+namespace exo {
+
+// Dedup rows of `group` processed longer than `retention` ago.
+std::size_t prune_processed(pqxx::transaction_base& tx, const std::string& group,
+                            std::chrono::hours retention, int limit);
+
+// Strict-sequence gap sightings of `group` first seen longer than `retention`
+// ago (records long since applied or dead-lettered).
+std::size_t prune_gaps(pqxx::transaction_base& tx, const std::string& group,
+                       std::chrono::hours retention, int limit);
+
+// Outbox rows of `group` sent longer than `retention` ago (0: every sent
+// row), and sent rows from before rows had a group (''). A pending row
+// (sent_at NULL) is never expired.
+std::size_t prune_outbox(pqxx::transaction_base& tx, const std::string& group,
+                         std::chrono::hours retention, int limit);
+
+// Replay tickets of `group` requested longer than `retention` ago that are
+// finished (the key has a dedup row again) or were produced (the daemon had
+// the whole retention to process the copy). A pending ticket, a replay still
+// owed (nothing produced, no row), is kept whatever its age.
+std::size_t prune_replays(pqxx::transaction_base& tx, const std::string& group,
+                          std::chrono::hours retention, int limit);
+
+// The seq counters of `group` in exo_outbox_keys are swept in primary-key order, `limit`
+// counters per call, from just after `after` (empty topic: from the start).
+struct KeySweep {
+    std::string topic;             // the last counter looked at
+    std::string ordering_key_hex;  // its ordering key, hex
+    std::size_t scanned = 0;       // fewer than the limit: the sweep reached the end
+    std::size_t deleted = 0;
+};
+
+// A counter goes when its unit has no outbox row left and it was last drawn
+// from longer than `idle` ago; its unit's seq then restarts at 1, which is
+// right only because no row of the unit remains. Two statements in the
+// caller's transaction (READ COMMITTED): the idle counters of the range are
+// locked FOR UPDATE SKIP LOCKED (a writer holding one is skipped), then
+// deleted if, in the second statement's newer snapshot, their unit still has
+// no row. A writer locks its counter before it inserts rows of the unit, so
+// once the counter is locked no row of the unit can be in flight: the second
+// snapshot sees every row there is. One statement could not promise that: its
+// re-check after a lock wait sees the counter's new version but still the old
+// snapshot's rows.
+KeySweep prune_outbox_keys(pqxx::transaction_base& tx, const std::string& group,
+                           const KeySweep& after, std::chrono::hours idle, int limit);
+
+// How long the oldest expired row of each table has been expired (0: none
+// is); the counters of exo_outbox_keys have no such age and are left out.
+struct RetentionLag {
+    std::chrono::milliseconds processed{0};
+    std::chrono::milliseconds gaps{0};
+    std::chrono::milliseconds outbox{0};
+    std::chrono::milliseconds replays{0};
+};
+RetentionLag retention_lag(pqxx::transaction_base& tx, const std::string& group,
+                           std::chrono::hours dedup_retention, std::chrono::hours outbox_retention);
+
+}  // namespace exo
