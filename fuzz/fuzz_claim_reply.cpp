@@ -117,6 +117,11 @@ std::optional<std::int64_t> positive(const std::string& s) {
 
 // What parse_claim_reply must return, or nullopt if it must throw.
 std::optional<exo::ClaimResult> expected_claim(const RedisReply& r) {
+    if (r.type == RedisReply::Type::error) {  // the key alone failed, in its place
+        exo::ClaimResult failed;
+        failed.status = exo::ClaimStatus::failed;
+        return failed;
+    }
     if (r.type != RedisReply::Type::array || r.elements.size() != 2 || !is_text(r.elements[0]) ||
         !is_text(r.elements[1]))
         return std::nullopt;
@@ -182,6 +187,12 @@ void check_claim(const RedisReply& reply) {
         case exo::ClaimStatus::dead_lettered:
             FUZZ_CHECK(got->stored_result == expected->stored_result,
                        "the stored result " + shown(got->stored_result) + " is not the reply's");
+            break;
+        case exo::ClaimStatus::failed:
+            FUZZ_CHECK(got->error.find(kRedisKey) != std::string::npos &&
+                           got->error.find(reply.str) != std::string::npos,
+                       "the key's error " + shown(got->error) + " does not name the key and " +
+                           shown(reply.str));
             break;
     }
 }
