@@ -52,7 +52,10 @@ wants() { [[ " $SUITES " == *" $1 "* ]]; }
 
 # TSAN_OPTIONS for processes whose report files start with <log dir>/$1.
 tsan_options() {
-    local opts="halt_on_error=0 second_deadlock_stack=1 exitcode=66 log_path=$LOG_DIR/$1"
+    # history_size=4: 512K accesses per thread (default 128K), so the earlier access of a race
+    # in a long test still has its stack.
+    local opts="halt_on_error=0 second_deadlock_stack=1 exitcode=66 history_size=4"
+    opts+=" log_path=$LOG_DIR/$1"
     [[ -f "$SUPPRESSIONS" ]] && opts+=" suppressions=$SUPPRESSIONS"
     printf '%s %s' "$opts" "${EXO_TSAN_OPTIONS:-}"
 }
@@ -174,7 +177,8 @@ summarize_reports() {
         function finish() {
             if (kind == "") return
             for (i = 1; i <= nstacks && i <= 2; i++) {
-                if (top[i] == "") top[i] = "(in " (lib_of[i] == "" ? "?" : lib_of[i]) ")"
+                if (top[i] == "" && lib_of[i] == "lost") top[i] = "(stack not kept)"
+                else if (top[i] == "") top[i] = "(in " (lib_of[i] == "" ? "?" : lib_of[i]) ")"
             }
             key = kind ": " top[1] (nstacks > 1 ? "  vs  " top[2] : "")
             count[key]++
@@ -198,6 +202,7 @@ summarize_reports() {
             nstacks++; stack_open = 1; top[nstacks] = ""; lib_of[nstacks] = ""
             next
         }
+        stack_open && /failed to restore the stack/ { lib_of[nstacks] = "lost"; next }
         stack_open && /^ +#[0-9]+ / {
             if (top[nstacks] == "") {
                 w = where($0)
