@@ -11,6 +11,12 @@
 // library (librdkafka resolves them here) and forward to the pthread functions, which TSan
 // intercepts. glibc's C11 types are its pthread types under another name (same size and
 // layout: glibc's own thrd_*, mtx_* and cnd_* cast them the same way).
+//
+// librdkafka's pthread_rwlock_* calls come through here too, for scripts/tsan.supp: it has
+// TSan ignore every intercepted call librdkafka makes itself (called_from_lib), which hides
+// its frees of buffers handed over under reference counts TSan cannot see, but would also
+// hide its rwlocks, through which it publishes objects holding mutexes to its other threads.
+// Called from here, from the executable, they still count as synchronisation.
 #include <pthread.h>
 #include <threads.h>
 
@@ -139,6 +145,34 @@ void cnd_destroy(cnd_t* c) {
 
 void call_once(once_flag* flag, void (*func)(void)) {
     pthread_once(reinterpret_cast<pthread_once_t*>(flag), func);
+}
+
+// TSan's own entry points (libtsan exports each interceptor under this name too).
+int __interceptor_pthread_rwlock_init(pthread_rwlock_t*, const pthread_rwlockattr_t*);
+int __interceptor_pthread_rwlock_destroy(pthread_rwlock_t*);
+int __interceptor_pthread_rwlock_rdlock(pthread_rwlock_t*);
+int __interceptor_pthread_rwlock_wrlock(pthread_rwlock_t*);
+int __interceptor_pthread_rwlock_unlock(pthread_rwlock_t*);
+
+int pthread_rwlock_init(pthread_rwlock_t* __restrict lock,
+                        const pthread_rwlockattr_t* __restrict attr) noexcept {
+    return __interceptor_pthread_rwlock_init(lock, attr);
+}
+
+int pthread_rwlock_destroy(pthread_rwlock_t* lock) noexcept {
+    return __interceptor_pthread_rwlock_destroy(lock);
+}
+
+int pthread_rwlock_rdlock(pthread_rwlock_t* lock) noexcept {
+    return __interceptor_pthread_rwlock_rdlock(lock);
+}
+
+int pthread_rwlock_wrlock(pthread_rwlock_t* lock) noexcept {
+    return __interceptor_pthread_rwlock_wrlock(lock);
+}
+
+int pthread_rwlock_unlock(pthread_rwlock_t* lock) noexcept {
+    return __interceptor_pthread_rwlock_unlock(lock);
 }
 
 }  // extern "C"

@@ -180,6 +180,8 @@ summarize_reports() {
                 if (top[i] == "" && lib_of[i] == "lost") top[i] = "(stack not kept)"
                 else if (top[i] == "") top[i] = "(in " (lib_of[i] == "" ? "?" : lib_of[i]) ")"
             }
+            # A report of one stack and no header (a signal-unsafe call): its first exo frame.
+            if (nstacks == 0) top[1] = (first_any == "" ? "(no exo frame)" : first_any)
             key = kind ": " top[1] (nstacks > 1 ? "  vs  " top[2] : "")
             count[key]++
             if (!(key in example)) example[key] = FILENAME
@@ -189,7 +191,7 @@ summarize_reports() {
         /^WARNING: ThreadSanitizer: / {
             finish()
             kind = $0; sub(/^WARNING: ThreadSanitizer: /, "", kind); sub(/ \(pid=.*$/, "", kind)
-            nstacks = 0; stack_open = 0; delete top; delete lib_of
+            nstacks = 0; stack_open = 0; first_any = ""; delete top; delete lib_of
             next
         }
         kind == "" { next }
@@ -202,6 +204,7 @@ summarize_reports() {
             nstacks++; stack_open = 1; top[nstacks] = ""; lib_of[nstacks] = ""
             next
         }
+        first_any == "" && /^ +#[0-9]+ / { first_any = where($0) }
         stack_open && /failed to restore the stack/ { lib_of[nstacks] = "lost"; next }
         stack_open && /^ +#[0-9]+ / {
             if (top[nstacks] == "") {
