@@ -23,7 +23,11 @@ void configure_logging(const LoggingConfig& config, Redactor redactor) {
     auto logger = std::make_shared<spdlog::logger>("", first);
     logger->set_level(level);
     spdlog::set_default_logger(logger);
+    // The other loggers already registered (librdkafka's `kafka`) get the same sinks. Not the
+    // new default: the signal watcher's thread may log through it from here on, and
+    // reassigning its sinks would race with that (logger::sinks() is not synchronised).
     spdlog::apply_all([&](const std::shared_ptr<spdlog::logger>& existing) {
+        if (existing == logger) return;
         existing->sinks() = {first};
         existing->set_level(level);
     });

@@ -29,11 +29,17 @@ SignalWatcher::SignalWatcher(std::stop_source stop) : stop_(std::move(stop)) {
         while (!own.stop_requested()) {
             int signo = sigtimedwait(&set, nullptr, &tick);
             if (signo <= 0) continue;
+            // This thread starts before configure_logging() replaces the default logger, so
+            // it must not use spdlog::info(): that reads the default logger unlocked, a data
+            // race with set_default_logger() (ThreadSanitizer saw it) and a use of the freed
+            // old logger if a signal comes while the configuration loads. default_logger()
+            // copies it under the registry's lock and keeps it alive while this line logs.
+            const auto log = spdlog::default_logger();
             if (stop_.stop_requested()) {
-                spdlog::error("second signal {}: exiting now", signo);
+                log->error("second signal {}: exiting now", signo);
                 std::_Exit(128 + signo);
             }
-            spdlog::info("signal {}: stopping", signo);
+            log->info("signal {}: stopping", signo);
             stop_.request_stop();
         }
     });
