@@ -27,6 +27,9 @@ constexpr rd_kafka_resp_err_t kNoReport = RD_KAFKA_RESP_ERR__IN_PROGRESS;
 constexpr std::chrono::milliseconds kMaxUnitBackoff{30000};
 // The backlog gauges: a skip scan over the pending units, at most this often.
 constexpr std::chrono::seconds kBacklogInterval{1};
+// Keys logged one by one per round: with Kafka down every key of a round
+// fails, and thousands of lines would hide the one that names the cause.
+constexpr std::size_t kKeysLoggedPerRound = 10;
 
 // Registers LISTEN on construction; a notification only needs to wake the loop.
 class Listener final : public pqxx::notification_receiver {
@@ -186,9 +189,13 @@ std::size_t OutboxRelay::relay_once(pqxx::connection& connection) {
         stats_.outbox_unit_failures += failures.size();
     }
     log_failures(rows, failures, parked);
-    for (const auto& unit : recovered)
-        spdlog::info("outbox relay: topic {} key {} publishes again", unit.topic,
-                     unit.ordering_key.empty() ? "(none)" : "sha256:" + unit.ordering_key);
+    for (std::size_t i = 0; i < recovered.size() && i < kKeysLoggedPerRound; ++i)
+        spdlog::info(
+            "outbox relay: topic {} key {} publishes again", recovered[i].topic,
+            recovered[i].ordering_key.empty() ? "(none)" : "sha256:" + recovered[i].ordering_key);
+    if (recovered.size() > kKeysLoggedPerRound)
+        spdlog::info("outbox relay: {} more keys publish again",
+                     recovered.size() - kKeysLoggedPerRound);
     return rows.size();
 }
 
@@ -199,7 +206,8 @@ void OutboxRelay::log_failures(const std::vector<OutboxRow>& rows,
     for (const auto& row : rows) by_id.emplace(row.id, &row);
     std::map<OutboxUnit, const ParkedUnit*> park;
     for (const auto& p : parked) park.emplace(p.unit, &p);
-    for (const auto& f : failures) {
+    for (std::size_t i = 0; i < failures.size() && i < kKeysLoggedPerRound; ++i) {
+        const auto& f = failures[i];
         const auto& row = *by_id.at(f.row_id);
         const auto* p = park.count(f.unit) != 0 ? park.at(f.unit) : nullptr;
         spdlog::warn(
@@ -209,6 +217,11 @@ void OutboxRelay::log_failures(const std::vector<OutboxRow>& rows,
             row.id, row.topic, row.key ? printable_text(*row.key, 200) : "(none)", row.message_id,
             f.reason, p ? p->retry_in.count() : 0, p ? p->failures : 0);
     }
+    if (failures.size() > kKeysLoggedPerRound)
+        spdlog::warn(
+            "outbox relay: {} more keys were not published in this round and wait with backoff "
+            "(exo_outbox_parked_units, exo outbox list)",
+            failures.size() - kKeysLoggedPerRound);
 }
 
 void OutboxRelay::await_wake(pqxx::connection& connection, std::chrono::milliseconds timeout,
