@@ -17,6 +17,7 @@
 #include "bench_world.hpp"
 #include "calibration.hpp"
 #include "config/config.hpp"
+#include "inbox_peer_scenario.hpp"
 #include "metrics_scraper.hpp"
 #include "pipeline_scenario.hpp"
 #include "postgres_bare.hpp"
@@ -53,9 +54,9 @@ public:
 private:
     bool needs_main() const {
         for (const char* name :
-             {"exo-default", "exo-record-handler", "exo-per-record-sql", "exo-flaky-named",
-              "exo-flaky-unnamed", "postgres-bare", "postgres-bare-set", "postgres-bare-savepoints",
-              "proto-set-framework", "proto-set-all"})
+             {"inbox-peer", "exo-default", "exo-record-handler", "exo-per-record-sql",
+              "exo-flaky-named", "exo-flaky-unnamed", "postgres-bare", "postgres-bare-set",
+              "postgres-bare-savepoints", "proto-set-framework", "proto-set-all"})
             if (o_.wants(name)) return true;
         for (const auto& e : o_.extras)
             if (o_.wants(extra_name(e))) return true;
@@ -128,6 +129,13 @@ private:
             world.produce_all(*baseline);
         }
         auto keep = [](Config&) {};
+
+        if (o_.wants("inbox-peer")) {
+            auto iso = world.isolate("inbox-peer");
+            auto r = run_inbox_peer(world, iso, *main, o_);
+            world.clean_up(iso);
+            record(std::move(r), run);
+        }
 
         if (o_.wants("exo-default")) pipeline(world, run, "exo-default", *main, keep);
         // Everything as exo-default but the handler: per-record statements.
@@ -216,6 +224,9 @@ void print_header(const BenchOptions& o) {
     std::cout << "postgres-bare: the pipeline's per-record SQL via exo's prepared statements, "
                  "transactions of batch_size records, one connection per exo-default worker, no "
                  "Kafka, no Redis\n";
+    std::cout << "inbox-peer: the hand-written inbox consumer (bench/inbox_peer/inbox_peer.js: "
+                 "kafkajs eachBatch, 8 partitions at once, one transaction per fetched partition "
+                 "batch, no Redis, no sequence checks)\n";
     std::cout << "exo-record-handler: exo-default with the per-record ledger "
                  "(ledger_per_record: one statement per payment)\n";
     std::cout << "exo-per-record-sql: exo-record-handler with pipeline.framework_sql: per_record "

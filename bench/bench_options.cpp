@@ -22,8 +22,9 @@ per figure (medians of --runs) and PASS/FAIL against the targets in README, "Per
   --postgres-uri URI     default $EXO_POSTGRES_URI
   --redis-host HOST      default $EXO_REDIS_HOST, else 127.0.0.1
   --redis-port PORT      default $EXO_REDIS_PORT, else 6379
-  --only NAME[,NAME]     run only these scenarios (repeatable): exo-default, exo-record-handler,
-                         exo-per-record-sql,
+  --only NAME[,NAME]     run only these scenarios (repeatable): inbox-peer (the hand-written
+                         inbox consumer in Node, bench/inbox_peer), exo-default,
+                         exo-record-handler, exo-per-record-sql,
                          exo-flaky-named, exo-flaky-unnamed (not run by default: 0.5% of
                          records fail once, named by index or not), per-record, postgres-bare, postgres-bare-set, postgres-bare-savepoints, exo-paced,
                          proto-set-framework, proto-set-all, or an --extra name (exo[SPEC])

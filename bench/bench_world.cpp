@@ -199,7 +199,8 @@ Config BenchWorld::pipeline_config(const Isolation& iso, const std::string& topi
     return c;
 }
 
-std::string BenchWorld::check_exactly_once(const Isolation& iso, const PaymentWorkload& w) const {
+std::string BenchWorld::check_exactly_once(const Isolation& iso, const PaymentWorkload& w,
+                                           DedupTable dedup) const {
     pqxx::connection c(iso.uri);
     pqxx::nontransaction tx(c);
     std::map<std::string, std::int64_t> balances;
@@ -226,10 +227,13 @@ std::string BenchWorld::check_exactly_once(const Isolation& iso, const PaymentWo
     auto entries = count("SELECT count(*) FROM ledger_entries");
     if (entries != expected)
         problems += fmt::format("ledger_entries has {} rows, expected {}; ", entries, expected);
-    auto applied = count("SELECT count(*) FROM exo_processed WHERE outcome = 'APPLIED'");
+    auto applied = dedup == DedupTable::exo_processed
+                       ? count("SELECT count(*) FROM exo_processed WHERE outcome = 'APPLIED'")
+                       : count("SELECT count(*) FROM peer_inbox");
     if (applied != expected)
-        problems +=
-            fmt::format("exo_processed has {} APPLIED rows, expected {}; ", applied, expected);
+        problems += fmt::format("{} has {} applied rows, expected {}; ",
+                                dedup == DedupTable::exo_processed ? "exo_processed" : "peer_inbox",
+                                applied, expected);
     return problems;
 }
 

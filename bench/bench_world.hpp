@@ -31,6 +31,12 @@ struct TopicWorkload {
     std::size_t size() const { return workload.messages.size(); }
 };
 
+// Where a scenario keeps the ids of the events it applied.
+enum class DedupTable {
+    exo_processed,  // exo's dedup rows, outcome APPLIED
+    peer_inbox,     // the inbox peer's table (bench/inbox_peer/inbox_peer.js)
+};
+
 // One scenario's private PostgreSQL schema and Redis key prefix.
 struct Isolation {
     std::string name;        // unique, [a-z0-9_]
@@ -64,9 +70,10 @@ public:
     // consumer properties (as config/exo.yaml), the ledger binding of config/exo.yaml.
     Config pipeline_config(const Isolation& iso, const std::string& topic) const;
 
-    // Empty if balances, ledger rows and APPLIED dedup rows equal the workload's
-    // exactly-once result; otherwise what differs.
-    std::string check_exactly_once(const Isolation& iso, const PaymentWorkload& w) const;
+    // Empty if balances, ledger rows and dedup rows (exo's APPLIED rows, or the
+    // inbox peer's rows) equal the workload's exactly-once result; otherwise what differs.
+    std::string check_exactly_once(const Isolation& iso, const PaymentWorkload& w,
+                                   DedupTable dedup = DedupTable::exo_processed) const;
 
 private:
     const BenchOptions& options_;

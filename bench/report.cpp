@@ -228,6 +228,11 @@ Verdict print_report(std::ostream& out, const BenchOptions& o, const Calibration
                number(bare_set) + " records/s");
     target("exo-default >= 10x per-record", !std::isnan(exo / base), exo / base >= 10,
            number(exo / base, 2) + "x");
+    // The alternative a team weighs exo against: the hand-written inbox consumer.
+    const double peer = rate("inbox-peer");
+    out << fmt::format("ratio exo-default/inbox-peer={}\n", number(exo / peer, 2));
+    target("exo-default >= 0.5x inbox-peer (the hand-written inbox consumer)",
+           !std::isnan(exo / peer), exo / peer >= 0.5, number(exo / peer, 2) + "x");
     out << fmt::format("ratio exo-default/exo-record-handler={}\n",
                        number(exo / rate("exo-record-handler"), 2));
     const double per_record_sql = rate("exo-per-record-sql");

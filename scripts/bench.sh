@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# THE benchmark command (README, "Performance"): installs the Debian packages, builds exo_bench, starts
-# throw-away Redis and PostgreSQL (scripts/services.sh) in a temporary directory, turns on
-# PostgreSQL's track_commit_timestamp (the latency run reads commit times from it), runs
-# build/exo_bench with the arguments given, and stops and removes the services whatever happens.
-# exo_bench starts its own in-process mock Kafka cluster.
+# THE benchmark command (docs/performance.md): installs the Debian packages (and Node.js for the
+# inbox peer), builds exo_bench, installs the peer's npm packages (bench/inbox_peer), starts
+# throw-away Redis and PostgreSQL (scripts/services.sh) in a temporary directory, makes that
+# PostgreSQL durable as users run it (fsync, full_page_writes on) and turns on
+# track_commit_timestamp (the latency run reads commit times from it), runs build/exo_bench with
+# the arguments given, and stops and removes the services whatever happens. exo_bench starts its
+# own in-process mock Kafka cluster (reachable over TCP, so the Node peer uses it too).
 #
 #   scripts/bench.sh                        the standard workload: 200000 records, 3 runs
-#   scripts/bench.sh --records 20000 --runs 1 --only exo-default,postgres-bare
+#   scripts/bench.sh --records 20000 --runs 1 --only inbox-peer,exo-default
+#   scripts/bench.sh --postgres-fsync off   PostgreSQL without fsync (an option, never the headline)
 #   scripts/bench.sh --help                 exo_bench's options
 #
 # Exit status: exo_bench's (0: every scenario completed and passed its exactly-once check, with
@@ -58,8 +61,28 @@ fail() {
 
 cd "$REPO_ROOT"
 
+# --postgres-fsync on|off is this script's; everything else goes to exo_bench.
+FSYNC=on
+BENCH_ARGS=()
+while (($#)); do
+    case "$1" in
+    --postgres-fsync)
+        [[ "${2:-}" == on || "${2:-}" == off ]] || fail "--postgres-fsync wants on or off"
+        FSYNC="$2"
+        shift 2
+        ;;
+    *)
+        BENCH_ARGS+=("$1")
+        shift
+        ;;
+    esac
+done
+set -- "${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"}"
+
 banner "1/4 install dependencies"
-"$SCRIPTS/install-deps.sh"
+EXO_APT_NODE=1 "$SCRIPTS/install-deps.sh"
+( cd "$REPO_ROOT/bench/inbox_peer" && npm ci --no-audit --no-fund --loglevel=error >/dev/null ) \
+    || fail "npm ci in bench/inbox_peer failed (the inbox peer's packages; the npm registry must be reachable)"
 
 banner "2/4 build exo_bench"
 EXO_BUILD_BENCH=ON "$SCRIPTS/build.sh" --target exo_bench
@@ -72,12 +95,15 @@ EXO_SERVICES_KAFKA=0 "$SCRIPTS/services.sh" start "$SVC_DIR" || fail "the servic
 # shellcheck source=/dev/null
 source "$SVC_DIR/services.env"
 # The latency run (exo-paced) measures produce -> commit with pg_xact_commit_timestamp(), which
-# needs track_commit_timestamp; it only takes effect after a restart.
+# needs track_commit_timestamp; it only takes effect after a restart. scripts/services.sh's
+# cluster is a throw-away test cluster without fsync; the benchmark measures PostgreSQL as users
+# run it (ALTER SYSTEM's postgresql.auto.conf wins over the test settings).
 psql "$EXO_POSTGRES_URI" -qX -c "ALTER SYSTEM SET track_commit_timestamp = on" \
-    || fail "could not turn on track_commit_timestamp"
+    -c "ALTER SYSTEM SET fsync = $FSYNC" -c "ALTER SYSTEM SET full_page_writes = $FSYNC" \
+    || fail "could not set track_commit_timestamp and fsync"
 "$SCRIPTS/services.sh" postgres-stop "$SVC_DIR"
 "$SCRIPTS/services.sh" postgres-start "$SVC_DIR" || fail "PostgreSQL did not restart (see above)"
-note "Redis 127.0.0.1:$EXO_REDIS_PORT, PostgreSQL $EXO_POSTGRES_URI (track_commit_timestamp on)"
+note "Redis 127.0.0.1:$EXO_REDIS_PORT, PostgreSQL $EXO_POSTGRES_URI (fsync $FSYNC, track_commit_timestamp on)"
 
 banner "4/4 run $BENCH${*:+ $*}"
 # The benchmark starts and stops a daemon per scenario in one process; glibc would keep every

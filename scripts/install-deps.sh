@@ -10,7 +10,8 @@
 #
 # Uses sudo when not run as root. Environment: EXO_APT_SET=build installs only what building
 # exo and a consumer needs (the Dockerfile's build stage); all (the default) adds the test and
-# demo servers and tools. EXO_APT_EXTRA="pkg ..." adds packages.
+# demo servers and tools. EXO_APT_NODE=1 adds Node.js and npm (the benchmark's peer).
+# EXO_APT_EXTRA="pkg ..." adds packages.
 set -euo pipefail
 
 PACKAGES=(
@@ -37,6 +38,12 @@ if [[ "${EXO_APT_SET:-all}" != build ]]; then
         # daemon) and an independent Kafka client
         prometheus kcat
     )
+fi
+# The benchmark's inbox peer (scripts/bench.sh sets EXO_APT_NODE=1): Node.js and npm, unless a
+# Node.js with npm is already installed (NodeSource's nodejs package bundles npm and conflicts
+# with Debian's npm package).
+if [[ "${EXO_APT_NODE:-0}" == 1 ]] && ! command -v npm >/dev/null 2>&1; then
+    PACKAGES+=(nodejs npm)
 fi
 # shellcheck disable=SC2206  # word splitting is the point: a list of package names
 PACKAGES+=(${EXO_APT_EXTRA:-})

@@ -1,0 +1,76 @@
+#include "inbox_peer_scenario.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+namespace exo::bench {
+namespace {
+
+// Where inbox_peer.js lives: EXO_INBOX_PEER_DIR if set, else the source tree's copy.
+std::string peer_dir() {
+    const char* dir = std::getenv("EXO_INBOX_PEER_DIR");
+    return dir != nullptr && *dir != '\0' ? dir : EXO_INBOX_PEER_SOURCE_DIR;
+}
+
+// Single-quoted for /bin/sh.
+std::string quoted(const std::string& s) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+struct PipeCloser {
+    void operator()(FILE* f) const { ::pclose(f); }
+};
+
+}  // namespace
+
+ScenarioResult run_inbox_peer(BenchWorld& world, const Isolation& iso, const TopicWorkload& w,
+                              const BenchOptions& options) {
+    ScenarioResult r;
+    r.name = "inbox-peer";
+    r.records = w.size();
+    // The environment goes on the command line, not through setenv(): other threads of
+    // this process (librdkafka's) may read the environment at any time.
+    std::string command = fmt::format(
+        "PEER_BROKERS={} PEER_TOPIC={} PEER_GROUP={} PEER_PG_URI={} PEER_SCHEMA={} "
+        "PEER_EXPECT={} timeout {} node {}/inbox_peer.js",
+        quoted(world.bootstrap()), quoted(w.topic), quoted(iso.group), quoted(options.postgres_uri),
+        quoted(iso.schema), w.size(), options.timeout.count(), quoted(peer_dir()));
+    std::unique_ptr<FILE, PipeCloser> pipe(::popen(command.c_str(), "r"));
+    if (!pipe) {
+        r.failure = "could not start the peer: " + command;
+        return r;
+    }
+    std::string output;
+    std::array<char, 4096> chunk{};
+    while (std::fgets(chunk.data(), chunk.size(), pipe.get()) != nullptr) output += chunk.data();
+    int status = ::pclose(pipe.release());
+    if (status != 0) {
+        r.failure = fmt::format(
+            "the peer exited with status {} (its stderr is above; is node installed and "
+            "`npm ci` run in {}?)",
+            status, peer_dir());
+        return r;
+    }
+    try {
+        auto j = nlohmann::json::parse(output);
+        r.seconds_to_committed = j.at("seconds_to_committed").get<double>();
+        r.seconds_to_finished = r.seconds_to_committed;
+        r.postgres_round_trips_reported = j.at("queries").get<double>();
+        r.peak_rss_kb = j.at("peak_rss_kb").get<long>();
+    } catch (const std::exception& e) {
+        r.failure =
+            fmt::format("the peer's output is not its JSON line ({}): {}", e.what(), output);
+        return r;
+    }
+    r.failure = world.check_exactly_once(iso, w.workload, DedupTable::peer_inbox);
+    return r;
+}
+
+}  // namespace exo::bench
