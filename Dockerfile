@@ -24,7 +24,16 @@ COPY scripts/install-deps.sh scripts/install-deps.sh
 # The one list of Debian packages, restricted to what a build needs (and ccache: a rebuild of
 # the image on the same machine compiles only what changed, through the cache mount below).
 RUN EXO_APT_SET=build EXO_APT_EXTRA=ccache scripts/install-deps.sh && rm -rf /var/lib/apt/lists/*
-COPY . .
+# exo's sources, then the consumer's: only what the build reads, so editing docs, tests or
+# scripts does not invalidate the layers below.
+COPY CMakeLists.txt ./
+COPY cmake/ cmake/
+COPY lua/ lua/
+COPY sql/ sql/
+COPY config/ config/
+COPY framework/ framework/
+COPY handlers/ handlers/
+COPY $CONSUMER/ $CONSUMER/
 ENV CCACHE_DIR=/ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
 RUN --mount=type=cache,target=/ccache \
     cmake -S . -B /build/exo -G Ninja -DCMAKE_BUILD_TYPE=Release -DEXO_BUILD_TESTS=OFF \
@@ -42,7 +51,10 @@ RUN --mount=type=cache,target=/ccache \
  && if [ -d "$CONSUMER/sql" ]; then cp -r "$CONSUMER/sql" /runtime/app/; fi
 
 FROM debian:12-slim
-RUN useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin exo
+# A fixed uid (10001, above the distribution's ranges) that owns nothing in the image:
+# Kubernetes' runAsNonRoot can check it, and a mounted config needs only to be world-readable.
+RUN useradd --uid 10001 --user-group --no-create-home --home-dir /nonexistent \
+    --shell /usr/sbin/nologin exo
 COPY --from=build /runtime/lib/ /usr/local/lib/exo/
 COPY --from=build /runtime/consumer /usr/local/bin/consumer
 # A consumer that reads its migrations at run time (Application::migrations_dir("sql"))
