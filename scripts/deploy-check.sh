@@ -154,12 +154,12 @@ compose_config() {
     mapfile -t env < <("${CHECK[@]}" compose-env "$COMPOSE")
     env -i PATH="$PATH" "${env[@]}" "$EXO" check-config --print --config config/docker.yaml \
         >"$WORK/effective.yaml" || return 1
-    grep -q 'bootstrap_servers: "kafka:19092"' "$WORK/effective.yaml" \
-        && grep -q 'listen: "0.0.0.0:9464"' "$WORK/effective.yaml" || {
+    if ! grep -q 'bootstrap_servers: "kafka:19092"' "$WORK/effective.yaml" \
+        || ! grep -q 'listen: "0.0.0.0:9464"' "$WORK/effective.yaml"; then
         echo "the effective configuration does not use the compose environment:"
         cat "$WORK/effective.yaml"
         return 1
-    }
+    fi
 }
 check "config/docker.yaml with the compose environment passes exo check-config" compose_config || true
 

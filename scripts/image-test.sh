@@ -193,12 +193,12 @@ once() {
 
 help_text() {
     once help "$IMAGE" --help >"$WORK/help.txt"
-    grep -q '^Usage:' "$WORK/help.txt" && grep -q 'demo-produce' "$WORK/help.txt" \
-        && grep -q 'demo-check' "$WORK/help.txt" || {
+    if ! grep -q '^Usage:' "$WORK/help.txt" || ! grep -q 'demo-produce' "$WORK/help.txt" \
+        || ! grep -q 'demo-check' "$WORK/help.txt"; then
         cat "$WORK/help.txt"
         echo "--help did not print the usage with the demo commands"
         return 1
-    }
+    fi
 }
 check "--help prints the usage (exit 0)" help_text || true
 
@@ -224,10 +224,10 @@ EOF
         return 1
     }
     out="$(once config -v "$WORK/config:/config:ro" "$IMAGE" check-config --config /config/bad.yaml 2>&1)" || rc=$?
-    ((rc == 2)) && [[ "$out" == *bootstrap_server* ]] || {
+    if ((rc != 2)) || [[ "$out" != *bootstrap_server* ]]; then
         echo "a misspelled key: exit $rc (expected 2 naming it): $out"
         return 1
-    }
+    fi
 }
 check "check-config on a mounted config: valid, and a misspelled key refused (exit 2)" mounted_config || true
 
@@ -244,10 +244,10 @@ migrate() {
 }
 check "migrate applies the migrations" migrate || true
 
-# The image's default command (run --config /etc/exo/exo.yaml), in the background, until it
-# answers /readyz.
+# The image's default command (run --config /etc/exo/exo.yaml), in the background, on a
+# read-only root filesystem (exo writes nothing to disk), until it answers /readyz.
 run_consumer() {
-    podman run -d --name "$CONSUMER" --network host "${ENV_ARGS[@]}" "$IMAGE" >/dev/null
+    podman run -d --name "$CONSUMER" --network host --read-only "${ENV_ARGS[@]}" "$IMAGE" >/dev/null
     local deadline=$((SECONDS + 90))
     until curl -fsS "http://127.0.0.1:$METRICS_PORT/readyz" >/dev/null 2>&1; do
         [[ "$(podman inspect --format '{{.State.Running}}' "$CONSUMER")" == true ]] || {
@@ -261,7 +261,7 @@ run_consumer() {
         sleep 0.5
     done
 }
-check "run (the image's default command) becomes ready" run_consumer || exit 1
+check "run (the image's default command, read-only root) becomes ready" run_consumer || exit 1
 
 non_root() {
     local user uid
