@@ -41,8 +41,8 @@ TEST=(
     # daemon) and an independent Kafka client
     prometheus kcat
     # the checks of deploy/ and docker-compose.yml (scripts/deploy-check.sh): Debian's python3
-    # and its YAML parser
-    python3 python3-yaml
+    # and its YAML parser, curl for the daemon's endpoint
+    python3 python3-yaml curl
 )
 IMAGE=(
     # builds and runs the image (crun fails on a cgroup v1/v2 hybrid host: runc works)
@@ -51,6 +51,8 @@ IMAGE=(
     debootstrap
     # reads docker-compose.yml as compose does (scripts/deploy-check.sh, when installed)
     podman-compose
+    # the consumer's endpoint from the host, a free port for it
+    curl python3
 )
 PACKAGES=()
 IFS=, read -r -a sets <<<"${EXO_APT_SET:-all}"
