@@ -35,33 +35,15 @@ RULES="$REPO_ROOT/deploy/prometheus/exo-alerts.yml"
 COMPOSE="$REPO_ROOT/docker-compose.yml"
 WAIT_SECONDS=${EXO_DEPLOY_CHECK_WAIT:-90}  # for the daemon's metrics and Prometheus' results to appear
 
-PASSED=0
-FAILED=0
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/exo-deploy-check.XXXXXX")"
 OWN_SERVICES=""
 DAEMON_PID=""
 PROM_PID=""
 
-note() { printf '[deploy-check] %s\n' "$*"; }
-
-# check NAME CMD...: run CMD with its output kept; one line if it passes, the output if not.
-check() {
-    local name="$1" started=$SECONDS
-    shift
-    if "$@" >"$WORK/check.out" 2>&1; then
-        PASSED=$((PASSED + 1))
-        note "ok    $name ($((SECONDS - started)) s)"
-    else
-        FAILED=$((FAILED + 1))
-        note "FAIL  $name"
-        sed 's/^/    /' "$WORK/check.out"
-        return 1
-    fi
-}
-
-free_port() {
-    "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+CHECK_PREFIX=deploy-check
+CHECK_WORK="$WORK"
+# shellcheck source=scripts/checks.sh
+source "$SCRIPTS/checks.sh"
 
 # stop PID: SIGTERM, then SIGKILL after 30 s; its exit status in STOP_RC.
 STOP_RC=""
@@ -85,10 +67,7 @@ on_exit() {
     [[ -n "$PROM_PID" ]] && stop "$PROM_PID"
     [[ -n "$OWN_SERVICES" ]] && "$SCRIPTS/services.sh" stop "$OWN_SERVICES" >/dev/null 2>&1
     rm -rf -- "$WORK"
-    if ((rc != 0 && FAILED == 0)); then FAILED=1; fi
-    printf '%d passed, %d failed\n' "$PASSED" "$FAILED"
-    ((FAILED == 0)) || rc=1
-    exit "$rc"
+    checks_exit "$rc"
 }
 trap on_exit EXIT
 trap 'exit 130' INT
@@ -192,28 +171,15 @@ start_daemon() {
 # Every metric the dashboard and the rules name is in /metrics. Some appear only once the
 # daemon has worked a little (the consumer lag with librdkafka's statistics, the relay's and the
 # pruner's gauges after their first look): wait for them, bounded.
+NAMES=()
+# shellcheck disable=SC2317  # called by poll
+scrape_has_names() {
+    curl -fsS "$METRICS_URL" >"$WORK/metrics.txt" \
+        && "${CHECK[@]}" scraped "$WORK/metrics.txt" "${NAMES[@]}"
+}
 metrics_complete() {
-    local -a names
-    mapfile -t names < <("${CHECK[@]}" names "$DASHBOARD" "$RULES")
-    local deadline=$((SECONDS + WAIT_SECONDS))
-    while true; do
-        if curl -fsS "$METRICS_URL" >"$WORK/metrics.txt" 2>"$WORK/curl.err" \
-            && "${CHECK[@]}" scraped "$WORK/metrics.txt" "${names[@]}" 2>"$WORK/missing.txt"; then
-            return 0
-        fi
-        if ((SECONDS >= deadline)); then
-            cat "$WORK/curl.err" "$WORK/missing.txt"
-            echo "---- the daemon's log ----"
-            tail -n 30 "$DAEMON_LOG"
-            return 1
-        fi
-        kill -0 "$DAEMON_PID" 2>/dev/null || {
-            echo "the daemon exited:"
-            tail -n 30 "$DAEMON_LOG"
-            return 1
-        }
-        sleep 1
-    done
+    mapfile -t NAMES < <("${CHECK[@]}" names "$DASHBOARD" "$RULES")
+    poll "$WAIT_SECONDS" "$DAEMON_PID" "$DAEMON_LOG" "$WORK/missing.txt" scrape_has_names
 }
 
 PROM_PORT="$(free_port)"
@@ -239,23 +205,12 @@ EOF
 
 # Prometheus loaded the rules and evaluates them without an error, and every dashboard query
 # has a result from the scraped daemon (rates need two scrapes in their window: wait).
+# shellcheck disable=SC2317  # called by poll
+prometheus_answers() {
+    "${CHECK[@]}" queries "$PROM_URL" "$DASHBOARD" 30s && "${CHECK[@]}" rules "$PROM_URL"
+}
 prometheus_results() {
-    local deadline=$((SECONDS + WAIT_SECONDS))
-    until "${CHECK[@]}" queries "$PROM_URL" "$DASHBOARD" 30s >"$WORK/queries.txt" 2>&1 \
-        && "${CHECK[@]}" rules "$PROM_URL" >>"$WORK/queries.txt" 2>&1; do
-        if ((SECONDS >= deadline)); then
-            cat "$WORK/queries.txt"
-            echo "---- Prometheus' log ----"
-            tail -n 20 "$WORK/prometheus.log"
-            return 1
-        fi
-        kill -0 "$PROM_PID" 2>/dev/null || {
-            echo "Prometheus exited:"
-            tail -n 20 "$WORK/prometheus.log"
-            return 1
-        }
-        sleep 2
-    done
+    poll "$WAIT_SECONDS" "$PROM_PID" "$WORK/prometheus.log" "$WORK/queries.txt" prometheus_answers
 }
 
 clean_exit() {

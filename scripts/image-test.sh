@@ -45,34 +45,24 @@ while (($# > 0)); do
     shift
 done
 
-PASSED=0
-FAILED=0
 STARTED=$SECONDS
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/exo-image-test.XXXXXX")"
 SVC_DIR=""
 NAME="exo-image-test-$$"  # prefix of this run's containers
 CONSUMER="$NAME-consumer"
 
-note() { printf '[image-test] %s\n' "$*"; }
+CHECK_PREFIX=image-test
+CHECK_WORK="$WORK"
+# shellcheck source=scripts/checks.sh
+source "$SCRIPTS/checks.sh"
 
-# check NAME CMD...: run CMD with its output kept; one line if it passes, its output (and the
-# consumer's log, if one runs) if not.
-check() {
-    local name="$1" started=$SECONDS
-    shift
-    if "$@" >"$WORK/check.out" 2>&1; then
-        PASSED=$((PASSED + 1))
-        note "ok    $name ($((SECONDS - started)) s)"
-        return 0
-    fi
-    FAILED=$((FAILED + 1))
-    note "FAIL  $name"
-    sed 's/^/    /' "$WORK/check.out"
+# A failing check shows the consumer's log too, if one runs.
+# shellcheck disable=SC2317  # called by check()
+check_failed_hook() {
     if podman container exists "$CONSUMER" 2>/dev/null; then
         note "---- the consumer's log (last 40 lines) ----"
         podman logs --tail 40 "$CONSUMER" 2>&1 | sed 's/^/    /'
     fi
-    return 1
 }
 
 # shellcheck disable=SC2317  # reached through the EXIT trap
@@ -91,11 +81,8 @@ on_exit() {
         podman rmi -f "$IMAGE" >/dev/null 2>&1 || note "WARNING: could not remove $IMAGE"
     fi
     rm -rf -- "$WORK"
-    if ((rc != 0 && FAILED == 0)); then FAILED=1; fi
     note "took $((SECONDS - STARTED)) s"
-    printf '%d passed, %d failed\n' "$PASSED" "$FAILED"
-    ((FAILED == 0)) || rc=1
-    exit "$rc"
+    checks_exit "$rc"
 }
 trap on_exit EXIT
 trap 'exit 130' INT
@@ -172,7 +159,7 @@ EXO_BIN="$WORK/mock-kafka" "$SCRIPTS/services.sh" start "$SVC_DIR" >"$WORK/servi
 source "$SVC_DIR/services.env"
 note "services: Redis 127.0.0.1:$EXO_REDIS_PORT, PostgreSQL 127.0.0.1:$EXO_POSTGRES_PORT, Kafka $EXO_KAFKA_BOOTSTRAP"
 
-METRICS_PORT="$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+METRICS_PORT="$(free_port)"
 # The image's /etc/exo/exo.yaml (config/docker.yaml) takes every address from these.
 ENV_ARGS=(
     -e "EXO_KAFKA_BOOTSTRAP=$EXO_KAFKA_BOOTSTRAP"
