@@ -126,10 +126,10 @@ if ((BUILD)); then
             tail -n 60 "$WORK/build.log"
             return 1
         }
-        note "image $IMAGE: $(podman image inspect --format '{{.Size}}' "$IMAGE" \
-            | awk '{ printf "%.0f MB", $1 / 1e6 }')"
     }
     check "podman build the Dockerfile" build_image || exit 1
+    note "      $IMAGE: $(podman image inspect --format '{{.Size}}' "$IMAGE" \
+        | awk '{ printf "%.0f MB", $1 / 1e6 }')"
 else
     podman image exists "$IMAGE" || fatal "no image $IMAGE"
 fi
