@@ -11,9 +11,8 @@
 #
 # The last line printed is always `N passed, N failed`: the doctest test-case counts of both
 # suites added up, plus the fuzz stage as one test case and each check of deploy-check.sh
-# (CI reads it). A stage that could not
-# run or finish (install, build, service start, a suite that crashed or timed out without
-# failing a test case) counts as 1 failed.
+# (CI reads it). A stage that could not run or finish (install, build, service start, a suite
+# that crashed or timed out without failing a test case) counts as 1 failed.
 # Exit status: 0 only if every stage ran and no test case failed.
 #
 # Environment: EXO_BUILD_DIR (default <repo>/build), EXO_UNIT_TIMEOUT (s, default 600),
