@@ -8,13 +8,16 @@
 # units this run newly installed are disabled. exo's scripts never use those services; they
 # start their own on free ports (scripts/services.sh).
 #
-# Uses sudo when not run as root. Environment: EXO_APT_SET=build installs only what building
-# exo and a consumer needs (the Dockerfile's build stage); all (the default) adds the test and
-# demo servers and tools. EXO_APT_NODE=1 adds Node.js and npm (the benchmark's peer).
+# Uses sudo when not run as root. Environment: EXO_APT_SET, a comma-separated list of sets:
+#   build   what building exo and a consumer needs (the Dockerfile's build stage)
+#   all     (the default) build, plus the test and demo servers and tools (scripts/test.sh)
+#   image   what scripts/image-test.sh needs on the host, no compiler: podman (with runc),
+#           debootstrap (the base image), podman-compose, and the servers of scripts/services.sh
+# e.g. EXO_APT_SET=all,image. EXO_APT_NODE=1 adds Node.js and npm (the benchmark's peer).
 # EXO_APT_EXTRA="pkg ..." adds packages.
 set -euo pipefail
 
-PACKAGES=(
+BUILD=(
     # toolchain
     build-essential cmake ninja-build pkg-config
     # libraries
@@ -23,22 +26,48 @@ PACKAGES=(
     # the observability endpoint's HTTP server (header-only)
     libcpp-httplib-dev
 )
-if [[ "${EXO_APT_SET:-all}" != build ]]; then
-    PACKAGES+=(
-        clang-format
-        # the fuzz targets (scripts/fuzz.sh): clang++ and its libFuzzer and sanitizer runtimes
-        clang libclang-rt-dev
-        # servers run by scripts/services.sh (redis-cli is in redis-tools; pg_isready, psql and
-        # createdb in postgresql-client)
-        redis-server redis-tools postgresql postgresql-client
-        # used by the scripts: ss (iproute2), runuser (util-linux), shuf/timeout/mktemp
-        # (coreutils), ps (procps)
-        iproute2 util-linux coreutils procps
-        # independent checks of exo's output: a real Prometheus (promtool, a server scraping the
-        # daemon) and an independent Kafka client
-        prometheus kcat
-    )
-fi
+SERVERS=(
+    # servers run by scripts/services.sh (redis-cli is in redis-tools; pg_isready, psql and
+    # createdb in postgresql-client)
+    redis-server redis-tools postgresql postgresql-client
+    # used by the scripts: ss (iproute2), runuser (util-linux), shuf/timeout/mktemp
+    # (coreutils), ps (procps)
+    iproute2 util-linux coreutils procps
+)
+TEST=(
+    clang-format
+    # the fuzz targets (scripts/fuzz.sh): clang++ and its libFuzzer and sanitizer runtimes
+    clang libclang-rt-dev
+    # independent checks of exo's output: a real Prometheus (promtool, a server scraping the
+    # daemon) and an independent Kafka client
+    prometheus kcat
+    # the checks of deploy/ and docker-compose.yml (scripts/deploy-check.sh): Debian's python3
+    # and its YAML parser, curl for the daemon's endpoint
+    python3 python3-yaml curl
+)
+IMAGE=(
+    # builds and runs the image (crun fails on a cgroup v1/v2 hybrid host: runc works)
+    podman runc
+    # the base image debian:12-slim where no registry is reachable (scripts/debian-slim-image.sh)
+    debootstrap
+    # reads docker-compose.yml as compose does (scripts/deploy-check.sh, when installed)
+    podman-compose
+    # the consumer's endpoint from the host, a free port for it
+    curl python3
+)
+PACKAGES=()
+IFS=, read -r -a sets <<<"${EXO_APT_SET:-all}"
+for set in "${sets[@]}"; do
+    case "$set" in
+        build) PACKAGES+=("${BUILD[@]}") ;;
+        all) PACKAGES+=("${BUILD[@]}" "${SERVERS[@]}" "${TEST[@]}") ;;
+        image) PACKAGES+=("${SERVERS[@]}" "${IMAGE[@]}") ;;
+        *)
+            printf '[install-deps] ERROR: EXO_APT_SET: unknown set "%s" (build, all, image)\n' "$set" >&2
+            exit 2
+            ;;
+    esac
+done
 # The benchmark's inbox peer (scripts/bench.sh sets EXO_APT_NODE=1): Node.js and npm, unless a
 # Node.js with npm is already installed (NodeSource's nodejs package bundles npm and conflicts
 # with Debian's npm package).
@@ -47,6 +76,8 @@ if [[ "${EXO_APT_NODE:-0}" == 1 ]] && ! command -v npm >/dev/null 2>&1; then
 fi
 # shellcheck disable=SC2206  # word splitting is the point: a list of package names
 PACKAGES+=(${EXO_APT_EXTRA:-})
+# Each name once (the sets share the servers).
+mapfile -t PACKAGES < <(printf '%s\n' "${PACKAGES[@]}" | awk '!seen[$0]++')
 
 # The services that Debian's packages would otherwise start (or enable) on install.
 SYSTEM_SERVICES=(redis-server postgresql prometheus)

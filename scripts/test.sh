@@ -2,15 +2,17 @@
 # THE test command (README, and CI through .ci/run): installs the Debian packages, builds,
 # runs the unit tests and, for a bounded time, the fuzz targets (scripts/fuzz.sh), starts
 # throw-away Redis/PostgreSQL/mock Kafka (scripts/services.sh) in a fresh temporary directory,
-# runs the integration tests against them, and stops and removes the services whatever
-# happens (success, failure, Ctrl-C, SIGTERM).
+# runs the integration tests against them, checks deploy/ and docker-compose.yml against a
+# daemon on them (scripts/deploy-check.sh), and stops and removes the services whatever
+# happens (success, failure, Ctrl-C, SIGTERM). The container image's test is not part of it
+# (it takes longer than CI's budget): scripts/image-test.sh.
 #
 #   scripts/test.sh [doctest options for the integration tests, e.g. --test-case='*claim*']
 #
 # The last line printed is always `N passed, N failed`: the doctest test-case counts of both
-# suites added up, plus the fuzz stage as one test case (CI reads it). A stage that could not
-# run or finish (install, build, service start, a suite that crashed or timed out without
-# failing a test case) counts as 1 failed.
+# suites added up, plus the fuzz stage as one test case and each check of deploy-check.sh
+# (CI reads it). A stage that could not run or finish (install, build, service start, a suite
+# that crashed or timed out without failing a test case) counts as 1 failed.
 # Exit status: 0 only if every stage ran and no test case failed.
 #
 # Environment: EXO_BUILD_DIR (default <repo>/build), EXO_UNIT_TIMEOUT (s, default 600),
@@ -142,12 +144,29 @@ run_fuzz() {
     return "$rc"
 }
 
+# run_deploy_check: scripts/deploy-check.sh with its output shown; its own `N passed, N failed`
+# line is added to the counts.
+run_deploy_check() {
+    local log="$WORK/deploy.log" rc=0 p=0 f=1 line
+    timeout -k 30 600 "$SCRIPTS/deploy-check.sh" 2>&1 | tee "$log" || rc=$?
+    line="$(tail -n 1 "$log")"
+    if [[ "$line" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+        p="${BASH_REMATCH[1]}"
+        f="${BASH_REMATCH[2]}"
+        if ((rc != 0 && f == 0)); then f=1; fi
+    fi
+    PASSED=$((PASSED + p))
+    FAILED=$((FAILED + f))
+    note "deploy checks: $p passed, $f failed, exit status $rc ($((SECONDS - STAGE_START)) s)"
+    return "$rc"
+}
+
 cd "$REPO_ROOT"
 
-banner "1/7 install dependencies (scripts/install-deps.sh)"
+banner "1/8 install dependencies (scripts/install-deps.sh)"
 "$SCRIPTS/install-deps.sh"
 
-banner "2/7 build (scripts/build.sh), then handlers/ against the installed exo (scripts/build-example.sh)"
+banner "2/8 build (scripts/build.sh), then handlers/ against the installed exo (scripts/build-example.sh)"
 "$SCRIPTS/build.sh"
 # The integration tests' child processes and the example's own tests use the binary built
 # out of tree, exactly as a team builds its consumer: that is what proves the package works.
@@ -158,13 +177,13 @@ note "build took $((SECONDS - STAGE_START)) s; exo for child processes: $EXO_BIN
 
 overall=0
 
-banner "3/7 unit tests ($EXO_BUILD_DIR/exo_unit_tests)"
+banner "3/8 unit tests ($EXO_BUILD_DIR/exo_unit_tests)"
 run_suite unit "$UNIT_TIMEOUT" "$EXO_BUILD_DIR/exo_unit_tests" || overall=1
 
-banner "4/7 fuzz targets, ${FUZZ_SECONDS} s each (scripts/fuzz.sh)"
+banner "4/8 fuzz targets, ${FUZZ_SECONDS} s each (scripts/fuzz.sh)"
 run_fuzz || overall=1
 
-banner "5/7 start Redis, PostgreSQL, mock Kafka (scripts/services.sh)"
+banner "5/8 start Redis, PostgreSQL, mock Kafka (scripts/services.sh)"
 SVC_DIR="$(mktemp -d "${TMPDIR:-/tmp}/exo-services.XXXXXX")"
 if ! "$SCRIPTS/services.sh" start "$SVC_DIR"; then
     note "ERROR: the services did not start (see above); the integration tests cannot run"
@@ -174,15 +193,18 @@ fi
 source "$SVC_DIR/services.env"
 note "Redis 127.0.0.1:$EXO_REDIS_PORT, PostgreSQL $EXO_POSTGRES_URI, Kafka ${EXO_KAFKA_BOOTSTRAP:-?}"
 
-banner "6/7 integration tests ($EXO_BUILD_DIR/exo_integration_tests${*:+ $*})"
+banner "6/8 integration tests ($EXO_BUILD_DIR/exo_integration_tests${*:+ $*})"
 if ! run_suite integration "$INTEGRATION_TIMEOUT" "$EXO_BUILD_DIR/exo_integration_tests" "$@"; then
     overall=1
     note "service logs, for the failures above:"
     "$SCRIPTS/services.sh" logs "$SVC_DIR" 30 || true
 fi
 
-banner "7/7 the example's own handler tests ($EXAMPLE_BUILD_DIR/ledger_tests, exo/testing.hpp)"
+banner "7/8 the example's own handler tests ($EXAMPLE_BUILD_DIR/ledger_tests, exo/testing.hpp)"
 run_suite example 600 "$EXAMPLE_BUILD_DIR/ledger_tests" || overall=1
+
+banner "8/8 deploy/: alert rules, dashboard, compose, against a daemon (scripts/deploy-check.sh)"
+run_deploy_check || overall=1
 
 banner "done"
 stop_services
