@@ -66,7 +66,7 @@ RecordStepResult run_record_step(pqxx::transaction_base& tx, const RecordStepInp
                                  GapUndo undo);
 
 // The handler's part alone, for a record whose dedup row and sequence the
-// set-based start of its group already wrote (pg/group_start.hpp); what
+// set-based start of its group already wrote (pg/record_start.hpp); what
 // run_record_step does after its start. Errors as run_record_step.
 RecordStepResult run_handler_step(pqxx::transaction_base& tx, const RecordStepInput& in);
 
