@@ -14,7 +14,7 @@
 
 #include "dedup_rows.hpp"
 #include "kafka/producer.hpp"
-#include "pg/group_start.hpp"
+#include "pg/record_start.hpp"
 #include "pipeline/redis_session.hpp"
 #include "pipeline_harness.hpp"
 #include "records.hpp"
@@ -243,17 +243,17 @@ TEST_CASE(
     // The group, in partition order k-b, k-a: sorted, it waits for k-a before it
     // has written k-b; in partition order it would hold k-b while it waits.
     std::exception_ptr group_error;
-    std::optional<exo::GroupStart> started;
+    std::optional<exo::RecordsStart> started;
     std::thread group_thread([&] {
         try {
             pqxx::connection c(h.postgres_uri());
-            exo::prepare_group_statements(c);
+            exo::prepare_record_start_statements(c);
             pqxx::work tx(c);
             const std::string kb = "k-b", ka = "k-a";
             const exo::TopicPartition tp{exo::Topic{"t"}, exo::Partition{0}};
-            started = exo::start_group(tx, group,
-                                       {{kb, exo::FencingToken{0}, tp, exo::Offset{0}, {}},
-                                        {ka, exo::FencingToken{0}, tp, exo::Offset{1}, {}}});
+            started = exo::start_records(tx, group,
+                                         {{kb, exo::FencingToken{0}, tp, exo::Offset{0}, {}},
+                                          {ka, exo::FencingToken{0}, tp, exo::Offset{1}, {}}});
             tx.commit();
         } catch (...) {
             group_error = std::current_exception();

@@ -10,7 +10,7 @@
 #include <exo/errors.hpp>
 
 #include "kafka/kafka_error.hpp"
-#include "pg/batch_transaction.hpp"
+#include "pg/explicit_transaction.hpp"
 #include "pipeline/failure_matrix.hpp"
 #include "redis/redis_error.hpp"
 

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "core/outcome.hpp"
-#include "pipeline/batch_item.hpp"
+#include "pipeline/batch_record.hpp"
 
 using exo::Outcome;
 using exo::StoredOutcome;
@@ -26,10 +26,10 @@ TEST_CASE("a stored outcome reads back from its dedup row spelling, and nothing 
 }
 
 namespace {
-exo::BatchItem item() {
+exo::BatchRecord item() {
     exo::PendingRecord p;
     p.record.value = "{}";
-    return exo::BatchItem(std::move(p));
+    return exo::BatchRecord(std::move(p), 0);
 }
 }  // namespace
 

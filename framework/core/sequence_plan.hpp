@@ -1,7 +1,7 @@
 #pragma once
 // The sequence decisions of a whole transaction's records at once (docs/design.md
 // section 4.1), the rule alone. The per-record path asks PostgreSQL one record at
-// a time; the set-based start of a group (pg/group_start.hpp) reads every
+// a time; the set-based start of a transaction's records (pg/record_start.hpp) reads every
 // entity's last sequence once, plans here, and writes the outcome once. The plan
 // is a fold of decide_sequence() over the records in the order the per-record
 // path would run them, so both paths reach the same verdicts by construction:

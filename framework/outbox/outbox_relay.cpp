@@ -12,7 +12,7 @@
 #include "core/text.hpp"
 #include "outbox/outbox_rows.hpp"
 #include "outbox/outbox_writer.hpp"
-#include "pg/batch_transaction.hpp"
+#include "pg/explicit_transaction.hpp"
 #include "pg/session.hpp"
 
 namespace exo {
@@ -108,7 +108,7 @@ void OutboxRelay::run(std::stop_token stop) {
 
 std::size_t OutboxRelay::relay_once(pqxx::connection& connection) {
     const std::string& group = config_.kafka.group_id;
-    BatchTransaction batch(connection);
+    ExplicitTransaction batch(connection);
     auto claim =
         claim_outbox_rows(batch.statements(), group,
                           {config_.outbox.batch_size, config_.outbox.max_round_bytes}, cursor_);

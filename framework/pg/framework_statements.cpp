@@ -4,8 +4,8 @@
 #include <pqxx/pqxx>
 
 #include "outbox/outbox_writer.hpp"
-#include "pg/group_start.hpp"
 #include "pg/process_identity.hpp"
+#include "pg/record_start.hpp"
 
 namespace exo {
 namespace {
@@ -74,7 +74,7 @@ void prepare_framework_statements(pqxx::connection_base& c) {
               " AND idempotency_key = $2), now())) * 1000)::bigint");
     c.prepare(kClearGap,
               "DELETE FROM exo_sequence_gaps WHERE consumer_group = $1 AND idempotency_key = $2");
-    prepare_group_statements(c);
+    prepare_record_start_statements(c);
     prepare_outbox_statements(c);
 }
 

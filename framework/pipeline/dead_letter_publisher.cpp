@@ -6,7 +6,7 @@
 #include "core/log_context.hpp"
 #include "core/text.hpp"
 #include "kafka/kafka_error.hpp"
-#include "pg/batch_transaction.hpp"
+#include "pg/explicit_transaction.hpp"
 #include "pg/framework_statements.hpp"
 #include "pipeline/dead_letter.hpp"
 #include "redis/redis_error.hpp"
@@ -38,20 +38,20 @@ DeadLetterPublisher::DeadLetterPublisher(const Config& config, const ProducerOpt
       backoff_(std::move(backoff)),
       producer_(producer) {}
 
-void DeadLetterPublisher::publish(std::deque<BatchItem>& items) {
-    std::vector<BatchItem*> dead;
-    for (auto& item : items)
+void DeadLetterPublisher::publish(Batch& batch) {
+    std::vector<BatchRecord*> dead;
+    for (auto& item : batch)
         if (item.fate == Fate::dead_letter) dead.push_back(&item);
     if (dead.empty()) return;
 
     // The DEAD_LETTERED row is written first and committed only after Kafka
     // acknowledged the dead letter: a row PostgreSQL refuses is found before
     // anything is produced, and a produce that fails leaves no row behind.
-    std::vector<BatchItem*> produced;
-    std::vector<BatchItem*> known;  // the dedup row already existed: nothing to produce
+    std::vector<BatchRecord*> produced;
+    std::vector<BatchRecord*> known;  // the dedup row already existed: nothing to produce
     try {
-        BatchTransaction batch(postgres_.connection());
-        auto& tx = batch.statements();
+        ExplicitTransaction transaction(postgres_.connection());
+        auto& tx = transaction.statements();
         const auto& group = config_.kafka.group_id;
         const auto started = Clock::now();
         for (auto* item : dead) {
@@ -92,7 +92,7 @@ void DeadLetterPublisher::publish(std::deque<BatchItem>& items) {
                 unrecorded(*item, failure, printable_text(e.what()));
             }
         }
-        batch.commit();
+        transaction.commit();
     } catch (const std::exception& e) {
         // Nothing of this step is durable (a produced dead letter may be, which
         // makes it at-least-once: the retry finds no row and produces again).
@@ -112,7 +112,7 @@ void DeadLetterPublisher::publish(std::deque<BatchItem>& items) {
     }
 
     std::vector<CompleteRequest> requests;
-    auto settle = [&](BatchItem* item, bool was_produced) {
+    auto settle = [&](BatchRecord* item, bool was_produced) {
         const auto& r = item->pending.record;
         const auto& verdict = *item->pending.dead_letter;
         LogContext log_context(r.topic, r.partition, r.offset, item->key);
@@ -141,7 +141,7 @@ void DeadLetterPublisher::publish(std::deque<BatchItem>& items) {
     }
 }
 
-void DeadLetterPublisher::produce(const BatchItem& item) {
+void DeadLetterPublisher::produce(const BatchRecord& item) {
     const auto& verdict = *item.pending.dead_letter;
     const std::string topic =
         item.binding ? item.binding->dead_letter_topic : item.pending.record.topic.value + ".dlq";
@@ -169,7 +169,7 @@ void DeadLetterPublisher::produce(const BatchItem& item) {
     }
 }
 
-void DeadLetterPublisher::unrecorded(BatchItem& item, Failure failure, const std::string& why) {
+void DeadLetterPublisher::unrecorded(BatchRecord& item, Failure failure, const std::string& why) {
     // The verdict stays: the next try only records it, the handler does not run again.
     auto& p = item.pending;
     const int bound = item.binding ? item.binding->max_attempts : 1;

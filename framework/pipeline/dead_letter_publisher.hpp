@@ -10,14 +10,13 @@
 // delivery failure reported during one worker's flush can never be taken for
 // (or hidden from) another worker's dead letters.
 #include <chrono>
-#include <deque>
 #include <functional>
 
 #include <spdlog/logger.h>
 
 #include "config/config.hpp"
 #include "kafka/producer.hpp"
-#include "pipeline/batch_item.hpp"
+#include "pipeline/batch.hpp"
 #include "pipeline/failure_matrix.hpp"
 #include "pipeline/pipeline_stats.hpp"
 #include "pipeline/postgres_session.hpp"
@@ -35,16 +34,16 @@ public:
     DeadLetterPublisher(const DeadLetterPublisher&) = delete;
     DeadLetterPublisher& operator=(const DeadLetterPublisher&) = delete;
 
-    // Every item whose fate is Fate::dead_letter leaves finished (recorded, or
+    // Every record whose fate is Fate::dead_letter leaves finished (recorded, or
     // found recorded or applied already) or requeued (not recorded this time).
     // Never throws.
-    void publish(std::deque<BatchItem>& items);
+    void publish(Batch& batch);
 
 private:
     // Produces one dead letter and waits for its acknowledgement; without its
     // value if it is too large. Throws KafkaError.
-    void produce(const BatchItem& item);
-    void unrecorded(BatchItem& item, Failure failure, const std::string& why);
+    void produce(const BatchRecord& item);
+    void unrecorded(BatchRecord& item, Failure failure, const std::string& why);
 
     const Config& config_;
     PipelineStats& stats_;

@@ -5,7 +5,7 @@
 #include <exo/errors.hpp>
 
 #include "kafka/kafka_error.hpp"
-#include "pg/batch_transaction.hpp"
+#include "pg/explicit_transaction.hpp"
 #include "pg/pg_errors.hpp"
 #include "redis/redis_error.hpp"
 

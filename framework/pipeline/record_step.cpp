@@ -12,7 +12,7 @@ RecordStepResult run_record_step(pqxx::transaction_base& tx, const RecordStepInp
                                  GapUndo undo) {
     RecordStepResult out;
     const auto& binding = in.binding;
-    const ProcessedRow row{in.group,
+    const ProcessedRow row{in.consumer_group,
                            in.key,
                            in.token,
                            in.record.topic_partition(),
@@ -34,7 +34,7 @@ RecordStepResult run_record_step(pqxx::transaction_base& tx, const RecordStepInp
     if (!start.verdict)  // another transaction created the entity first: not this record's fault
         throw ContentionError("sequence of " + in.sequence->entity + " moved concurrently");
     if (*start.verdict == SequenceVerdict::stale) {
-        update_processed(tx, in.group, in.key, StoredOutcome::stale, "");
+        update_processed(tx, in.consumer_group, in.key, StoredOutcome::stale, "");
         ++out.round_trips;
         out.outcome = Outcome::stale;
         out.stored = StoredOutcome::stale;
@@ -45,11 +45,11 @@ RecordStepResult run_record_step(pqxx::transaction_base& tx, const RecordStepInp
         if (undo == GapUndo::rollback_to_savepoint)
             tx.exec(kRollbackRecord);
         else
-            delete_processed(tx, in.group, in.key);
+            delete_processed(tx, in.consumer_group, in.key);
         // When it was first seen waiting is kept in PostgreSQL (server time),
         // so the timeout survives rebalances and restarts; a sighting in a
         // transaction that rolls back never happened.
-        const auto waited = record_gap(tx, in.group, in.key);
+        const auto waited = record_gap(tx, in.consumer_group, in.key);
         out.round_trips += 2;
         out.gap_expired = gap_expiry(binding, in.sequence->entity, in.sequence->sequence, waited);
         return out;
@@ -81,7 +81,7 @@ RecordStepResult run_handler_step(pqxx::transaction_base& tx, const RecordStepIn
             std::chrono::steady_clock::now() - started);
     if (!ctx.emitted().empty()) {
         // In the record's transaction (and savepoint): published only if it commits.
-        write_outbox(tx, in.group, ctx.emitted());
+        write_outbox(tx, in.consumer_group, ctx.emitted());
         ++out.round_trips;
     }
     if (!ctx.result().empty()) {
@@ -89,7 +89,7 @@ RecordStepResult run_handler_step(pqxx::transaction_base& tx, const RecordStepIn
             throw PermanentError("handler '" + binding.handler +
                                  "' set a result PostgreSQL cannot store (invalid UTF-8 or a "
                                  "NUL byte): encode binary results, e.g. as hex or base64");
-        update_processed(tx, in.group, in.key, StoredOutcome::applied, ctx.result());
+        update_processed(tx, in.consumer_group, in.key, StoredOutcome::applied, ctx.result());
         ++out.round_trips;
     }
     out.outcome = Outcome::applied;

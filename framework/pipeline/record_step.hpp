@@ -25,7 +25,7 @@ namespace exo {
 
 struct RecordStepInput {
     const BindingConfig& binding;
-    const std::string& group;  // kafka.group_id
+    const std::string& consumer_group;  // kafka.group_id
     const Record& record;
     const std::string& key;  // the idempotency key as stored
     JsonPayload& payload;
@@ -66,7 +66,7 @@ RecordStepResult run_record_step(pqxx::transaction_base& tx, const RecordStepInp
                                  GapUndo undo);
 
 // The handler's part alone, for a record whose dedup row and sequence the
-// set-based start of its group already wrote (pg/group_start.hpp); what
+// set-based start of its transaction's records already wrote (pg/record_start.hpp); what
 // run_record_step does after its start. Errors as run_record_step.
 RecordStepResult run_handler_step(pqxx::transaction_base& tx, const RecordStepInput& in);
 

@@ -8,7 +8,7 @@
 #include <random>
 
 #include "core/backoff.hpp"
-#include "pg/batch_transaction.hpp"
+#include "pg/explicit_transaction.hpp"
 #include "pg/retention_statements.hpp"
 #include "pg/session.hpp"
 #include "pipeline/prune_throttle.hpp"
@@ -138,9 +138,9 @@ std::size_t RetentionPruner::prune_until_caught_up(pqxx::connection& connection,
         for (auto& target : targets) {
             if (target.done) continue;
             const auto started = Clock::now();
-            BatchTransaction batch(connection);
-            const auto chunk = target.prune(batch.statements());
-            batch.commit();
+            ExplicitTransaction transaction(connection);
+            const auto chunk = target.prune(transaction.statements());
+            transaction.commit();
             stats_.retention.pruned[target.table] += chunk.deleted;
             deleted[target.table] += chunk.deleted;
             target.done = !chunk.more;

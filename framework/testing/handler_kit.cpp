@@ -1,6 +1,7 @@
 // exo::testing::HandlerKit (exo/testing.hpp): one record at a time through the
-// steps a worker runs for a record of its careful run (pipeline/worker.cpp:
-// prepare_items, run_one, record_failed, record_contended, dead_letter_step),
+// steps a worker runs for a record of its careful pass (pipeline/passes/: the
+// key pass, run_record, FatePolicy::record_failed and record_contended, the
+// dead-letter step),
 // on the framework's own key derivation, statements and error classification.
 // What the worker does per batch (claims, the optimistic run, producing dead
 // letters, offsets) is left out; the file comment of exo/testing.hpp says how
@@ -22,7 +23,7 @@
 #include "config/config.hpp"
 #include "core/key_derivation.hpp"
 #include "core/text.hpp"
-#include "pg/batch_transaction.hpp"
+#include "pg/explicit_transaction.hpp"
 #include "pg/framework_statements.hpp"
 #include "pg/migrations.hpp"
 #include "pg/pg_errors.hpp"
@@ -38,7 +39,7 @@ namespace {
 constexpr const char* kSavepoint = "SAVEPOINT exo_record";
 constexpr const char* kReleaseSavepoint = "RELEASE SAVEPOINT exo_record";
 
-// The daemon's reasons (pipeline/worker.cpp), so a test reads what an operator
+// The daemon's reasons (pipeline/passes/), so a test reads what an operator
 // would read in the dead letter.
 
 std::string not_a_std_exception(const std::string& handler) {
@@ -281,10 +282,10 @@ Delivery HandlerKit::State::deliver(const TestRecord& in) {
     return out;
 }
 
-// The record's transaction: BEGIN, its part, COMMIT (worker.cpp: run_transaction).
+// The record's transaction: BEGIN, its part, COMMIT (passes/transaction_pass.cpp: commit_records).
 Verdict HandlerKit::State::run(const Record& record, JsonPayload& payload, const std::string& key,
                                int& attempts) {
-    BatchTransaction batch(*connection);
+    ExplicitTransaction batch(*connection);
     Verdict verdict = run_record(batch.statements(), record, payload, key, attempts);
     try {
         batch.commit();
@@ -297,8 +298,8 @@ Verdict HandlerKit::State::run(const Record& record, JsonPayload& payload, const
     return verdict;
 }
 
-// worker.cpp: run_one in the careful pass, with the savepoint statements of
-// Worker::savepoint for a single record, on the worker's own record step.
+// passes/careful_pass.cpp: run_record in the careful pass, with its savepoint
+// statements for a single record, on the worker's own record step.
 Verdict HandlerKit::State::run_record(pqxx::transaction_base& tx, const Record& record,
                                       JsonPayload& payload, const std::string& key, int& attempts) {
     // Read before anything is written: a bad sequence field is the record's
@@ -346,7 +347,7 @@ Verdict HandlerKit::State::run_record(pqxx::transaction_base& tx, const Record& 
     }
 }
 
-// worker.cpp: record_failed and record_contended, on the same failure matrix.
+// passes/fate_policy.cpp: record_failed and record_contended, on the same failure matrix.
 Verdict HandlerKit::State::failed(int& attempts, Failure failure, const std::string& why) const {
     if (counts_as_attempt(failure)) ++attempts;
     switch (decide_record_failure(failure, attempts, binding.max_attempts)) {
@@ -367,13 +368,13 @@ Verdict HandlerKit::State::failed(int& attempts, Failure failure, const std::str
     return {Outcome::retry, why, {}};
 }
 
-// worker.cpp: dead_letter_step without the produce. Returns the verdict that
+// pipeline/dead_letter_publisher.cpp without the produce. Returns the verdict that
 // replaces the dead letter when the key's row exists already.
 std::optional<Verdict> HandlerKit::State::record_dead_letter(const Verdict& verdict,
                                                              const Record& record,
                                                              const std::string& key) {
     if (key.empty() || (!verdict.record_key && !verdict.clears_gap)) return std::nullopt;
-    BatchTransaction batch(*connection);
+    ExplicitTransaction batch(*connection);
     auto& tx = batch.statements();
     if (verdict.record_key) {
         auto existing = insert_processed(

@@ -3,7 +3,7 @@
 // pqxx::nontransaction. Why not pqxx::work: libpqxx 6.4's dbtransaction aborts
 // the whole transaction when a statement run with exec() fails (exec_prepared
 // does not), after which ROLLBACK TO SAVEPOINT is impossible and one handler's
-// constraint violation would sink its batch on every retry. Here a failed
+// constraint violation would sink its transaction on every retry. Here a failed
 // statement leaves the server-side transaction for the caller to roll back to
 // a savepoint.
 //
@@ -26,12 +26,12 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-class BatchTransaction {
+class ExplicitTransaction {
 public:
-    explicit BatchTransaction(pqxx::connection& connection);
-    BatchTransaction(const BatchTransaction&) = delete;
-    BatchTransaction& operator=(const BatchTransaction&) = delete;
-    ~BatchTransaction();
+    explicit ExplicitTransaction(pqxx::connection& connection);
+    ExplicitTransaction(const ExplicitTransaction&) = delete;
+    ExplicitTransaction& operator=(const ExplicitTransaction&) = delete;
+    ~ExplicitTransaction();
 
     // For the framework's statements and the handler's.
     pqxx::transaction_base& statements() { return tx_; }

@@ -1,4 +1,4 @@
-#include "pg/group_start.hpp"
+#include "pg/record_start.hpp"
 
 #include <algorithm>
 #include <map>
@@ -14,21 +14,21 @@
 namespace exo {
 namespace {
 
-constexpr const char* kGroupStart = "exo_group_start";
-constexpr const char* kGroupExisting = "exo_group_existing";
-constexpr const char* kGroupSequences = "exo_group_sequences";
+constexpr const char* kRecordsStart = "exo_records_start";
+constexpr const char* kRecordsExisting = "exo_records_existing";
+constexpr const char* kRecordsSequences = "exo_records_sequences";
 constexpr const char* kLockEntities = "exo_lock_entities";
 
-// Statement A inserts every dedup row and locks every entity of the group. Rows
+// Statement A inserts every dedup row and locks every entity of the transaction's records. Rows
 // answer either an inserted key (first column NULL) or an entity that exists:
 // its 1-based position in the entity arrays and its last sequence. The entities
 // come sorted and unique, and each is probed by a LATERAL subquery with LIMIT 1
 // (one primary-key probe per entity, whatever the statistics; a join with
 // unnest() may get a generic plan that scans the table), so every transaction
-// locks entity rows in one global order and two groups sharing entities wait
+// locks entity rows in one global order and two transactions sharing entities wait
 // for each other instead of deadlocking. The keys come sorted as well, and
 // `ORDER BY` keeps the insert in that order whatever the plan.
-constexpr const char* kGroupStartSql =
+constexpr const char* kRecordsStartSql =
     "WITH ins AS (INSERT INTO exo_processed (consumer_group, idempotency_key, fencing_token,"
     " topic, kafka_partition, kafka_offset, outcome, applied_by)"
     " SELECT $1::text, u.k, u.t, u.tp, u.p, u.o, 'APPLIED', $7::text"
@@ -51,7 +51,7 @@ constexpr const char* kLockEntitiesSql =
 
 // The rows of keys that were already there (a separate statement, as in
 // start_record: it sees rows committed while the insert waited for them).
-constexpr const char* kGroupExistingSql =
+constexpr const char* kRecordsExistingSql =
     "SELECT u.k, p.outcome, p.result FROM unnest($2::text[]) AS u(k),"
     " LATERAL (SELECT outcome, coalesce(result, '') AS result FROM exo_processed"
     " WHERE consumer_group = $1 AND idempotency_key = u.k LIMIT 1) AS p";
@@ -60,7 +60,7 @@ constexpr const char* kGroupExistingSql =
 // moved (their row exists and is ours); new ones are created with DO NOTHING,
 // and a creation that finds a row means a concurrent transaction created the
 // entity after statement A read it as new: the plan is void.
-constexpr const char* kGroupSequencesSql =
+constexpr const char* kRecordsSequencesSql =
     "WITH moved AS (INSERT INTO exo_sequences AS s (handler, entity, last_sequence)"
     " SELECT h, e, q FROM unnest($1::text[], $2::text[], $3::bigint[]) AS u(h, e, q)"
     " ON CONFLICT (handler, entity) DO UPDATE"
@@ -73,8 +73,8 @@ constexpr const char* kGroupSequencesSql =
 
 // Stale rows say so; gap rows go and their first sighting is kept. Rare, so not
 // prepared: a custom plan sees how few keys the arrays hold and probes the
-// primary key (a generic plan of "= ANY(array)" may scan the whole group).
-constexpr const char* kGroupSettleSql =
+// primary key (a generic plan of "= ANY(array)" may scan the whole consumer group).
+constexpr const char* kRecordsSettleSql =
     "WITH st AS (UPDATE exo_processed SET outcome = 'STALE', result = NULL"
     " WHERE consumer_group = $1::text AND idempotency_key = ANY($2::text[])),"
     " del AS (DELETE FROM exo_processed"
@@ -92,10 +92,10 @@ using EntityId = std::pair<std::string, std::string>;  // (handler, entity)
 
 }  // namespace
 
-void prepare_group_statements(pqxx::connection_base& c) {
-    c.prepare(kGroupStart, kGroupStartSql);
-    c.prepare(kGroupExisting, kGroupExistingSql);
-    c.prepare(kGroupSequences, kGroupSequencesSql);
+void prepare_record_start_statements(pqxx::connection_base& c) {
+    c.prepare(kRecordsStart, kRecordsStartSql);
+    c.prepare(kRecordsExisting, kRecordsExistingSql);
+    c.prepare(kRecordsSequences, kRecordsSequencesSql);
     c.prepare(kLockEntities, kLockEntitiesSql);
 }
 
@@ -113,9 +113,9 @@ int lock_entities(pqxx::transaction_base& tx, const std::vector<SequenceStep>& s
     return 1;
 }
 
-GroupStart start_group(pqxx::transaction_base& tx, const std::string& group,
-                       const std::vector<GroupRecord>& records) {
-    GroupStart out;
+RecordsStart start_records(pqxx::transaction_base& tx, const std::string& consumer_group,
+                           const std::vector<RecordToStart>& records) {
+    RecordsStart out;
     out.records.resize(records.size());
     if (records.empty()) return out;
 
@@ -133,12 +133,12 @@ GroupStart start_group(pqxx::transaction_base& tx, const std::string& group,
     // The dedup rows go in sorted by key, too: two transactions that insert
     // some of the same keys (two copies of one event in two partitions, with
     // Redis forgetful or skipped) then wait for each other instead of
-    // deadlocking. (Their order in the group is the partitions'.)
-    std::vector<const GroupRecord*> by_key;
+    // deadlocking. (Their order among the records is the partitions'.)
+    std::vector<const RecordToStart*> by_key;
     by_key.reserve(records.size());
     for (const auto& r : records) by_key.push_back(&r);
     std::sort(by_key.begin(), by_key.end(),
-              [](const GroupRecord* a, const GroupRecord* b) { return a->key < b->key; });
+              [](const RecordToStart* a, const RecordToStart* b) { return a->key < b->key; });
     std::vector<std::string> keys, topics;
     std::vector<std::int64_t> tokens, offsets;
     std::vector<std::int32_t> partitions;
@@ -150,9 +150,10 @@ GroupStart start_group(pqxx::transaction_base& tx, const std::string& group,
         partitions.push_back(r.partition.partition.value);
         offsets.push_back(r.offset.value);
     }
-    auto started = tx.exec_prepared(kGroupStart, group, text_array(keys), int_array(tokens),
-                                    text_array(topics), int_array(partitions), int_array(offsets),
-                                    process_identity(), text_array(handlers), text_array(entities));
+    auto started =
+        tx.exec_prepared(kRecordsStart, consumer_group, text_array(keys), int_array(tokens),
+                         text_array(topics), int_array(partitions), int_array(offsets),
+                         process_identity(), text_array(handlers), text_array(entities));
     ++out.round_trips;
     std::unordered_set<std::string> inserted;
     std::vector<std::optional<std::int64_t>> last(entities.size());
@@ -168,7 +169,8 @@ GroupStart start_group(pqxx::transaction_base& tx, const std::string& group,
         if (!inserted.contains(r.key)) known.push_back(r.key);
     std::unordered_map<std::string, ExistingRow> existing;
     if (!known.empty()) {
-        for (const auto& row : tx.exec_prepared(kGroupExisting, group, text_array(known))) {
+        for (const auto& row :
+             tx.exec_prepared(kRecordsExisting, consumer_group, text_array(known))) {
             auto key = row[0].as<std::string>();
             existing.emplace(
                 key, existing_row_of(key, row[1].as<std::string>(), row[2].as<std::string>()));
@@ -213,7 +215,7 @@ GroupStart start_group(pqxx::transaction_base& tx, const std::string& group,
         q.push_back(*plan.last[e]);
     }
     if (!moved_e.empty() || !created_e.empty()) {
-        auto written = tx.exec_prepared(kGroupSequences, text_array(moved_h), text_array(moved_e),
+        auto written = tx.exec_prepared(kRecordsSequences, text_array(moved_h), text_array(moved_e),
                                         int_array(moved_q), text_array(created_h),
                                         text_array(created_e), int_array(created_q));
         ++out.round_trips;
@@ -231,7 +233,8 @@ GroupStart start_group(pqxx::transaction_base& tx, const std::string& group,
         if (verdict == SequenceVerdict::gap) gaps.push_back(records[i].key);
     }
     if (stale.empty() && gaps.empty()) return out;
-    auto settled = tx.exec_params(kGroupSettleSql, group, text_array(stale), text_array(gaps));
+    auto settled =
+        tx.exec_params(kRecordsSettleSql, consumer_group, text_array(stale), text_array(gaps));
     ++out.round_trips;
     std::unordered_map<std::string, std::int64_t> waited;
     for (const auto& row : settled) waited[row[0].as<std::string>()] = row[1].as<std::int64_t>();
@@ -242,13 +245,13 @@ GroupStart start_group(pqxx::transaction_base& tx, const std::string& group,
     return out;
 }
 
-void store_results(pqxx::transaction_base& tx, const std::string& group,
+void store_results(pqxx::transaction_base& tx, const std::string& consumer_group,
                    const std::vector<std::string>& keys, const std::vector<std::string>& results) {
     tx.exec_params(
         "UPDATE exo_processed p SET result = r.result"
         " FROM unnest($2::text[], $3::text[]) AS r(idempotency_key, result)"
         " WHERE p.consumer_group = $1::text AND p.idempotency_key = r.idempotency_key",
-        group, text_array(keys), text_array(results));
+        consumer_group, text_array(keys), text_array(results));
 }
 
 }  // namespace exo

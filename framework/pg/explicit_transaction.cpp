@@ -1,15 +1,15 @@
-#include "pg/batch_transaction.hpp"
+#include "pg/explicit_transaction.hpp"
 
 #include <pqxx/pqxx>
 
 namespace exo {
 
-BatchTransaction::BatchTransaction(pqxx::connection& connection) : tx_(connection) {
+ExplicitTransaction::ExplicitTransaction(pqxx::connection& connection) : tx_(connection) {
     tx_.exec("BEGIN");
     open_ = true;
 }
 
-BatchTransaction::~BatchTransaction() {
+ExplicitTransaction::~ExplicitTransaction() {
     if (!open_) return;
     try {
         tx_.exec("ROLLBACK");
@@ -18,7 +18,7 @@ BatchTransaction::~BatchTransaction() {
     }
 }
 
-void BatchTransaction::commit() {
+void ExplicitTransaction::commit() {
     open_ = false;  // whatever happens now, ROLLBACK cannot undo it
     try {
         // PostgreSQL answers COMMIT of an aborted transaction with the command tag
@@ -39,7 +39,7 @@ void BatchTransaction::commit() {
     }
 }
 
-void BatchTransaction::rollback() {
+void ExplicitTransaction::rollback() {
     open_ = false;
     tx_.exec("ROLLBACK");
 }

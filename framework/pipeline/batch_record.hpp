@@ -1,5 +1,6 @@
 #pragma once
-// One record's state while its batch runs through the protocol steps.
+// One record's state while its batch runs through the passes of docs/design.md
+// section 5: what the passes learned about it, and its fate so far.
 #include <chrono>
 #include <optional>
 #include <string>
@@ -20,12 +21,14 @@ enum class Fate {
     dead_letter,  // to the DLQ with `error`, then finished
 };
 
-struct BatchItem {
-    explicit BatchItem(PendingRecord&& p) : pending(std::move(p)), payload(pending.record.value) {}
-    BatchItem(const BatchItem&) = delete;  // payload points into pending.record
+struct BatchRecord {
+    BatchRecord(PendingRecord&& p, std::size_t position_in_batch)
+        : pending(std::move(p)), payload(pending.record.value), position(position_in_batch) {}
+    BatchRecord(const BatchRecord&) = delete;  // payload points into pending.record
 
     PendingRecord pending;
     JsonPayload payload;
+    const std::size_t position;  // in its batch, which is in partition order
     const BindingConfig* binding = nullptr;
     std::string key;                    // empty if it could not be derived
     std::optional<FencingToken> token;  // set while we hold the Redis claim
@@ -37,7 +40,7 @@ struct BatchItem {
     bool in_transaction = false;  // taken into this batch's transaction (not settled by Redis)
     bool committed = false;       // ... and that transaction committed: its fate is durable
     bool handler_ran = false;     // handle() was called in this batch (a re-run is a rerun)
-    // The set-based start of its group wrote its dedup row and moved its
+    // The set-based start of its transaction wrote its dedup row and moved its
     // sequence: only its handler is left to run (docs/design.md section 4.1).
     bool framework_started = false;
     std::string result;                  // handler result, or the stored one

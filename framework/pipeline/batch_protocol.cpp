@@ -1,0 +1,95 @@
+#include "pipeline/batch_protocol.hpp"
+
+#include "core/text.hpp"
+#include "pipeline/passes/keys.hpp"
+
+namespace exo {
+
+BatchProtocol::BatchProtocol(const Config& config, const HandlerRegistry& registry,
+                             const ProducerOptions& dead_letter_producer, PipelineStats& stats,
+                             Failpoints& failpoints, const std::string& owner, spdlog::logger& log)
+    : config_(config),
+      stats_(stats),
+      failpoints_(failpoints),
+      log_(log),
+      fate_(config.pipeline, stats, log),
+      handlers_(config, registry),
+      redis_(config, owner, log, [this](int failures) { return fate_.delay(failures); }),
+      postgres_(
+          config.postgres, [this](pqxx::connection& c) { handlers_.prepare(c); }, log),
+      dead_letters_(config, dead_letter_producer, stats, log, postgres_, redis_,
+                    [this](int failures) { return fate_.delay(failures); }),
+      claims_(config, redis_, stats, log, fate_),
+      transactions_(PassContext{config, handlers_, stats, log, fate_}, postgres_) {}
+
+BatchEnd BatchProtocol::transact(Batch& batch, LeaseKeeper& leases) {
+    try {
+        key_pass(batch, config_.bindings, fate_.delay(1));
+        claims_.claim(batch);
+        failpoints_.hit("after_claim");
+        leases.hold(batch.open_claims());
+        transactions_.run(batch);
+    } catch (const std::exception& e) {
+        return batch_failed(batch, e);
+    } catch (...) {
+        // Nothing exo throws gets here; a handler's foreign exception escaping a
+        // step must not end the worker thread (and the process) all the same.
+        return batch_failed(batch, std::runtime_error("an exception that is not a std::exception"));
+    }
+    failpoints_.hit("after_pg_commit");
+    dependency_failures_ = 0;
+    postgres_.answered();
+    return BatchEnd::went_through;
+}
+
+void BatchProtocol::settle(Batch& batch, LeaseKeeper& leases) {
+    // What a committed transaction settled is completed even when later records
+    // of the batch failed (batch_failed leaves it alone).
+    claims_.complete(batch);
+    // Completed claims need no renewal; abandoned ones (a revoke's deadline
+    // passed) are not renewed again: the keeper ignores this hold() then.
+    leases.hold(batch.open_claims());
+    // Dead letters decided before a failure (a bad key, a record out of attempts)
+    // are recorded whatever happened to the rest of the batch.
+    dead_letters_.publish(batch);
+    leases.clear();
+    // A batch in hand is always finished, even when stopping: its claims and offsets settle.
+    claims_.release(batch);
+}
+
+BatchEnd BatchProtocol::batch_failed(Batch& batch, const std::exception& e) {
+    stats_.batch_failures++;
+    const Failure failure = classify(e);
+    const bool prepare_failed = failure == Failure::handler_unprepared;
+    const bool pg_gone = failure == Failure::postgres_down;
+    if (pg_gone || prepare_failed) postgres_.drop();
+    // Each dependency has its own backoff; a handler that cannot prepare is
+    // retried slowly, at the longest.
+    std::chrono::milliseconds delay = fate_.delay(1);
+    if (pg_gone) delay = fate_.delay(postgres_.failed());
+    if (failure == Failure::redis_down) delay = fate_.delay(std::max(1, redis_.failures()));
+    if (failure == Failure::dependency_down) delay = fate_.delay(++dependency_failures_);
+    if (prepare_failed) delay = config_.pipeline.retry_backoff_max;
+
+    const std::string why = printable_text(e.what());
+    if (prepare_failed) {
+        if (!postgres_.prepare_failing())
+            log_.error(
+                "{}; {} records wait and the worker reports not ready until it succeeds "
+                "(retried every {} ms)",
+                why, batch.size(), delay.count());
+        postgres_.mark_prepare_failing();
+    } else if (!pg_gone || !postgres_.outage_logged()) {
+        // Once per outage, not once per retry: an operator needs the state change.
+        log_.warn("batch of {} put back ({}): {}", batch.size(),
+                  counts_as_attempt(failure)       ? "counted as an attempt of its records"
+                  : failure == Failure::contention ? "a lock held elsewhere, uncounted"
+                                                   : "dependency down",
+                  why);
+    }
+    if (pg_gone) postgres_.mark_outage_logged();
+    fate_.batch_failed(batch, failure, delay, why);
+    return pauses_the_worker(failure) ? BatchEnd::paused : BatchEnd::failed;
+}
+
+}  // namespace exo

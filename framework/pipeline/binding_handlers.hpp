@@ -1,0 +1,39 @@
+#pragma once
+// One worker's handler instances: one per binding, since bindings that share
+// a handler class may differ in options. Each prepares its statements on every
+// new connection of the worker.
+//
+// Thread-safety: none; the worker's thread only (handlers are not shared).
+#include <map>
+#include <memory>
+#include <string>
+
+#include <pqxx/connection>
+
+#include <exo/batch_handler.hpp>
+#include "config/config.hpp"
+#include "pipeline/handler_registry.hpp"
+
+namespace exo {
+
+class BindingHandlers {
+public:
+    // Throws what HandlerRegistry::create throws.
+    BindingHandlers(const Config& config, const HandlerRegistry& registry);
+
+    Handler& handler(const BindingConfig& binding) const { return *handlers_.at(binding.topic); }
+    // The binding's handler if it is a BatchHandler, else nullptr.
+    BatchHandler* batch_handler(const BindingConfig& binding) const;
+
+    // Every binding's handler prepares its statements on a new connection.
+    // Throws what PostgreSQL throws for a lost connection, HandlerPrepareError
+    // (pipeline/failure_matrix.hpp) for anything else.
+    void prepare(pqxx::connection& connection);
+
+private:
+    const Config& config_;
+    std::map<std::string, std::unique_ptr<Handler>> handlers_;  // by binding topic
+    std::map<std::string, BatchHandler*> batch_handlers_;       // those that are, by topic
+};
+
+}  // namespace exo

@@ -1,0 +1,114 @@
+#include "pipeline/passes/batch_handler_call.hpp"
+
+#include "core/text.hpp"
+#include "outbox/outbox_writer.hpp"
+#include "pg/pg_errors.hpp"
+#include "pg/record_start.hpp"
+
+namespace exo {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The handler's view of the run: one entry per record, pointing into it. (The
+// one place a BatchContext's entries are made.)
+std::vector<BatchContext::Entry> entries_of(const Run& run) {
+    std::vector<BatchContext::Entry> entries(run.size());
+    for (std::size_t n = 0; n < run.size(); ++n) {
+        auto& record = *run[n];
+        entries[n] = {&record.pending.record,
+                      &record.key,
+                      &record.payload,
+                      record.pending.attempts + 1,
+                      record.handler_ran,
+                      {},
+                      {}};
+        record.handler_ran = true;  // a later run of it in this batch is a rerun
+    }
+    return entries;
+}
+
+// What a BatchRecordFailed's cause means; throws what pauses the worker.
+std::pair<Failure, std::string> cause_of(const BatchRecordFailed& e, const std::string& handler) {
+    if (!e.cause()) return {Failure::retryable, printable_text(e.what())};
+    try {
+        std::rethrow_exception(e.cause());
+    } catch (const std::exception& cause) {
+        const Failure failure = classify(cause);
+        if (pauses_the_worker(failure)) throw;  // the whole batch waits
+        return {failure, failure == Failure::aborted_transaction ? swallowed_error_reason(handler)
+                                                                 : printable_text(cause.what())};
+    } catch (...) {
+        return {Failure::retryable,
+                "handler '" + handler +
+                    "' failed a record with an exception that is not a std::exception"};
+    }
+}
+
+}  // namespace
+
+RunResult call_batch_handler(const PassContext& ctx, pqxx::transaction_base& tx,
+                             BatchHandler& handler, const Run& run) {
+    const auto& binding = *run.front()->binding;
+    auto entries = entries_of(run);
+    BatchContext context(tx, entries, ctx.log, ctx.config.outbox.max_message_bytes);
+    ctx.stats.postgres_round_trips++;  // a handler's statements, at least one
+    const auto started = Clock::now();
+    std::chrono::microseconds took{0};  // handle_batch() alone, as handle() on the per-record path
+    try {
+        handler.handle_batch(context);
+        took = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started);
+        // Its emits, every record's in batch order, in one statement of its
+        // transaction: failing like one of its statements (a handler that
+        // swallowed a database error left the transaction aborted) sends the
+        // records to the careful pass, which finds the record alone.
+        std::vector<OutboxMessage> emitted;
+        for (auto& entry : entries)
+            for (auto& message : entry.emitted) emitted.push_back(std::move(message));
+        if (!emitted.empty()) {
+            write_outbox(tx, ctx.config.kafka.group_id, emitted);
+            ctx.stats.postgres_round_trips++;
+        }
+    } catch (const BatchRecordFailed& e) {
+        auto [failure, why] = cause_of(e, binding.handler);
+        if (e.index() < run.size())
+            return RunResult::failed(why, NamedFailure{run[e.index()], failure, why});
+        ctx.log.warn(
+            "handler '{}' named record {} of a batch of {} as failed; running each record alone "
+            "to find it",
+            binding.handler, e.index(), run.size());
+        return RunResult::failed(why);
+    } catch (const std::exception& e) {
+        if (pauses_the_worker(classify(e))) throw;  // the whole batch waits for the dependency
+        // Which record failed is unknown: the careful pass runs each alone.
+        return RunResult::failed(printable_text(e.what()));
+    } catch (...) {
+        return RunResult::failed("handler '" + binding.handler +
+                                 "' threw an exception that is not a std::exception");
+    }
+    ctx.stats.handler_ran(binding.topic, took, run.size());
+    std::vector<std::string> keys;
+    std::vector<std::string> results;
+    for (std::size_t n = 0; n < run.size(); ++n) {
+        if (entries[n].result.empty()) continue;
+        if (!is_postgres_text(entries[n].result)) {
+            std::string why = "handler '" + binding.handler +
+                              "' set a result PostgreSQL cannot store (invalid UTF-8 or a NUL "
+                              "byte): encode binary results, e.g. as hex or base64";
+            return RunResult::failed(why, NamedFailure{run[n], Failure::permanent, why});
+        }
+        keys.push_back(run[n]->key);
+        results.push_back(entries[n].result);
+    }
+    if (!keys.empty()) {
+        store_results(tx, ctx.config.kafka.group_id, keys, results);
+        ctx.stats.postgres_round_trips++;
+    }
+    for (std::size_t n = 0; n < run.size(); ++n) {
+        run[n]->result = std::move(entries[n].result);
+        run[n]->finish(Outcome::applied);
+    }
+    return RunResult::ran();
+}
+
+}  // namespace exo

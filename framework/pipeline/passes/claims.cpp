@@ -1,0 +1,125 @@
+#include "pipeline/passes/claims.hpp"
+
+#include "core/log_context.hpp"
+#include "redis/redis_error.hpp"
+
+namespace exo {
+
+Claims::Claims(const Config& config, RedisSession& redis, PipelineStats& stats, spdlog::logger& log,
+               FatePolicy& fate)
+    : config_(config), redis_(redis), stats_(stats), log_(log), fate_(fate) {}
+
+void Claims::claim(Batch& batch) {
+    std::vector<BatchRecord*> claiming;
+    std::vector<std::string> keys;
+    for (auto& record : batch)
+        if (record.fate == Fate::pending) {
+            claiming.push_back(&record);
+            keys.push_back(record.key);
+        }
+    if (keys.empty()) return;
+    const bool postgres_only = config_.pipeline.on_redis_down == RedisDownPolicy::postgres_only;
+    ClaimStore* claims = redis_.claims();
+    if (claims == nullptr) {
+        if (postgres_only) return;
+        throw RedisIoError("Redis is unreachable (on_redis_down: pause)");
+    }
+    std::vector<ClaimResult> results;
+    try {
+        auto before = redis_.round_trips();
+        results = claims->claim(keys, config_.claim.lease);
+        stats_.redis_round_trips += redis_.round_trips() - before;
+    } catch (const RedisError& e) {
+        // A whole call failed (claim() gave back what the other calls acquired):
+        // an outage. Only a closed connection is dropped.
+        redis_.failed();
+        if (postgres_only) {
+            log_.warn("Redis failed ({}); continuing on the PostgreSQL dedup row alone", e.what());
+            return;
+        }
+        throw;
+    }
+    redis_.answered();
+    for (std::size_t n = 0; n < claiming.size(); ++n) {
+        auto& record = *claiming[n];
+        const auto& r = results[n];
+        switch (r.status) {
+            case ClaimStatus::acquired:
+            case ClaimStatus::taken_over:
+                record.token = r.token;
+                break;
+            case ClaimStatus::duplicate:
+                if (record.fate == Fate::pending)
+                    record.finish_duplicate(Outcome::duplicate_redis, StoredOutcome::applied,
+                                            r.stored_result);
+                break;
+            case ClaimStatus::dead_lettered:
+                if (record.fate == Fate::pending)
+                    record.finish_duplicate(Outcome::duplicate_redis, StoredOutcome::dead_lettered,
+                                            r.stored_result);
+                break;
+            case ClaimStatus::failed: {
+                // This key alone: its record fails, counted and bounded, its
+                // partition held; the rest of the batch goes on. Loud, because
+                // only an operator can repair the key.
+                const auto& pr = record.pending.record;
+                LogContext log_context(pr.topic, pr.partition, pr.offset, record.key);
+                log_.error(
+                    "the Redis claim of key '{}' failed ({}); its record fails this attempt and "
+                    "is dead-lettered after max_attempts: delete or repair that Redis key",
+                    record.key, r.error);
+                if (record.fate == Fate::pending)
+                    fate_.record_failed(batch, record, Failure::retryable, r.error);
+                break;
+            }
+            case ClaimStatus::conflict:
+                fate_.claim_conflict(batch, record, r.retry_after);
+                break;
+        }
+    }
+}
+
+void Claims::complete(Batch& batch) {
+    std::vector<CompleteRequest> requests;
+    for (auto& record : batch) {
+        if (record.fate != Fate::finished || !record.token) continue;
+        if (record.outcome == Outcome::duplicate_redis) continue;  // Redis said so itself
+        requests.push_back({record.key, *record.token, record.result, record.stored});
+        record.token.reset();  // the claim is settled one way or the other
+    }
+    ClaimStore* claims = redis_.connected();
+    if (requests.empty() || claims == nullptr) return;
+    try {
+        auto before = redis_.round_trips();
+        auto statuses = claims->complete(requests, config_.claim.completed_ttl);
+        stats_.redis_round_trips += redis_.round_trips() - before;
+        for (auto s : statuses)
+            if (s == FinishStatus::lost) stats_.lost_completions++;
+    } catch (const RedisError& e) {
+        // The effects are committed and the dedup rows say so: a claim left
+        // PROCESSING expires after its lease and the next owner finds the row.
+        log_.warn("could not mark {} claims completed (harmless, PostgreSQL holds the truth): {}",
+                  requests.size(), e.what());
+        redis_.failed();
+    }
+}
+
+void Claims::release(Batch& batch) {
+    std::vector<TokenRequest> requests;
+    for (auto& record : batch)
+        if (record.token) {  // not settled by complete(): give it back
+            requests.push_back({record.key, *record.token});
+            record.token.reset();
+        }
+    ClaimStore* claims = redis_.connected();
+    if (requests.empty() || claims == nullptr) return;
+    try {
+        claims->release(requests);
+    } catch (const RedisError& e) {
+        // The claims expire after their lease; only latency is lost.
+        log_.warn("could not release {} claims: {}", requests.size(), e.what());
+        redis_.failed();
+    }
+}
+
+}  // namespace exo

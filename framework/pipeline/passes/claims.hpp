@@ -1,0 +1,45 @@
+#pragma once
+// The batch's Redis claims (docs/design.md sections 5.2 and 5.4): one
+// pipelined claim for every pending record, one complete for the records the
+// transaction settled, one release for the claims left open. Redis is only a
+// cache of the truth in PostgreSQL: a failed complete or release costs
+// latency (the claims expire after their lease), never correctness.
+//
+// Thread-safety: none; the worker's thread only.
+#include <spdlog/logger.h>
+
+#include "config/config.hpp"
+#include "pipeline/batch.hpp"
+#include "pipeline/passes/fate_policy.hpp"
+#include "pipeline/pipeline_stats.hpp"
+#include "pipeline/redis_session.hpp"
+
+namespace exo {
+
+class Claims {
+public:
+    // All references outlive the claims.
+    Claims(const Config& config, RedisSession& redis, PipelineStats& stats, spdlog::logger& log,
+           FatePolicy& fate);
+
+    // ACQUIRED / TAKEN_OVER: the record goes on with its token; DUPLICATE /
+    // DEAD_LETTERED: finished; CONFLICT: NACKed; a key in error: that record
+    // fails alone. Redis unreachable or a whole call failing throws RedisError
+    // under on_redis_down: pause, and claims nothing under postgres_only (the
+    // dedup row alone, token 0).
+    void claim(Batch& batch);
+    // Settles the claims of the finished records (COMPLETED with the result, or
+    // DEAD_LETTERED for a duplicate whose row says so). Never throws.
+    void complete(Batch& batch);
+    // Gives back every claim still open. Never throws.
+    void release(Batch& batch);
+
+private:
+    const Config& config_;
+    RedisSession& redis_;
+    PipelineStats& stats_;
+    spdlog::logger& log_;
+    FatePolicy& fate_;
+};
+
+}  // namespace exo

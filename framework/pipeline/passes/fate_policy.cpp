@@ -1,0 +1,103 @@
+#include "pipeline/passes/fate_policy.hpp"
+
+#include "core/log_context.hpp"
+
+namespace exo {
+
+using std::chrono::milliseconds;
+
+FatePolicy::FatePolicy(const PipelineConfig& pipeline, PipelineStats& stats, spdlog::logger& log)
+    : stats_(stats),
+      log_(log),
+      backoff_{pipeline.retry_backoff_initial, pipeline.retry_backoff_max},
+      rng_(std::random_device{}()) {}
+
+milliseconds FatePolicy::delay(int failures) {
+    return backoff_.delay(failures, std::uniform_real_distribution<double>(0, 1)(rng_));
+}
+
+void FatePolicy::record_failed(Batch& batch, BatchRecord& record, Failure failure,
+                               const std::string& why) {
+    const auto& r = record.pending.record;
+    LogContext log_context(r.topic, r.partition, r.offset, record.key);
+    const int attempts = record.pending.attempts + (counts_as_attempt(failure) ? 1 : 0);
+    record.pending.attempts = attempts;
+    switch (decide_record_failure(failure, attempts, record.binding->max_attempts)) {
+        case Action::dead_letter:
+            record.dead_letter(failure == Failure::permanent
+                                   ? why
+                                   : "gave up after " + std::to_string(attempts) +
+                                         " attempts: " + why);
+            return;
+        case Action::nack:
+            record_contended(batch, record, why);
+            return;
+        case Action::retry:
+        case Action::pause:  // not reached: a paused worker's failure never gets here
+        case Action::stall:
+            break;
+    }
+    stats_.retries++;
+    const auto wait = delay(attempts);
+    log_.info("{} attempt {} failed, retrying in {} ms: {}", record.key, attempts, wait.count(),
+              why);
+    record.requeue(wait, why);
+    batch.hold_behind(record);
+}
+
+void FatePolicy::record_contended(Batch& batch, BatchRecord& record, const std::string& why) {
+    // Like a Redis CONFLICT: another transaction (live, or frozen until the
+    // server ends it) holds a row this record needs. Not the record's fault.
+    record.pending.nacks++;
+    stats_.conflicts++;
+    record.requeue(delay(record.pending.nacks), "a row lock is held elsewhere: " + why);
+    batch.hold_behind(record);
+}
+
+void FatePolicy::claim_conflict(Batch& batch, BatchRecord& record, milliseconds lease_left) {
+    record.pending.nacks++;
+    stats_.conflicts++;
+    // The holder usually finishes long before its lease runs out: back off
+    // exponentially, never past the remaining lease.
+    const auto wait = std::min(lease_left, delay(record.pending.nacks));
+    if (record.fate == Fate::pending) record.requeue(wait, "claimed by another worker (CONFLICT)");
+    batch.hold_behind(record);
+}
+
+void FatePolicy::park_for_gap(BatchRecord& record, const std::string& entity) {
+    // Capped at 1 s so a filled gap is noticed soon.
+    const auto wait = std::min(delay(++record.pending.gap_waits), milliseconds(1000));
+    record.park(wait, "waiting for an earlier sequence of " + entity);
+}
+
+void FatePolicy::batch_failed(Batch& batch, Failure failure, milliseconds wait,
+                              const std::string& why) {
+    // A dependency down, or a handler that cannot prepare, is nobody's record's
+    // fault: everything waits, uncounted. Anything else failed around the
+    // records of the transaction (a SAVEPOINT, a ROLLBACK TO): it counts as an
+    // attempt of each of them.
+    const bool counted = counts_as_attempt(failure);
+    for (auto& record : batch) {
+        if (!record.in_transaction || record.committed) {
+            // Settled before the transaction (a Redis duplicate, a bad key, a
+            // CONFLICT), or by a transaction that committed: those answers stand.
+            if (record.fate == Fate::pending) record.requeue(wait, why);
+            continue;
+        }
+        record.reset_to_pending();
+        if (!counted) {
+            record.requeue(wait, why);
+            continue;
+        }
+        const int attempts = ++record.pending.attempts;
+        if (decide_batch_failure(failure, attempts, record.binding->max_attempts) ==
+            Action::dead_letter) {
+            record.dead_letter("gave up after " + std::to_string(attempts) + " attempts: " + why);
+        } else {
+            stats_.retries++;
+            record.requeue(delay(attempts), why);
+        }
+    }
+}
+
+}  // namespace exo

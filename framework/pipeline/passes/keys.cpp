@@ -1,0 +1,51 @@
+#include "pipeline/passes/keys.hpp"
+
+#include <unordered_set>
+
+#include <exo/errors.hpp>
+#include "core/key_derivation.hpp"
+
+namespace exo {
+
+namespace {
+
+const BindingConfig* binding_for(const std::vector<BindingConfig>& bindings,
+                                 const std::string& topic) {
+    for (const auto& b : bindings)
+        if (b.topic == topic) return &b;
+    return nullptr;
+}
+
+}  // namespace
+
+void key_pass(Batch& batch, const std::vector<BindingConfig>& bindings,
+              std::chrono::milliseconds no_binding_delay) {
+    std::unordered_set<std::string> keys_in_batch;
+    for (auto& record : batch) {
+        if (record.fate != Fate::pending) continue;
+        const auto& r = record.pending.record;
+        record.binding = binding_for(bindings, r.topic.value);
+        if (record.binding == nullptr) {
+            // Subscribed topics come from the bindings, so this is a bug, not bad input.
+            record.requeue(no_binding_delay, "no binding for topic " + r.topic.value);
+            batch.hold_behind(record);
+            continue;
+        }
+        try {
+            record.key = derive_idempotency_key(record.binding->key, r, record.payload);
+        } catch (const PermanentError& e) {
+            // No storable key: nothing to claim or record, so such a dead letter
+            // is at-least-once (a redelivery before the offset commits repeats it).
+            record.dead_letter(e.what(), /*record_key=*/false);
+            continue;
+        }
+        // One claim per key per batch: a repeated key waits for the next batch,
+        // where it will be a duplicate of this one.
+        if (!keys_in_batch.insert(record.key).second) {
+            record.requeue(std::chrono::milliseconds(0), "same key earlier in the batch");
+            batch.hold_behind(record);
+        }
+    }
+}
+
+}  // namespace exo

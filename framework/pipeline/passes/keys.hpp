@@ -1,0 +1,20 @@
+#pragma once
+// The key pass (docs/design.md section 5.1): each record of a batch gets its
+// binding and its idempotency key. A key that cannot be derived is bad input,
+// a dead letter; a key that appears twice in the batch waits for the next one,
+// where it will be a duplicate (complete and release act on (key, token), so
+// two records sharing one claim would settle each other's). Pure: no I/O.
+#include <chrono>
+#include <vector>
+
+#include "config/config.hpp"
+#include "pipeline/batch.hpp"
+
+namespace exo {
+
+// `no_binding_delay`: how long a record of a topic without a binding (a bug:
+// topics are subscribed from the bindings) holds its partition.
+void key_pass(Batch& batch, const std::vector<BindingConfig>& bindings,
+              std::chrono::milliseconds no_binding_delay);
+
+}  // namespace exo

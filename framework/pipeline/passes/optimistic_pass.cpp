@@ -1,0 +1,126 @@
+#include "pipeline/passes/optimistic_pass.hpp"
+
+#include <exo/errors.hpp>
+#include "core/key_derivation.hpp"
+#include "core/text.hpp"
+#include "pg/record_start.hpp"
+#include "pipeline/passes/batch_handler_call.hpp"
+
+namespace exo {
+namespace {
+
+// The framework's SQL for every pending record at once: duplicates, stale
+// records and gaps get their fate, records to apply are marked
+// framework_started. Returns why the pass must roll back (it failed, or a
+// concurrent transaction created an entity of the records), or nothing.
+std::optional<std::string> start_set_based(const PassContext& ctx, pqxx::transaction_base& tx,
+                                           const TransactionRecords& records) {
+    std::vector<BatchRecord*> started;  // starting[n] is started[n]
+    std::vector<RecordToStart> starting;
+    std::vector<SequenceValue> values;  // the entities starting[n].sequence refers to
+    values.reserve(records.size());     // never reallocates: the references stay valid
+    for (auto* record : records) {
+        if (record->fate != Fate::pending) continue;
+        const auto& binding = *record->binding;
+        std::optional<SequenceStep> step;
+        if (binding.sequence) {
+            // Read before anything is written, as on the per-record path.
+            try {
+                values.push_back(extract_sequence(*binding.sequence, record->payload));
+            } catch (const PermanentError& e) {
+                record->dead_letter(e.what());
+                continue;
+            }
+            step.emplace(SequenceStep{binding.handler, values.back().entity, values.back().sequence,
+                                      binding.sequence->mode});
+        }
+        started.push_back(record);
+        starting.push_back({record->key, record->token.value_or(FencingToken{0}),
+                            record->partition(), record->pending.record.offset, step});
+    }
+    // One record: the per-record start is one round trip, the set-based start two.
+    if (starting.size() < 2) return std::nullopt;
+    RecordsStart start;
+    try {
+        start = start_records(tx, ctx.config.kafka.group_id, starting);
+    } catch (const std::exception& e) {
+        if (pauses_the_worker(classify(e))) throw;  // the whole batch waits for the dependency
+        return printable_text(e.what());            // the careful pass meets it record by record
+    }
+    ctx.stats.postgres_round_trips += static_cast<std::uint64_t>(start.round_trips);
+    ctx.stats.groups_set_based++;
+    if (start.contended)  // the per-record path's ContentionError: the careful pass NACKs it
+        return "sequence of " + *start.contended + " moved concurrently";
+    for (std::size_t n = 0; n < starting.size(); ++n) {
+        auto& record = *started[n];
+        auto& decided = start.records[n];
+        if (decided.duplicate) {
+            record.finish_duplicate(Outcome::duplicate_postgres, decided.duplicate->outcome,
+                                    std::move(decided.duplicate->result));
+            continue;
+        }
+        switch (*decided.verdict) {
+            case SequenceVerdict::apply:
+                record.framework_started = true;  // only its handler is left to run
+                break;
+            case SequenceVerdict::stale:
+                record.result.clear();
+                record.finish(Outcome::stale);
+                break;
+            case SequenceVerdict::gap: {
+                const auto& seq = *starting[n].sequence;
+                auto expired =
+                    gap_expiry(*record.binding, seq.entity, seq.sequence, decided.gap_waited);
+                if (!expired.empty())
+                    record.dead_letter(std::move(expired), /*record_key=*/false,
+                                       /*clears_gap=*/true);
+                else
+                    ctx.fate.park_for_gap(record, seq.entity);
+                break;
+            }
+        }
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+PassResult run_optimistic_pass(const PassContext& ctx, pqxx::connection& connection,
+                               const TransactionRecords& records) {
+    ExplicitTransaction transaction(connection);
+    auto& tx = transaction.statements();
+    if (ctx.config.pipeline.framework_sql == FrameworkSql::set_based)
+        if (auto why = start_set_based(ctx, tx, records))
+            return roll_back(transaction, ctx.stats, std::move(*why));
+    // Consecutive records of one batch handler's binding make a run, one
+    // handle_batch() call each. Handlers see records in the order of the
+    // transaction's records, the order their sequences were decided in.
+    Run run;
+    const auto call_run = [&] {
+        auto ran = RunResult::ran();
+        if (!run.empty())
+            ran = call_batch_handler(ctx, tx, *ctx.handlers.batch_handler(*run.front()->binding),
+                                     run);
+        run.clear();
+        return ran;
+    };
+    for (auto* record : records) {
+        if (record->fate != Fate::pending) continue;  // decided already, or held behind a record
+        if (record->framework_started && ctx.handlers.batch_handler(*record->binding)) {
+            if (!run.empty() && run.front()->binding != record->binding)
+                if (auto ran = call_run(); !ran.applied)
+                    return roll_back(transaction, ctx.stats, ran.why, std::move(ran.named));
+            run.push_back(record);
+            continue;
+        }
+        if (auto ran = call_run(); !ran.applied)
+            return roll_back(transaction, ctx.stats, ran.why, std::move(ran.named));
+        if (auto failed = run_record(ctx, tx, *record, GapUndo::delete_row))
+            return roll_back(transaction, ctx.stats, failed->why);
+    }
+    if (auto ran = call_run(); !ran.applied)
+        return roll_back(transaction, ctx.stats, ran.why, std::move(ran.named));
+    return commit_records(transaction, records, ctx.stats);
+}
+
+}  // namespace exo

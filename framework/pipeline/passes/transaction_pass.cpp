@@ -1,0 +1,94 @@
+#include "pipeline/passes/transaction_pass.hpp"
+
+#include <exo/errors.hpp>
+#include "core/key_derivation.hpp"
+#include "core/log_context.hpp"
+#include "core/text.hpp"
+#include "pg/pg_errors.hpp"
+
+namespace exo {
+
+std::optional<RecordFailure> run_record(const PassContext& ctx, pqxx::transaction_base& tx,
+                                        BatchRecord& record, GapUndo undo) {
+    const auto& binding = *record.binding;
+    const auto& r = record.pending.record;
+    // The handler's log lines and exo's about this record carry its coordinates.
+    LogContext log_context(r.topic, r.partition, r.offset, record.key);
+    // Read before anything is written: a bad sequence field is the record's
+    // fault alone and needs no rollback.
+    std::optional<SequenceValue> seq;
+    if (binding.sequence && !record.framework_started) {
+        try {
+            seq = extract_sequence(*binding.sequence, record.payload);
+        } catch (const PermanentError& e) {
+            record.dead_letter(e.what());
+            return std::nullopt;
+        }
+    }
+    std::chrono::microseconds handler_took{0};
+    try {
+        const RecordStepInput input{binding,
+                                    ctx.config.kafka.group_id,
+                                    r,
+                                    record.key,
+                                    record.payload,
+                                    seq,
+                                    record.token.value_or(FencingToken{0}),
+                                    ctx.handlers.handler(binding),
+                                    ctx.log,
+                                    record.pending.attempts + 1,
+                                    record.handler_ran,
+                                    &handler_took,
+                                    ctx.config.outbox.max_message_bytes};
+        auto step = record.framework_started ? run_handler_step(tx, input)
+                                             : run_record_step(tx, input, undo);
+        ctx.stats.postgres_round_trips += static_cast<std::uint64_t>(step.round_trips);
+        if (step.outcome == Outcome::applied) ctx.stats.handler_ran(binding.topic, handler_took);
+        if (step.outcome == Outcome::duplicate_postgres) {
+            record.finish_duplicate(Outcome::duplicate_postgres, step.stored,
+                                    std::move(step.result));
+        } else if (step.outcome) {
+            record.result = std::move(step.result);
+            record.finish(*step.outcome);
+        } else if (!step.gap_expired.empty()) {
+            record.dead_letter(std::move(step.gap_expired), /*record_key=*/false,
+                               /*clears_gap=*/true);
+        } else {
+            ctx.fate.park_for_gap(record, seq->entity);
+        }
+        return std::nullopt;
+    } catch (const std::exception& e) {
+        const Failure failure = classify(e);
+        if (pauses_the_worker(failure)) throw;  // the whole batch waits for the dependency
+        return RecordFailure{failure, failure == Failure::aborted_transaction
+                                          ? swallowed_error_reason(binding.handler)
+                                          : printable_text(e.what())};
+    } catch (...) {
+        // Not a std::exception: nothing says what it means, so it is retried.
+        return RecordFailure{Failure::retryable, "handler '" + binding.handler +
+                                                     "' threw an exception that is not a "
+                                                     "std::exception"};
+    }
+}
+
+PassResult commit_records(ExplicitTransaction& transaction, const TransactionRecords& records,
+                          PipelineStats& stats) {
+    stats.postgres_round_trips += 2;  // BEGIN and COMMIT
+    try {
+        transaction.commit();
+    } catch (const std::exception& e) {
+        if (classify(e) == Failure::postgres_down) throw;  // the dedup rows decide on the retry
+        return PassResult::rolled_back(e.what());
+    }
+    for (auto* record : records) record->committed = true;
+    return PassResult::done();
+}
+
+PassResult roll_back(ExplicitTransaction& transaction, PipelineStats& stats, std::string why,
+                     std::optional<NamedFailure> named) {
+    transaction.rollback();
+    stats.postgres_round_trips += 2;  // BEGIN and ROLLBACK
+    return PassResult::rolled_back(std::move(why), std::move(named));
+}
+
+}  // namespace exo

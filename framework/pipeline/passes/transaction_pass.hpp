@@ -1,0 +1,80 @@
+#pragma once
+// What the optimistic and the careful pass (docs/design.md section 5.3) share:
+// what they need, how they end, one record's part in the transaction, and the
+// COMMIT. Neither pass needs Redis or Kafka: records carry their Redis token
+// if they have one (token 0 otherwise), so the passes run against PostgreSQL
+// alone (integration/transaction_passes_test.cpp).
+#include <optional>
+#include <string>
+
+#include <spdlog/logger.h>
+#include <pqxx/transaction_base>
+
+#include "config/config.hpp"
+#include "pg/explicit_transaction.hpp"
+#include "pipeline/batch.hpp"
+#include "pipeline/binding_handlers.hpp"
+#include "pipeline/failure_matrix.hpp"
+#include "pipeline/passes/fate_policy.hpp"
+#include "pipeline/pipeline_stats.hpp"
+#include "pipeline/record_step.hpp"
+
+namespace exo {
+
+// What a pass needs; every reference outlives the pass.
+struct PassContext {
+    const Config& config;
+    const BindingHandlers& handlers;
+    PipelineStats& stats;
+    spdlog::logger& log;
+    FatePolicy& fate;
+};
+
+// A batch handler said which record it failed on (BatchRecordFailed).
+struct NamedFailure {
+    BatchRecord* record;
+    Failure failure;
+    std::string why;
+};
+
+// How a pass ended. Not committed: the transaction was rolled back and `why`
+// says why; the verdicts the pass took are the caller's to forget.
+struct PassResult {
+    bool committed = false;
+    std::string why;
+    // The optimistic pass only: a batch handler named the record it failed on,
+    // so the records can run optimistically again without it.
+    std::optional<NamedFailure> named;
+
+    static PassResult done() { return {true, {}, std::nullopt}; }
+    static PassResult rolled_back(std::string why,
+                                  std::optional<NamedFailure> named = std::nullopt) {
+        return {false, std::move(why), std::move(named)};
+    }
+};
+
+// A record's own step failed; the record is still pending, and what the
+// failure costs is the pass's to decide.
+struct RecordFailure {
+    Failure failure;
+    std::string why;
+};
+
+// One record's part in the transaction (pipeline/record_step.hpp), its answer
+// made the record's fate: finished, parked for a gap, or a dead letter. A
+// record whose set-based start is done runs only its handler. Throws what
+// pauses the worker (pauses_the_worker); any other failure is returned.
+std::optional<RecordFailure> run_record(const PassContext& ctx, pqxx::transaction_base& tx,
+                                        BatchRecord& record, GapUndo undo);
+
+// COMMIT: whatever the transaction decided for `records` is durable after it.
+// A COMMIT that fails for any reason but a lost connection (which throws: the
+// outcome is unknown) is returned, with the transaction rolled back.
+PassResult commit_records(ExplicitTransaction& transaction, const TransactionRecords& records,
+                          PipelineStats& stats);
+
+// ROLLBACK, and the result that says why.
+PassResult roll_back(ExplicitTransaction& transaction, PipelineStats& stats, std::string why,
+                     std::optional<NamedFailure> named = std::nullopt);
+
+}  // namespace exo
