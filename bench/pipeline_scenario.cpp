@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "bench_ledger.hpp"
+#include "core/failpoints.hpp"
 #include "flaky_ledger.hpp"
 #include "kafka/group_progress.hpp"
 #include "kafka/producer.hpp"
@@ -25,7 +26,6 @@
 #include "observability/http_endpoint.hpp"
 #include "pg_round_trips.hpp"
 #include "pipeline/daemon.hpp"
-#include "pipeline/failpoints.hpp"
 
 namespace exo::bench {
 namespace {

@@ -12,6 +12,7 @@
 #include "bench_ledger.hpp"
 #include "core/key_derivation.hpp"
 #include "ledger.hpp"
+#include "outbox/outbox_writer.hpp"
 #include "pg/framework_statements.hpp"
 #include "pg_round_trips.hpp"
 #include "set_based_prototype.hpp"
@@ -103,6 +104,7 @@ void run_thread(const Isolation& iso, const TopicWorkload& w,
     try {
         conn = std::make_unique<pqxx::connection>(iso.uri);
         prepare_framework_statements(*conn);
+        prepare_outbox_statements(*conn);
         handler.prepare(*conn);
         prepare_set_based(*conn);
     } catch (const std::exception& e) {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "measure.hpp"
-#include "pipeline/pipeline_stats.hpp"
+#include "metrics/pipeline_stats.hpp"
 
 namespace exo::bench {
 

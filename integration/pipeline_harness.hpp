@@ -17,10 +17,10 @@
 #include <thread>
 
 #include "config/config.hpp"
+#include "core/failpoints.hpp"
 #include "kafka/mock_cluster.hpp"
 #include "kafka/producer.hpp"
 #include "pipeline/daemon.hpp"
-#include "pipeline/failpoints.hpp"
 #include "pipeline/handler_registry.hpp"
 #include "workload/payments_workload.hpp"
 

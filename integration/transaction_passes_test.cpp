@@ -24,7 +24,7 @@
 #include "pipeline/passes/fate_policy.hpp"
 #include "pipeline/passes/keys.hpp"
 #include "pipeline/passes/optimistic_pass.hpp"
-#include "pipeline/pipeline_stats.hpp"
+#include "metrics/pipeline_stats.hpp"
 #include "support.hpp"
 #include "test_handlers.hpp"
 

@@ -10,9 +10,9 @@
 #   scripts/test.sh [doctest options for the integration tests, e.g. --test-case='*claim*']
 #
 # The last line printed is always `N passed, N failed`: the doctest test-case counts of both
-# suites added up, plus the fuzz stage as one test case and each check of deploy-check.sh
-# (CI reads it). A stage that could not run or finish (install, build, service start, a suite
-# that crashed or timed out without failing a test case) counts as 1 failed.
+# suites added up, plus the layer check and the fuzz stage as one test case each and each check
+# of deploy-check.sh (CI reads it). A stage that could not run or finish (install, build, service
+# start, a suite that crashed or timed out without failing a test case) counts as 1 failed.
 # Exit status: 0 only if every stage ran and no test case failed.
 #
 # Environment: EXO_BUILD_DIR (default <repo>/build), EXO_UNIT_TIMEOUT (s, default 600),
@@ -166,7 +166,7 @@ cd "$REPO_ROOT"
 banner "1/8 install dependencies (scripts/install-deps.sh)"
 "$SCRIPTS/install-deps.sh"
 
-banner "2/8 build (scripts/build.sh), then handlers/ against the installed exo (scripts/build-example.sh)"
+banner "2/8 build (scripts/build.sh), handlers/ against the installed exo (scripts/build-example.sh), the layer check"
 "$SCRIPTS/build.sh"
 # The integration tests' child processes and the example's own tests use the binary built
 # out of tree, exactly as a team builds its consumer: that is what proves the package works.
@@ -176,6 +176,15 @@ EXO_BINARY="$(EXO_EXAMPLE_TESTS=ON EXO_EXAMPLE_BUILD_DIR="$EXAMPLE_BUILD_DIR" "$
 note "build took $((SECONDS - STAGE_START)) s; exo for child processes: $EXO_BINARY"
 
 overall=0
+# The layers (docs/design.md section 12): each layer's sources see exactly the layers it uses,
+# so a wrong include does not compile. One test case.
+if cmake -DEXO_BUILD_DIR="$EXO_BUILD_DIR" -P "$REPO_ROOT/cmake/CheckLayers.cmake"; then
+    PASSED=$((PASSED + 1))
+else
+    FAILED=$((FAILED + 1))
+    overall=1
+    note "ERROR: a layer sees more or less than it uses (above); see cmake/Layers.cmake"
+fi
 
 banner "3/8 unit tests ($EXO_BUILD_DIR/exo_unit_tests)"
 run_suite unit "$UNIT_TIMEOUT" "$EXO_BUILD_DIR/exo_unit_tests" || overall=1

@@ -1,4 +1,4 @@
-// Crash-test failpoints: pipeline/failpoints.hpp. No servers. The kill or stop
+// Crash-test failpoints: core/failpoints.hpp. No servers. The kill or stop
 // itself is never triggered here (it would take the test binary with it); the
 // crash tests in integration/ cover it.
 #include <doctest/doctest.h>
@@ -6,7 +6,7 @@
 #include <string>
 
 #include <exo/errors.hpp>
-#include "pipeline/failpoints.hpp"
+#include "core/failpoints.hpp"
 
 using namespace exo;
 

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "pipeline/latency_histogram.hpp"
+#include "metrics/latency_histogram.hpp"
 
 using std::chrono::microseconds;
 

@@ -7,8 +7,8 @@
 #include <chrono>
 
 #include "config/config.hpp"
+#include "metrics/pipeline_stats.hpp"
 #include "pipeline/lease_keeper.hpp"
-#include "pipeline/pipeline_stats.hpp"
 
 using namespace exo;
 

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "pipeline/pipeline_stats.hpp"
+#include "metrics/pipeline_stats.hpp"
 
 using exo::Outcome;
 using std::chrono::microseconds;

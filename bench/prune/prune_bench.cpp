@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "metrics/pipeline_stats.hpp"
 #include "pg/migrations.hpp"
-#include "pipeline/pipeline_stats.hpp"
 #include "pipeline/retention_pruner.hpp"
 
 namespace {

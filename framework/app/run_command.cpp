@@ -15,12 +15,12 @@
 #include "app/config_loading.hpp"
 #include "config/config_printer.hpp"
 #include "core/backoff.hpp"
+#include "core/failpoints.hpp"
 #include "observability/health.hpp"
 #include "observability/http_endpoint.hpp"
 #include "pg/migrations.hpp"
 #include "pg/session.hpp"
 #include "pipeline/daemon.hpp"
-#include "pipeline/failpoints.hpp"
 
 namespace exo {
 namespace {

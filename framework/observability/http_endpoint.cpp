@@ -2,12 +2,12 @@
 
 #include <httplib.h>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include <exo/errors.hpp>
 #include "observability/health.hpp"
 #include "observability/metrics_text.hpp"
 #include "observability/status_json.hpp"
-#include "pipeline/daemon.hpp"
 
 namespace exo {
 namespace {
@@ -85,7 +85,7 @@ ObservabilityEndpoint::~ObservabilityEndpoint() {
     if (thread_.joinable()) thread_.join();
 }
 
-void ObservabilityEndpoint::attach(const Daemon& daemon) {
+void ObservabilityEndpoint::attach(const ObservedDaemon& daemon) {
     std::lock_guard lock(mutex_);
     daemon_ = &daemon;
 }

@@ -8,22 +8,21 @@
 // destructor stops the server and joins. While detached every probe answers
 // 503 "starting" and /metrics only exo_build_info and exo_ready 0.
 // Thread-safety: attach/detach from the composition root's thread; requests
-// are served on the endpoint's threads, which read only Daemon::status() and
-// the stats' atomics.
+// are served on the endpoint's threads, which read only ObservedDaemon::status()
+// and the stats' atomics.
 #include <chrono>
 #include <memory>
 #include <mutex>
 #include <thread>
 
 #include "config/config.hpp"
+#include "observability/observed_daemon.hpp"
 
 namespace httplib {
 class Server;
 }
 
 namespace exo {
-
-class Daemon;
 
 class ObservabilityEndpoint {
 public:
@@ -34,21 +33,22 @@ public:
     ObservabilityEndpoint& operator=(const ObservabilityEndpoint&) = delete;
     ~ObservabilityEndpoint();
 
-    void attach(const Daemon& daemon);
+    void attach(const ObservedDaemon& daemon);
     void detach();
 
 private:
     std::unique_ptr<httplib::Server> server_;
     std::chrono::milliseconds bound_;
     mutable std::mutex mutex_;
-    const Daemon* daemon_ = nullptr;  // guarded by mutex_
+    const ObservedDaemon* daemon_ = nullptr;  // guarded by mutex_
     std::thread thread_;
 };
 
 // RAII for attach/detach: the daemon is served exactly while this lives.
 class AttachedDaemon {
 public:
-    AttachedDaemon(ObservabilityEndpoint* endpoint, const Daemon& daemon) : endpoint_(endpoint) {
+    AttachedDaemon(ObservabilityEndpoint* endpoint, const ObservedDaemon& daemon)
+        : endpoint_(endpoint) {
         if (endpoint_) endpoint_->attach(daemon);
     }
     ~AttachedDaemon() {

@@ -5,8 +5,8 @@
 // the atomics and the last DaemonStatus say at that moment.
 #include <string>
 
+#include "metrics/pipeline_stats.hpp"
 #include "observability/daemon_status.hpp"
-#include "pipeline/pipeline_stats.hpp"
 
 namespace exo {
 

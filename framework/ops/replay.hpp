@@ -26,12 +26,12 @@
 #include <pqxx/connection>
 
 #include "config/config.hpp"
+#include "core/failpoints.hpp"
 #include "core/key_derivation.hpp"
 #include "kafka/producer.hpp"
 #include "kafka/topic_reader.hpp"
 #include "ops/dead_letter_topics.hpp"
 #include "ops/ops_records.hpp"
-#include "pipeline/failpoints.hpp"
 #include "redis/redis_connection.hpp"
 
 namespace exo {

@@ -31,10 +31,10 @@
 #include <pqxx/connection>
 
 #include "config/config.hpp"
+#include "core/failpoints.hpp"
 #include "kafka/producer.hpp"
+#include "metrics/pipeline_stats.hpp"
 #include "outbox/outbox_rows.hpp"
-#include "pipeline/failpoints.hpp"
-#include "pipeline/pipeline_stats.hpp"
 
 namespace exo {
 

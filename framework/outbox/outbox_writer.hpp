@@ -27,7 +27,8 @@ namespace exo {
 // The channel the writer NOTIFYs and the relay LISTENs on.
 inline constexpr const char* kOutboxChannel = "exo_outbox";
 
-// Prepares the writer's statement on a connection (prepare_framework_statements does).
+// Prepares the writer's statement on a connection (every connection that runs
+// records does, beside prepare_framework_statements).
 void prepare_outbox_statements(pqxx::connection_base& connection);
 
 // Inserts `messages` (already checked: outbox_message_problem) in order, as

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <pqxx/pqxx>
 
-#include "outbox/outbox_writer.hpp"
+#include "pg/record_start.hpp"
 #include "pg/process_identity.hpp"
 #include "pg/record_start.hpp"
 
@@ -75,7 +75,6 @@ void prepare_framework_statements(pqxx::connection_base& c) {
     c.prepare(kClearGap,
               "DELETE FROM exo_sequence_gaps WHERE consumer_group = $1 AND idempotency_key = $2");
     prepare_record_start_statements(c);
-    prepare_outbox_statements(c);
 }
 
 namespace {

@@ -18,6 +18,8 @@
 
 namespace exo {
 
+// A record's transaction also needs the outbox writer's statement
+// (prepare_outbox_statements): the caller prepares both, since pg sits below outbox.
 void prepare_framework_statements(pqxx::connection_base& connection);
 
 struct ProcessedRow {

@@ -20,20 +20,20 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "core/failpoints.hpp"
 #include "core/offset_tracker.hpp"
 #include "kafka/consumer.hpp"
 #include "kafka/consumer_statistics.hpp"
-#include "observability/daemon_status.hpp"
+#include "metrics/pipeline_stats.hpp"
+#include "observability/observed_daemon.hpp"
 #include "outbox/outbox_relay.hpp"
-#include "pipeline/failpoints.hpp"
 #include "pipeline/handler_registry.hpp"
-#include "pipeline/pipeline_stats.hpp"
 #include "pipeline/retention_pruner.hpp"
 #include "pipeline/worker.hpp"
 
 namespace exo {
 
-class Daemon final : private RebalanceListener {
+class Daemon final : public ObservedDaemon, private RebalanceListener {
 public:
     // `bootstrap_servers` is the resolved address (the config's, or an embedded
     // mock cluster's). Throws KafkaConfigError for bad librdkafka properties.
@@ -43,12 +43,12 @@ public:
 
     void run(std::stop_token stop);
 
-    const PipelineStats& stats() const { return stats_; }
+    const PipelineStats& stats() const override { return stats_; }
     // Partitions assigned and every worker's dependencies answering.
     bool ready() const { return ready_.load(); }
     // What the daemon does, as of its poll loop's last snapshot (a few hundred
     // milliseconds old at most) and its last turn (live).
-    DaemonStatus status() const;
+    DaemonStatus status() const override;
 
 private:
     void on_assigned(const std::vector<TopicPartition>& partitions) override;

@@ -16,9 +16,9 @@
 
 #include "config/config.hpp"
 #include "kafka/producer.hpp"
+#include "metrics/pipeline_stats.hpp"
 #include "pipeline/batch.hpp"
 #include "pipeline/failure_matrix.hpp"
-#include "pipeline/pipeline_stats.hpp"
 #include "pipeline/postgres_session.hpp"
 #include "pipeline/redis_session.hpp"
 

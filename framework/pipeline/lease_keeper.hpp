@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "config/config.hpp"
-#include "pipeline/pipeline_stats.hpp"
+#include "metrics/pipeline_stats.hpp"
 #include "redis/claim_store.hpp"
 
 namespace exo {

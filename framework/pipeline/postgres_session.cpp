@@ -1,5 +1,6 @@
 #include "pipeline/postgres_session.hpp"
 
+#include "outbox/outbox_writer.hpp"
 #include "pg/framework_statements.hpp"
 #include "pg/session.hpp"
 
@@ -15,6 +16,7 @@ pqxx::connection& PostgresSession::connection() {
     connection_.reset();
     auto fresh = open_postgres_session(config_);
     prepare_framework_statements(*fresh);
+    prepare_outbox_statements(*fresh);
     prepare_(*fresh);
     connection_ = std::move(fresh);
     if (prepare_failing_) log_.info("handlers prepared again");

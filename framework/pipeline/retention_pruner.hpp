@@ -30,7 +30,7 @@
 #include <pqxx/connection>
 
 #include "config/config.hpp"
-#include "pipeline/pipeline_stats.hpp"
+#include "metrics/pipeline_stats.hpp"
 
 namespace exo {
 

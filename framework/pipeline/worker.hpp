@@ -17,13 +17,13 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "core/failpoints.hpp"
 #include "kafka/producer.hpp"
+#include "metrics/pipeline_stats.hpp"
 #include "pipeline/batch_protocol.hpp"
-#include "pipeline/failpoints.hpp"
 #include "pipeline/handler_registry.hpp"
 #include "pipeline/lease_keeper.hpp"
 #include "pipeline/passes/hand_back.hpp"
-#include "pipeline/pipeline_stats.hpp"
 #include "pipeline/worker_inbox.hpp"
 
 namespace exo {

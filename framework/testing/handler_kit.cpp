@@ -23,6 +23,7 @@
 #include "config/config.hpp"
 #include "core/key_derivation.hpp"
 #include "core/text.hpp"
+#include "outbox/outbox_writer.hpp"
 #include "pg/explicit_transaction.hpp"
 #include "pg/framework_statements.hpp"
 #include "pg/migrations.hpp"
@@ -408,6 +409,7 @@ HandlerKit::HandlerKit(const std::string& postgres_uri, std::unique_ptr<Handler>
     s.connection = open_postgres_session(s.postgres);
     s.use_schema(*s.connection);
     prepare_framework_statements(*s.connection);
+    prepare_outbox_statements(*s.connection);
     try {
         s.handler->prepare(*s.connection);
     } catch (const std::exception& e) {

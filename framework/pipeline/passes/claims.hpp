@@ -11,7 +11,7 @@
 #include "config/config.hpp"
 #include "pipeline/batch.hpp"
 #include "pipeline/passes/fate_policy.hpp"
-#include "pipeline/pipeline_stats.hpp"
+#include "metrics/pipeline_stats.hpp"
 #include "pipeline/redis_session.hpp"
 
 namespace exo {

@@ -15,7 +15,7 @@
 #include "core/backoff.hpp"
 #include "pipeline/batch.hpp"
 #include "pipeline/failure_matrix.hpp"
-#include "pipeline/pipeline_stats.hpp"
+#include "metrics/pipeline_stats.hpp"
 
 namespace exo {
 

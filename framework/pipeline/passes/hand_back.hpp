@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "pipeline/batch.hpp"
-#include "pipeline/pipeline_stats.hpp"
+#include "metrics/pipeline_stats.hpp"
 #include "pipeline/worker_inbox.hpp"
 
 namespace exo {

@@ -16,7 +16,7 @@
 #include "pipeline/binding_handlers.hpp"
 #include "pipeline/failure_matrix.hpp"
 #include "pipeline/passes/fate_policy.hpp"
-#include "pipeline/pipeline_stats.hpp"
+#include "metrics/pipeline_stats.hpp"
 #include "pipeline/record_step.hpp"
 
 namespace exo {

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "core/outcome.hpp"
-#include "pipeline/bucket_histogram.hpp"
-#include "pipeline/latency_histogram.hpp"
+#include "metrics/bucket_histogram.hpp"
+#include "metrics/latency_histogram.hpp"
 
 namespace exo {
 

@@ -1,4 +1,4 @@
-#include "pipeline/failpoints.hpp"
+#include "core/failpoints.hpp"
 
 #include <csignal>
 #include <cstdlib>

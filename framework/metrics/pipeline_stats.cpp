@@ -1,4 +1,4 @@
-#include "pipeline/pipeline_stats.hpp"
+#include "metrics/pipeline_stats.hpp"
 
 #include <fmt/format.h>
 
