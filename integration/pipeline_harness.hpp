@@ -19,10 +19,10 @@
 #include "config/config.hpp"
 #include "kafka/mock_cluster.hpp"
 #include "kafka/producer.hpp"
+#include "payments_workload.hpp"
 #include "pipeline/daemon.hpp"
 #include "pipeline/failpoints.hpp"
 #include "pipeline/handler_registry.hpp"
-#include "workload/payments_workload.hpp"
 
 namespace exo::testing {
 

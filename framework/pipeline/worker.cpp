@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include <exo/errors.hpp>
+#include "core/context_access.hpp"
 #include "core/key_derivation.hpp"
 #include "core/log_context.hpp"
 #include "core/text.hpp"
@@ -588,19 +589,16 @@ bool Worker::run_batch_handler(pqxx::transaction_base& tx, std::deque<BatchItem>
                                const std::vector<std::size_t>& batch, std::string& why,
                                std::optional<Blame>& blame) {
     const auto& binding = *items[batch.front()].binding;
-    std::vector<BatchContext::Entry> entries(batch.size());
+    std::vector<HandlerContext> entries;
+    entries.reserve(batch.size());
     for (std::size_t n = 0; n < batch.size(); ++n) {
         auto& item = items[batch[n]];
-        entries[n] = {&item.pending.record,
-                      &item.key,
-                      &item.payload,
-                      item.pending.attempts + 1,
-                      item.handler_ran,
-                      {},
-                      {}};
+        entries.push_back(detail::ContextAccess::record(
+            tx, item.pending.record, item.key, item.payload, *log_, item.pending.attempts + 1,
+            item.handler_ran, ctx_.config.outbox.max_message_bytes, n));
         item.handler_ran = true;  // a later run of it in this batch is a rerun
     }
-    BatchContext context(tx, entries, *log_, ctx_.config.outbox.max_message_bytes);
+    auto context = detail::ContextAccess::batch(tx, entries, *log_);
     ctx_.stats.postgres_round_trips++;  // a handler's statements, at least one
     const auto started = Clock::now();
     std::chrono::microseconds took{0};  // handle_batch() alone, as handle() on the per-record path
@@ -613,7 +611,8 @@ bool Worker::run_batch_handler(pqxx::transaction_base& tx, std::deque<BatchItem>
         // batch to the careful pass, which finds the record alone.
         std::vector<OutboxMessage> emitted;
         for (auto& entry : entries)
-            for (auto& message : entry.emitted) emitted.push_back(std::move(message));
+            for (auto& message : detail::ContextAccess::emitted(entry))
+                emitted.push_back(std::move(message));
         if (!emitted.empty()) {
             write_outbox(tx, ctx_.config.kafka.group_id, emitted);
             ctx_.stats.postgres_round_trips++;
@@ -656,8 +655,9 @@ bool Worker::run_batch_handler(pqxx::transaction_base& tx, std::deque<BatchItem>
     std::vector<std::string> keys;
     std::vector<std::string> results;
     for (std::size_t n = 0; n < batch.size(); ++n) {
-        if (entries[n].result.empty()) continue;
-        if (!is_postgres_text(entries[n].result)) {
+        const auto& result = detail::ContextAccess::result(entries[n]);
+        if (result.empty()) continue;
+        if (!is_postgres_text(result)) {
             why = "handler '" + binding.handler +
                   "' set a result PostgreSQL cannot store (invalid UTF-8 or a NUL byte): "
                   "encode binary results, e.g. as hex or base64";
@@ -665,7 +665,7 @@ bool Worker::run_batch_handler(pqxx::transaction_base& tx, std::deque<BatchItem>
             return false;
         }
         keys.push_back(items[batch[n]].key);
-        results.push_back(entries[n].result);
+        results.push_back(result);
     }
     if (!keys.empty()) {
         store_results(tx, ctx_.config.kafka.group_id, keys, results);
@@ -673,7 +673,7 @@ bool Worker::run_batch_handler(pqxx::transaction_base& tx, std::deque<BatchItem>
     }
     for (std::size_t n = 0; n < batch.size(); ++n) {
         auto& item = items[batch[n]];
-        item.result = std::move(entries[n].result);
+        item.result = std::move(detail::ContextAccess::result(entries[n]));
         item.finish(Outcome::applied);
     }
     return true;
