@@ -79,9 +79,10 @@ void LedgerHandler::handle_batch(BatchContext& ctx) {
     const auto records = ctx.records();
     for (std::size_t i = 0; i < records.size(); ++i) {
         auto& r = records[i];
+        const auto& doc = r.json();  // not JSON: throws BatchRecordFailed(i, ...) itself
         Payment p;
         try {
-            p = Payment::parse(r.json(), max_amount_);
+            p = Payment::parse(doc, max_amount_);
         } catch (const PermanentError& e) {
             ctx.fail(i, e);  // only this payment is bad
         }
