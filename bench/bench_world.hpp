@@ -17,7 +17,7 @@
 #include "bench_options.hpp"
 #include "config/config.hpp"
 #include "kafka/mock_cluster.hpp"
-#include "workload/payments_workload.hpp"
+#include "payments_workload.hpp"
 
 namespace exo::bench {
 

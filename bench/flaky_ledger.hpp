@@ -19,10 +19,12 @@ public:
     FlakyLedger(int every, bool named) : every_(every), named_(named) {}
     void prepare(pqxx::connection_base& connection) override { inner_.prepare(connection); }
     void handle_batch(BatchContext& ctx) override {
-        for (std::size_t i = 0; i < ctx.size(); ++i) {
-            if (ctx.attempt(i) > 1) continue;
-            if (std::hash<std::string>{}(ctx.idempotency_key(i)) % every_ != 0) continue;
-            RetryableError failure("flaky: first attempt of " + ctx.idempotency_key(i));
+        const auto records = ctx.records();
+        for (std::size_t i = 0; i < records.size(); ++i) {
+            if (records[i].attempt() > 1) continue;
+            const auto& key = records[i].idempotency_key();
+            if (std::hash<std::string>{}(key) % every_ != 0) continue;
+            RetryableError failure("flaky: first attempt of " + key);
             if (named_) ctx.fail(i, failure);
             throw failure;
         }

@@ -22,9 +22,9 @@ void TimedLedgerHandler::handle_batch(BatchContext& ctx) {
     auto now_us = std::chrono::duration_cast<std::chrono::microseconds>(
                       std::chrono::system_clock::now().time_since_epoch())
                       .count();
-    for (std::size_t i = 0; i < ctx.size(); ++i) {
-        auto produced_ms = ctx.record(i).timestamp_ms;
-        if (ctx.attempt(i) == 1 && !ctx.rerun(i) && produced_ms >= 0)
+    for (const auto& r : ctx.records()) {
+        auto produced_ms = r.record().timestamp_ms;
+        if (r.attempt() == 1 && !r.rerun() && produced_ms >= 0)
             series_->emplace_back(produced_ms * 1000,
                                   static_cast<double>(now_us - produced_ms * 1000) / 1000.0);
     }

@@ -8,9 +8,9 @@
 #include <pqxx/pqxx>
 #include <thread>
 
-#include <exo/payload.hpp>
 #include "bench_ledger.hpp"
 #include "core/key_derivation.hpp"
+#include "core/payload.hpp"
 #include "ledger.hpp"
 #include "outbox/outbox_writer.hpp"
 #include "pg/framework_statements.hpp"

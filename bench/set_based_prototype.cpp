@@ -7,9 +7,10 @@
 #include <set>
 #include <unordered_map>
 
-#include <exo/payload.hpp>
 #include <exo/sql_arrays.hpp>
+#include "core/context_access.hpp"
 #include "core/key_derivation.hpp"
+#include "core/payload.hpp"
 #include "core/sequence_decision.hpp"
 #include "pg/framework_statements.hpp"
 
@@ -206,7 +207,8 @@ void run_set_based(pqxx::connection& conn, const Isolation& iso, const TopicWork
             for (std::size_t n = 0; n < items.size(); ++n) {
                 auto& item = items[n];
                 if (!item.is_new || item.verdict != SequenceVerdict::apply) continue;
-                HandlerContext ctx(tx, item.record, item.key, payloads[n], log, 1);
+                auto ctx = detail::ContextAccess::record(tx, item.record, item.key, payloads[n],
+                                                         log, 1, false, kDefaultMaxMessageBytes);
                 handler.handle(ctx);
                 out.round_trips++;
                 out.applied++;

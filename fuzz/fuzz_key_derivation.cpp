@@ -26,10 +26,10 @@
 #include <vector>
 
 #include <exo/errors.hpp>
-#include <exo/payload.hpp>
 #include <exo/record.hpp>
 #include "config/config.hpp"
 #include "core/key_derivation.hpp"
+#include "core/payload.hpp"
 #include "core/text.hpp"
 #include "fuzz_check.hpp"
 

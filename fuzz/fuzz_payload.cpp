@@ -20,7 +20,7 @@
 #include <vector>
 
 #include <exo/errors.hpp>
-#include <exo/payload.hpp>
+#include "core/payload.hpp"
 #include "fuzz_check.hpp"
 
 namespace {

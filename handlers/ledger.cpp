@@ -76,14 +76,17 @@ void LedgerHandler::handle_batch(BatchContext& ctx) {
     std::map<std::string, std::int64_t> moves;  // account -> net signed amount, sorted
     std::vector<std::string> event_ids, account_ids, types;
     std::vector<std::int64_t> amounts, sequence_ids;
-    for (std::size_t i = 0; i < ctx.size(); ++i) {
+    const auto records = ctx.records();
+    for (std::size_t i = 0; i < records.size(); ++i) {
+        auto& r = records[i];
+        const auto& doc = r.json();  // not JSON: throws BatchRecordFailed(i, ...) itself
         Payment p;
         try {
-            p = Payment::parse(ctx.json(i), max_amount_);
+            p = Payment::parse(doc, max_amount_);
         } catch (const PermanentError& e) {
             ctx.fail(i, e);  // only this payment is bad
         }
-        if (!applied_topic_.empty()) ctx.emit(i, applied_topic_, p.account_id, ctx.record(i).value);
+        if (!applied_topic_.empty()) r.emit(applied_topic_, p.account_id, r.record().value);
         auto& net = moves[p.account_id];
         if (__builtin_add_overflow(net, p.signed_amount(), &net))
             // Not one payment's fault: run them one by one and let PostgreSQL

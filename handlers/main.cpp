@@ -2,6 +2,7 @@
 // a team builds its own consumer (README, "Your own consumer in 5 minutes").
 #include <exo/exo.hpp>
 
+#include "demo_commands.hpp"
 #include "ledger.hpp"
 #include "ledger_migrations.hpp"
 
@@ -11,5 +12,6 @@ int main(int argc, char** argv) {
     app.handler<exo::handlers::LedgerRecordHandler>("ledger_per_record");
     for (const auto& m : exo::handlers::kLedgerMigrations)
         app.migration(std::string(m.name), std::string(m.sql));
+    exo::demo::register_demo_commands(app);  // demo-produce, demo-check
     return app.main(argc, argv);
 }

@@ -111,3 +111,35 @@ TEST_CASE(
     CHECK(h.count("SELECT count(*) FROM exo_processed WHERE idempotency_key = 'big-1' AND outcome "
                   "= 'DEAD_LETTERED' AND result LIKE '%max_amount 100%'") == 1);
 }
+
+TEST_CASE(
+    "the example consumer's demo commands, registered with Application::command, are listed by "
+    "--help, produce a workload and check that the running consumer applied it exactly once") {
+    auto help = run_to_end("app_help", {"--help"});
+    CHECK(help.exit_code == 0);
+    CHECK(help.output.find("exo demo-produce (--bootstrap SERVERS") != std::string::npos);
+    CHECK(help.output.find("exo demo-check --config FILE") != std::string::npos);
+    auto no_config = run_to_end("app_demo_usage", {"demo-check", "--expected-file", "x"});
+    CHECK(no_config.exit_code == 2);
+    CHECK(no_config.output.find("--config is required") != std::string::npos);
+
+    PipelineHarness h({.name = "app_demo", .partitions = 2});
+    const std::string config = write_config(h, "");
+    const std::string expected = "/tmp/" + h.schema() + "-expected.json";
+    auto produced =
+        run_to_end("app_demo_produce",
+                   {"demo-produce", "--bootstrap", h.bootstrap(), "--topic", h.topic(), "--count",
+                    "120", "--accounts", "5", "--partitions", "2", "--expected-file", expected});
+    REQUIRE(produced.exit_code == 0);
+    CHECK(produced.output.find("produced 120 payments") != std::string::npos);
+
+    const std::string log_file = "/tmp/" + h.schema() + "-run.log";
+    ChildProcess child(exo::testing::exo_binary(), {"run", "--config", config}, {}, log_file);
+    auto checked = run_to_end("app_demo_check",
+                              {"demo-check", "--config", config, "--bootstrap", h.bootstrap(),
+                               "--expected-file", expected, "--timeout", "50"});
+    CHECK_MESSAGE(checked.exit_code == 0, checked.output);
+    CHECK(checked.output.find("OK: every payment applied exactly once") != std::string::npos);
+    child.signal(SIGTERM);
+    CHECK(child.wait(30s).has_value());
+}

@@ -215,7 +215,7 @@ TEST_CASE(
 
 TEST_CASE(
     "a batch handler naming a record outside its batch is taken as naming none, and a payload "
-    "that is not JSON is named by ctx.json(i) itself") {
+    "that is not JSON is named by its own json() in the batch") {
     PipelineHarness h({.name = "batchbadindex",
                        .partitions = 1,
                        .with_sequence = false,

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "support.hpp"
+#include "testing_example.hpp"
 
 using exo::HandlerContext;
 using exo::testing::Delivery;
@@ -491,4 +492,8 @@ TEST_CASE("handler options for a handler under test read like a binding's option
     }
     CHECK(contains(what, "kit options: options.limit: "));
     CHECK(contains(what, "'lots'"));
+}
+
+TEST_CASE("the test kit's example (exo/testing.hpp) runs as written") {
+    CHECK(header_examples::greeting_kit_example(exo::testing::postgres_uri()));
 }

@@ -20,9 +20,9 @@
 #include "core/failpoints.hpp"
 #include "kafka/mock_cluster.hpp"
 #include "kafka/producer.hpp"
+#include "payments_workload.hpp"
 #include "pipeline/daemon.hpp"
 #include "pipeline/handler_registry.hpp"
-#include "workload/payments_workload.hpp"
 
 namespace exo::testing {
 

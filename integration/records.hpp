@@ -14,8 +14,8 @@
 #include "kafka/consumer.hpp"
 #include "kafka/kafka_logging.hpp"
 #include "kafka/rdkafka_handles.hpp"
+#include "payments_workload.hpp"
 #include "support.hpp"
-#include "workload/payments_workload.hpp"
 
 namespace exo::testing {
 

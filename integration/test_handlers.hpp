@@ -154,27 +154,29 @@ class CueBatchLedger final : public BatchHandler {
 public:
     void prepare(pqxx::connection_base& c) override { ledger_.prepare(c); }
     void handle_batch(BatchContext& ctx) override {
+        const auto records = ctx.records();
         batch_calls++;
-        batch_records += static_cast<int>(ctx.size());
-        if (ctx.size() == 1) batch_solo_calls++;
+        batch_records += static_cast<int>(records.size());
+        if (records.size() == 1) batch_solo_calls++;
         {
             std::lock_guard lock(seen_mutex);
-            for (std::size_t i = 0; i < ctx.size(); ++i) seen.push_back(ctx.idempotency_key(i));
+            for (const auto& r : records) seen.push_back(r.idempotency_key());
         }
-        for (std::size_t i = 0; i < ctx.size(); ++i) {
-            if (ctx.rerun(i)) batch_reruns++;
-            const auto& key = ctx.idempotency_key(i);
+        for (std::size_t i = 0; i < records.size(); ++i) {
+            auto& r = records[i];
+            if (r.rerun()) batch_reruns++;
+            const auto& key = r.idempotency_key();
             auto cue = [&](const char* prefix) { return key.rfind(prefix, 0) == 0; };
             if (cue("poison-")) ctx.fail(i, PermanentError("poison record refused"));
-            if (cue("flaky-") && ctx.attempt(i) < 3)
-                ctx.fail(i, RetryableError("flaky: attempt " + std::to_string(ctx.attempt(i))));
+            if (cue("flaky-") && r.attempt() < 3)
+                ctx.fail(i, RetryableError("flaky: attempt " + std::to_string(r.attempt())));
             if (cue("anon-")) throw PermanentError("anonymous refusal");
-            if (cue("result-")) ctx.set_result(i, "r:" + key);
-            if (cue("badindex-")) ctx.fail(ctx.size() + 7, PermanentError("bad index " + key));
+            if (cue("result-")) r.set_result("r:" + key);
+            if (cue("badindex-")) ctx.fail(records.size() + 7, PermanentError("bad index " + key));
         }
         ledger_.handle_batch(ctx);
-        for (std::size_t i = 0; i < ctx.size(); ++i)
-            if (ctx.idempotency_key(i).rfind("swallow-", 0) == 0) {
+        for (const auto& r : records)
+            if (r.idempotency_key().rfind("swallow-", 0) == 0) {
                 try {
                     ctx.transaction().exec("SELECT 1 / 0");
                 } catch (const pqxx::sql_error&) {

@@ -7,10 +7,10 @@
 #include <vector>
 
 #include <exo/errors.hpp>
-#include <exo/payload.hpp>
 #include <exo/record.hpp>
 #include "config/config.hpp"
 #include "core/key_derivation.hpp"
+#include "core/payload.hpp"
 #include "core/text.hpp"
 
 using namespace exo;

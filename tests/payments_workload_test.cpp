@@ -1,4 +1,4 @@
-// The sample payments and their expected result: workload/payments_workload.hpp.
+// The sample payments and their expected result: handlers/payments_workload.hpp.
 // No servers.
 #include <doctest/doctest.h>
 
@@ -9,7 +9,7 @@
 #include <set>
 #include <string>
 
-#include "workload/payments_workload.hpp"
+#include "payments_workload.hpp"
 
 using namespace exo;
 

@@ -22,6 +22,15 @@ Application& Application::handler(std::string name, HandlerFactory factory) {
     return *this;
 }
 
+Application& Application::command(std::string name, std::string usage, std::string summary,
+                                  CommandFunction run) {
+    check_command_name(name, setup_->commands);
+    if (!run) throw UsageError("command '" + name + "' has no function to run");
+    setup_->commands.push_back(
+        {std::move(name), std::move(usage), std::move(summary), std::move(run)});
+    return *this;
+}
+
 Application& Application::migrations_dir(std::string dir) {
     setup_->migration_dirs.push_back(std::move(dir));
     return *this;

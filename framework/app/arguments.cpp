@@ -4,9 +4,9 @@
 
 namespace exo {
 
-Arguments::Arguments(const std::string& command, int argc, char** argv, int first,
-                     const std::vector<std::string>& allowed,
-                     const std::vector<std::string>& switches)
+CommandFlags::CommandFlags(const std::string& command, int argc, char** argv, int first,
+                           const std::vector<std::string>& allowed,
+                           const std::vector<std::string>& switches)
     : command_(command) {
     for (int i = first; i < argc; ++i) {
         std::string arg = argv[i];
@@ -34,24 +34,24 @@ Arguments::Arguments(const std::string& command, int argc, char** argv, int firs
     }
 }
 
-std::optional<std::string> Arguments::get(const std::string& flag) const {
+std::optional<std::string> CommandFlags::get(const std::string& flag) const {
     auto it = values_.find(flag);
     if (it == values_.end()) return std::nullopt;
     return it->second.back();
 }
 
-std::string Arguments::required(const std::string& flag) const {
+std::string CommandFlags::required(const std::string& flag) const {
     auto v = get(flag);
     if (!v) throw UsageError("exo " + command_ + ": --" + flag + " is required (see exo --help)");
     return *v;
 }
 
-std::vector<std::string> Arguments::all(const std::string& flag) const {
+std::vector<std::string> CommandFlags::all(const std::string& flag) const {
     auto it = values_.find(flag);
     return it == values_.end() ? std::vector<std::string>{} : it->second;
 }
 
-int Arguments::get_int(const std::string& flag, int fallback) const {
+int CommandFlags::get_int(const std::string& flag, int fallback) const {
     auto v = get(flag);
     if (!v) return fallback;
     try {
@@ -63,7 +63,7 @@ int Arguments::get_int(const std::string& flag, int fallback) const {
     throw UsageError("exo " + command_ + ": --" + flag + " must be an integer, not '" + *v + "'");
 }
 
-double Arguments::get_double(const std::string& flag, double fallback) const {
+double CommandFlags::get_double(const std::string& flag, double fallback) const {
     auto v = get(flag);
     if (!v) return fallback;
     try {

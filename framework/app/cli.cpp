@@ -2,16 +2,19 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstring>
 #include <iostream>
 
 #include <exo/errors.hpp>
 #include "app/commands.hpp"
 #include "app/signals.hpp"
+#include "app/user_commands.hpp"
 
 namespace exo {
 namespace {
 
+// {}: the application's own commands (Application::command).
 constexpr const char* kHelp = R"(exo: a Kafka consumer whose handlers have an exactly-once effect.
 
 Usage:
@@ -43,32 +46,47 @@ Usage:
                                  topic T (a new row); the key's later rows are published next
   exo mock-kafka [--brokers N] [--topic NAME:PARTITIONS]... [--bootstrap-file FILE]
                                  run librdkafka's mock cluster as a standalone broker until SIGTERM
-  exo demo-produce (--bootstrap SERVERS | --bootstrap-file FILE) --expected-file FILE
-                   [--topic payments] [--count 2000] [--accounts 20] [--duplicate-ratio 0.1] [--seed 42]
-                                 produce sample payments (with duplicates) and write the expected result
-  exo demo-check --config FILE (--bootstrap SERVERS | --bootstrap-file FILE) --expected-file FILE
-                 [--timeout 120]  wait until the group consumed everything, compare balances
-  exo --help | --version
+{}  exo --help | --version
 
 Exit codes: 0 success, 1 run-time failure, 2 bad usage or configuration, 3 unknown key.
 Failpoints for crash tests: EXO_FAILPOINTS=after_pg_commit=kill[@N] (replay: replay_after_ticket,
 replay_after_claim_forgotten, replay_after_produce).
 )";
 
+constexpr const char* kExoCommands[] = {"run",      "migrate", "check-config", "inspect", "dlq",
+                                        "sequence", "outbox",  "mock-kafka",   "help",    "--help",
+                                        "-h",       "version", "--version"};
+
+std::string help(const AppSetup& setup) {
+    std::string text = kHelp;
+    return text.replace(text.find("{}"), 2, commands_help(setup.commands));
+}
+
+const UserCommand* find_command(const AppSetup& setup, const std::string& name) {
+    for (const auto& c : setup.commands)
+        if (c.name == name) return &c;
+    return nullptr;
+}
+
 }  // namespace
+
+bool is_exo_command(const std::string& name) {
+    return std::find(std::begin(kExoCommands), std::end(kExoCommands), name) !=
+           std::end(kExoCommands);
+}
 
 int run_cli(int argc, char** argv, const AppSetup& setup) {
     // Before any thread exists, so every thread inherits the blocked signals.
     std::stop_source stop;
     SignalWatcher signals(stop);
     if (argc < 2) {
-        std::cerr << kHelp;
+        std::cerr << help(setup);
         return 2;
     }
     std::string command = argv[1];
     try {
         if (command == "--help" || command == "-h" || command == "help") {
-            std::cout << kHelp;
+            std::cout << help(setup);
             return 0;
         }
         if (command == "--version" || command == "version") {
@@ -83,9 +101,9 @@ int run_cli(int argc, char** argv, const AppSetup& setup) {
         if (command == "sequence") return sequence_command(argc, argv, setup);
         if (command == "outbox") return outbox_command(argc, argv, setup);
         if (command == "mock-kafka") return mock_kafka_command(argc, argv, stop.get_token());
-        if (command == "demo-produce") return demo_produce_command(argc, argv);
-        if (command == "demo-check") return demo_check_command(argc, argv, setup, stop.get_token());
-        std::cerr << "exo: unknown command '" << command << "'\n\n" << kHelp;
+        if (const auto* own = find_command(setup, command))
+            return CommandRunner::run(*own, argc, argv, setup, stop.get_token());
+        std::cerr << "exo: unknown command '" << command << "'\n\n" << help(setup);
         return 2;
     } catch (const UsageError& e) {
         std::cerr << "exo " << command << ": " << e.what() << "\n";

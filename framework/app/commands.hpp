@@ -21,7 +21,5 @@ int sequence_command(int argc, char** argv, const AppSetup& setup);
 // `exo outbox list|discard|reroute`
 int outbox_command(int argc, char** argv, const AppSetup& setup);
 int mock_kafka_command(int argc, char** argv, std::stop_token stop);
-int demo_produce_command(int argc, char** argv);
-int demo_check_command(int argc, char** argv, const AppSetup& setup, std::stop_token stop);
 
 }  // namespace exo

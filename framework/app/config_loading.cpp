@@ -24,6 +24,14 @@ int run_with_config(const std::string& path, const HandlerRegistry& registry,
     Config config = load_config(path, registry);
     try {
         return body(config);
+    } catch (...) {
+        rethrow_with_secrets_masked(config);
+    }
+}
+
+void rethrow_with_secrets_masked(const Config& config) {
+    try {
+        throw;
     } catch (const UsageError& e) {
         throw UsageError(config_redactor(config).redact(e.what()));
     } catch (const std::exception& e) {

@@ -24,6 +24,10 @@ Config load_config(const std::string& path, const HandlerRegistry& registry);
 // the conninfo, librdkafka refusing a property value).
 int run_with_config(const std::string& path, const HandlerRegistry& registry,
                     const std::function<int(Config&)>& body);
+// Inside a catch block: rethrows the exception being handled with `config`'s
+// secrets masked in its message, as run_with_config does. Something that is
+// not a std::exception is rethrown as it is.
+[[noreturn]] void rethrow_with_secrets_masked(const Config& config);
 
 // The Kafka the config points at: its bootstrap servers, or an embedded mock
 // cluster (owned here) with the configured topics and every binding's topic and

@@ -10,7 +10,8 @@
 
 namespace exo {
 
-class Arguments;
+class CommandFlags;
+using Arguments = CommandFlags;  // app/arguments.hpp
 
 // --since DURATION: "90s", "30m", "12h", "7d", "1500ms" (framework/core/duration_text.hpp).
 // A bare number is refused: its unit would be a guess.

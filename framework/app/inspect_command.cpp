@@ -2,12 +2,12 @@
 // idempotency key, read-only. Exit 3 when the group has never seen the key.
 #include <iostream>
 
-#include <exo/payload.hpp>
 #include "app/arguments.hpp"
 #include "app/commands.hpp"
 #include "app/config_loading.hpp"
 #include "app/operator_setup.hpp"
 #include "core/key_derivation.hpp"
+#include "core/payload.hpp"
 #include "kafka/topic_reader.hpp"
 #include "ops/claim_view.hpp"
 #include "ops/dedup_queries.hpp"

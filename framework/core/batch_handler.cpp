@@ -1,5 +1,7 @@
 #include <exo/batch_handler.hpp>
 
+#include "core/context_access.hpp"
+
 namespace exo {
 namespace {
 
@@ -20,25 +22,10 @@ std::string describe(std::size_t index, const std::exception_ptr& cause) {
 BatchRecordFailed::BatchRecordFailed(std::size_t index, std::exception_ptr cause)
     : std::runtime_error(describe(index, cause)), index_(index), cause_(std::move(cause)) {}
 
-const nlohmann::json& BatchContext::json(std::size_t i) {
-    auto& entry = entries_.at(i);
-    try {
-        return entry.payload->document();
-    } catch (const PermanentError&) {
-        throw BatchRecordFailed(i, std::current_exception());
-    }
-}
-
 void BatchHandler::handle(HandlerContext& ctx) {
-    // The record and key outlive the call; the payload is the context's own.
-    std::vector<BatchContext::Entry> one(1);
-    auto& entry = one.front();
-    entry.record = &ctx.record();
-    entry.key = &ctx.idempotency_key();
-    entry.payload = &ctx.payload();
-    entry.attempt = ctx.attempt();
-    entry.rerun = ctx.rerun();
-    BatchContext batch(ctx.transaction(), one, ctx.log(), ctx.max_emit_bytes());
+    // The batch of one is the record's own context: its result, emits and
+    // failures are the record's as handle() would leave them.
+    auto batch = detail::ContextAccess::batch(ctx.transaction(), {&ctx, 1}, ctx.log());
     try {
         handle_batch(batch);
     } catch (const BatchRecordFailed& e) {
@@ -46,8 +33,6 @@ void BatchHandler::handle(HandlerContext& ctx) {
         if (e.cause()) std::rethrow_exception(e.cause());
         throw RetryableError(e.what());
     }
-    if (!entry.result.empty()) ctx.set_result(std::move(entry.result));
-    for (auto& message : entry.emitted) ctx.emitted().push_back(std::move(message));
 }
 
 }  // namespace exo

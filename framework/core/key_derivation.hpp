@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <string>
 
-#include <exo/payload.hpp>
 #include <exo/record.hpp>
 #include "core/key_source.hpp"
+#include "core/payload.hpp"
 #include "core/sequence_config.hpp"
 
 namespace exo {

@@ -1,4 +1,4 @@
-#include <exo/payload.hpp>
+#include "core/payload.hpp"
 
 #include <exo/errors.hpp>
 

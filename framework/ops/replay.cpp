@@ -1,7 +1,7 @@
 #include "ops/replay.hpp"
 
-#include <exo/payload.hpp>
 #include "core/key_derivation.hpp"
+#include "core/payload.hpp"
 #include "ops/claim_view.hpp"
 #include "ops/dedup_queries.hpp"
 #include "ops/replayed_record.hpp"

@@ -1,7 +1,6 @@
-// Emitting: HandlerContext::emit and BatchContext::emit check a record before
+// Emitting: HandlerContext::emit checks a record before
 // it is buffered, so a record the outbox or Kafka cannot take fails its own
 // handler run (a PermanentError: dead-lettered) instead of stalling the relay.
-#include <exo/batch_handler.hpp>
 #include <exo/errors.hpp>
 #include <exo/handler.hpp>
 #include <exo/outbox.hpp>
@@ -80,18 +79,11 @@ std::optional<std::string> outbox_message_problem(const OutboxMessage& message,
 
 void HandlerContext::emit(std::string topic, std::optional<std::string> key, std::string value,
                           std::vector<RecordHeader> headers) {
-    emitted_.push_back(checked(std::move(topic), std::move(key), std::move(value),
-                               std::move(headers), max_emit_bytes_));
-}
-
-void BatchContext::emit(std::size_t i, std::string topic, std::optional<std::string> key,
-                        std::string value, std::vector<RecordHeader> headers) {
-    auto& entry = entries_.at(i);
     try {
-        entry.emitted.push_back(checked(std::move(topic), std::move(key), std::move(value),
-                                        std::move(headers), max_emit_bytes_));
+        emitted_.push_back(checked(std::move(topic), std::move(key), std::move(value),
+                                   std::move(headers), max_emit_bytes_));
     } catch (const PermanentError&) {
-        throw BatchRecordFailed(i, std::current_exception());
+        fail_with_current();
     }
 }
 

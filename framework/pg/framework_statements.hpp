@@ -13,6 +13,7 @@
 
 #include <exo/types.hpp>
 #include "config/config.hpp"
+#include "core/fencing_token.hpp"
 #include "core/outcome.hpp"
 #include "core/sequence_decision.hpp"
 

@@ -18,6 +18,7 @@
 #include <pqxx/transaction_base>
 
 #include <exo/types.hpp>
+#include "core/fencing_token.hpp"
 #include "pg/framework_statements.hpp"
 
 namespace exo {

@@ -5,10 +5,11 @@
 #include <optional>
 #include <string>
 
-#include <exo/payload.hpp>
 #include <exo/types.hpp>
 #include "config/config.hpp"
+#include "core/fencing_token.hpp"
 #include "core/outcome.hpp"
+#include "core/payload.hpp"
 #include "pipeline/pending_record.hpp"
 
 namespace exo {

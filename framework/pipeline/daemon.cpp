@@ -6,6 +6,7 @@
 #include <map>
 #include <random>
 
+#include "core/topic_partition_hash.hpp"
 #include "kafka/kafka_names.hpp"
 
 namespace exo {

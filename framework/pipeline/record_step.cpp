@@ -1,6 +1,7 @@
 #include "pipeline/record_step.hpp"
 
 #include <exo/errors.hpp>
+#include "core/context_access.hpp"
 #include "core/text.hpp"
 #include "outbox/outbox_writer.hpp"
 #include "pg/framework_statements.hpp"
@@ -70,8 +71,10 @@ std::string gap_expiry(const BindingConfig& binding, const std::string& entity,
 RecordStepResult run_handler_step(pqxx::transaction_base& tx, const RecordStepInput& in) {
     RecordStepResult out;
     const auto& binding = in.binding;
-    HandlerContext ctx(tx, in.record, in.key, in.payload, in.log, in.attempt, in.handler_ran,
-                       in.max_emit_bytes);
+    auto ctx = detail::ContextAccess::record(tx, in.record, in.key, in.payload, in.log, in.attempt,
+                                             in.handler_ran, in.max_emit_bytes);
+    const auto& emitted = detail::ContextAccess::emitted(ctx);
+    const auto& result = detail::ContextAccess::result(ctx);
     ++out.round_trips;  // a handler's statements, at least one
     in.handler_ran = true;
     const auto started = std::chrono::steady_clock::now();
@@ -79,21 +82,21 @@ RecordStepResult run_handler_step(pqxx::transaction_base& tx, const RecordStepIn
     if (in.handler_took)
         *in.handler_took = std::chrono::duration_cast<std::chrono::microseconds>(
             std::chrono::steady_clock::now() - started);
-    if (!ctx.emitted().empty()) {
+    if (!emitted.empty()) {
         // In the record's transaction (and savepoint): published only if it commits.
-        write_outbox(tx, in.consumer_group, ctx.emitted());
+        write_outbox(tx, in.consumer_group, emitted);
         ++out.round_trips;
     }
-    if (!ctx.result().empty()) {
-        if (!is_postgres_text(ctx.result()))
+    if (!result.empty()) {
+        if (!is_postgres_text(result))
             throw PermanentError("handler '" + binding.handler +
                                  "' set a result PostgreSQL cannot store (invalid UTF-8 or a "
                                  "NUL byte): encode binary results, e.g. as hex or base64");
-        update_processed(tx, in.consumer_group, in.key, StoredOutcome::applied, ctx.result());
+        update_processed(tx, in.consumer_group, in.key, StoredOutcome::applied, result);
         ++out.round_trips;
     }
     out.outcome = Outcome::applied;
-    out.result = ctx.result();
+    out.result = result;
     return out;
 }
 

@@ -18,6 +18,7 @@
 
 #include <exo/handler.hpp>
 #include "config/config.hpp"
+#include "core/fencing_token.hpp"
 #include "core/key_derivation.hpp"
 #include "core/outcome.hpp"
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <exo/types.hpp>
+#include "core/fencing_token.hpp"
 #include "redis/redis_connection.hpp"  // RedisReply; declares no hiredis type
 
 namespace exo {

@@ -1,24 +1,22 @@
 #pragma once
-// A consumer built on exo: the user's main() names its handlers and migrations
-// and hands over the command line. Every `exo` command then works on that
-// binary (run, migrate, check-config, mock-kafka, demo-produce, demo-check):
+// A consumer built on exo: the user's main() names its handlers, migrations and
+// commands of its own, and hands over the command line. Every `exo` command
+// then works on that binary (run, migrate, check-config, inspect, dlq, ...),
+// and so do the application's (`<binary> --help` lists them all).
 //
-//   int main(int argc, char** argv) {
-//       exo::Application app;
-//       app.handler<MyHandler>("my_handler");   // or app.handler("name", factory)
-//       app.migrations_dir("sql");              // or app.migration("0001_x.sql", sql_text)
-//       return app.main(argc, argv);
-//   }
+// Example (compiled with the unit tests): tests/header_examples/application_example.cpp;
+// handlers/main.cpp is the example consumer's.
 //
-// Lifecycle: configure first (handler(), migration...()), then call main() once.
-// Registration errors (an empty or repeated handler name) throw UsageError at
-// once; main() reports everything else on stderr and returns the exit code:
+// Lifecycle: configure first (handler(), migration...(), command()), then call
+// main() once. Registration errors (an empty or repeated name) throw UsageError
+// at once; main() reports everything else on stderr and returns the exit code:
 // 0 success, 1 run-time failure, 2 bad usage or configuration.
 #include <concepts>
 #include <memory>
 #include <string>
 #include <utility>
 
+#include <exo/command.hpp>
 #include <exo/handler.hpp>
 #include <exo/options.hpp>
 
@@ -53,6 +51,16 @@ public:
     // text compiled into the binary. Names must be unique.
     Application& migrations_dir(std::string dir);
     Application& migration(std::string name, std::string sql);
+
+    // Adds the command `name`: `<binary> NAME ARGS...` calls `run` with a
+    // CommandContext (exo/command.hpp: its flags, the configuration if it loads
+    // one, PostgreSQL, a stop token) and exits with what it returns. --help
+    // lists it after exo's own commands as "NAME USAGE" (USAGE: its flags, e.g.
+    // "--config FILE [--limit N]"), then `summary` (what it does); both may
+    // span lines. Throws UsageError for an empty name, one starting with '-' or
+    // holding whitespace, one of exo's own commands, or a repeated one.
+    Application& command(std::string name, std::string usage, std::string summary,
+                         CommandFunction run);
 
     // Runs the command in argv; returns the process exit code.
     int main(int argc, char** argv);

@@ -5,6 +5,5 @@
 #include <exo/errors.hpp>
 #include <exo/handler.hpp>
 #include <exo/options.hpp>
-#include <exo/payload.hpp>
 #include <exo/record.hpp>
 #include <exo/types.hpp>

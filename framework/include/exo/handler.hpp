@@ -34,45 +34,50 @@
 // its factory at start-up; prepare() runs on each new PostgreSQL connection of
 // that worker (including after a reconnect); handle() is never called
 // concurrently on one instance.
+//
+// Example (compiled with the unit tests): tests/header_examples/handler_example.cpp.
 #include <spdlog/logger.h>
 
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <pqxx/connection_base>
 #include <pqxx/transaction_base>
 #include <string>
+#include <vector>
 
 #include <exo/options.hpp>
 #include <exo/outbox.hpp>
-#include <exo/payload.hpp>
 #include <exo/record.hpp>
 
 namespace exo {
 
+class JsonPayload;
+namespace detail {
+struct ContextAccess;  // exo's own: builds contexts and reads what a handler left in them
+}
+
+// One record as its handler sees it: handle() gets one, and a batch handler one
+// per record (BatchContext::records()). Only exo creates them; each lives for
+// one call of the handler.
 class HandlerContext {
 public:
-    HandlerContext(pqxx::transaction_base& tx, const Record& record, const std::string& key,
-                   JsonPayload& payload, spdlog::logger& log, int attempt, bool rerun = false,
-                   std::size_t max_emit_bytes = kDefaultMaxMessageBytes)
-        : tx_(tx),
-          record_(record),
-          key_(key),
-          payload_(payload),
-          log_(log),
-          attempt_(attempt),
-          rerun_(rerun),
-          max_emit_bytes_(max_emit_bytes) {}
+    HandlerContext(const HandlerContext&) = delete;
+    HandlerContext& operator=(const HandlerContext&) = delete;
+    HandlerContext(HandlerContext&&) = default;
 
-    // The batch's transaction (possibly inside a savepoint of this record). Do not
-    // commit or abort it, and do not swallow its errors (see the file comment).
+    // The transaction the record's effects commit in (possibly inside a savepoint
+    // of this record; in a batch, the batch's). Do not commit or abort it, and do
+    // not swallow its errors (see the file comment).
     pqxx::transaction_base& transaction() { return tx_; }
     const Record& record() const { return record_; }
     const std::string& idempotency_key() const { return key_; }
-    // The payload as JSON, parsed once. Throws PermanentError if it is not JSON.
-    const nlohmann::json& json() { return payload_.document(); }
-    // The payload, parsed on first use and shared with key derivation.
-    JsonPayload& payload() { return payload_; }
+    // The payload as JSON, parsed once (and shared with key derivation). Not
+    // JSON: throws PermanentError, or in a batch BatchRecordFailed(i,
+    // PermanentError), so only this record is dead-lettered.
+    const nlohmann::json& json();
     spdlog::logger& log() { return log_; }
     // 1 on the first try; higher after retryable failures of this record.
     int attempt() const { return attempt_; }
@@ -83,22 +88,34 @@ public:
     bool rerun() const { return rerun_; }
     // Stored with the dedup row and in the Redis claim; returned for duplicates.
     void set_result(std::string result) { result_ = std::move(result); }
-    const std::string& result() const { return result_; }
 
     // Emits a Kafka record through the outbox (exo/outbox.hpp): it is written
-    // in this record's transaction after handle() returns, and the daemon's
+    // in this record's transaction after the handler returns, and the daemon's
     // relay publishes it once that transaction committed. A run that throws
-    // emits nothing. Throws PermanentError (the record is dead-lettered) for a
-    // record Kafka or PostgreSQL cannot take: see outbox_message_problem().
+    // emits nothing. A record Kafka or PostgreSQL cannot take (see
+    // outbox_message_problem()) throws PermanentError, or in a batch
+    // BatchRecordFailed(i, PermanentError): this record is dead-lettered.
     void emit(std::string topic, std::optional<std::string> key, std::string value,
               std::vector<RecordHeader> headers = {});
-    // The largest record emit() takes: the relay producer's message.max.bytes.
-    std::size_t max_emit_bytes() const { return max_emit_bytes_; }
-    // What this run emitted so far, in order; the framework writes it to the
-    // outbox after handle() returns (a batch of one forwards its emits here).
-    std::vector<OutboxMessage>& emitted() { return emitted_; }
 
 private:
+    friend struct detail::ContextAccess;
+    HandlerContext(pqxx::transaction_base& tx, const Record& record, const std::string& key,
+                   JsonPayload& payload, spdlog::logger& log, int attempt, bool rerun,
+                   std::size_t max_emit_bytes, std::optional<std::size_t> batch_index)
+        : tx_(tx),
+          record_(record),
+          key_(key),
+          payload_(payload),
+          log_(log),
+          attempt_(attempt),
+          rerun_(rerun),
+          max_emit_bytes_(max_emit_bytes),
+          batch_index_(batch_index) {}
+    // A failure of this record found by json() or emit(): `cause` as it is, or
+    // named as this record's in its batch.
+    [[noreturn]] void fail_with_current() const;
+
     pqxx::transaction_base& tx_;
     const Record& record_;
     const std::string& key_;
@@ -106,9 +123,10 @@ private:
     spdlog::logger& log_;
     int attempt_;
     bool rerun_;
-    std::size_t max_emit_bytes_;  // the relay producer's message.max.bytes
+    std::size_t max_emit_bytes_;              // the relay producer's message.max.bytes
+    std::optional<std::size_t> batch_index_;  // set: record i of a BatchContext
     std::string result_;
-    std::vector<OutboxMessage> emitted_;
+    std::vector<OutboxMessage> emitted_;  // in order; written by exo after the call
 };
 
 class Handler {

@@ -2,9 +2,8 @@
 // PostgreSQL array literals for set-based statements (a batch handler's
 // multi-row writes, exo's own): libpqxx 6.4 has no array parameters, so arrays
 // travel as one text parameter each and the statement casts them
-// (`$2::text[]`) and unnests them:
-//   tx.exec_params("INSERT INTO t (id, n) SELECT * FROM unnest($1::text[], $2::bigint[])",
-//                  exo::text_array(ids), exo::int_array(counts));
+// (`$2::text[]`) and unnests them: tests/header_examples/batch_handler_example.cpp
+// (compiled with the unit tests).
 // Elements must be text PostgreSQL can store (no NUL byte, valid UTF-8).
 #include <string>
 #include <vector>

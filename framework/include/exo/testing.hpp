@@ -3,15 +3,8 @@
 // per-record protocol against a real PostgreSQL, without Kafka or Redis, and
 // get each record's outcome.
 //
-//   #include <exo/testing.hpp>
-//   using exo::testing::Outcome;
-//
-//   exo::testing::HandlerKit kit(uri,  // e.g. postgresql://user@localhost/test
-//                                std::make_unique<GreetingHandler>(),
-//                                {.key = "json:/id", .migrations = {{"0001_greetings.sql", sql}}});
-//   CHECK(kit.deliver({.value = R"({"id": "g1", "name": "Ada"})"}) == Outcome::applied);
-//   CHECK(kit.deliver({.value = R"({"id": "g1", "name": "Ada"})"}) == Outcome::duplicate);
-//   CHECK(kit.query_value<long>("SELECT count(*) FROM greetings") == 1);
+// Example: tests/header_examples/testing_example.cpp (a handler, its migration
+// and three checks; compiled with the unit tests, run by the integration tests).
 //
 // What a delivery runs is the daemon's own code, in the order a worker runs it:
 // the idempotency key from the binding (a record without one is dead-lettered

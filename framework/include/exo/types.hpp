@@ -1,11 +1,11 @@
 #pragma once
-// Strong types for Kafka coordinates and claim tokens, so a partition can never
+// Strong types for Kafka coordinates, so a partition can never
 // be passed where an offset is expected (redpanda's model/fundamental.h).
 #include <compare>
 #include <cstdint>
-#include <functional>
 #include <ostream>
 #include <string>
+#include <utility>
 
 namespace exo {
 
@@ -25,9 +25,6 @@ using Partition = StrongValue<struct PartitionTag, std::int32_t>;
 // A Kafka offset. The offset *committed* for a partition is the next one to
 // read, i.e. the last finished offset + 1.
 using Offset = StrongValue<struct OffsetTag, std::int64_t>;
-// Fencing token handed out by the Redis claim script; strictly increasing per
-// idempotency key (derived from Redis server time, so it survives a flush).
-using FencingToken = StrongValue<struct FencingTokenTag, std::int64_t>;
 
 struct TopicPartition {
     Topic topic;
@@ -35,13 +32,6 @@ struct TopicPartition {
     friend auto operator<=>(const TopicPartition&, const TopicPartition&) = default;
     friend std::ostream& operator<<(std::ostream& os, const TopicPartition& tp) {
         return os << tp.topic.value << '[' << tp.partition.value << ']';
-    }
-};
-
-struct TopicPartitionHash {
-    std::size_t operator()(const TopicPartition& tp) const noexcept {
-        return std::hash<std::string>{}(tp.topic.value) * 31u +
-               std::hash<std::int32_t>{}(tp.partition.value);
     }
 };
 

@@ -1,5 +1,6 @@
 #include "pipeline/passes/batch_handler_call.hpp"
 
+#include "core/context_access.hpp"
 #include "core/text.hpp"
 #include "outbox/outbox_writer.hpp"
 #include "pg/pg_errors.hpp"
@@ -10,19 +11,18 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The handler's view of the run: one entry per record, pointing into it. (The
-// one place a BatchContext's entries are made.)
-std::vector<BatchContext::Entry> entries_of(const Run& run) {
-    std::vector<BatchContext::Entry> entries(run.size());
+// The handler's view of the run: one record context per record, pointing into
+// it. (The one place a BatchContext's records are made.)
+std::vector<HandlerContext> entries_of(pqxx::transaction_base& tx, const PassContext& ctx,
+                                       const Run& run) {
+    std::vector<HandlerContext> entries;
+    entries.reserve(run.size());
     for (std::size_t n = 0; n < run.size(); ++n) {
         auto& record = *run[n];
-        entries[n] = {&record.pending.record,
-                      &record.key,
-                      &record.payload,
-                      record.pending.attempts + 1,
-                      record.handler_ran,
-                      {},
-                      {}};
+        entries.push_back(detail::ContextAccess::record(
+            tx, record.pending.record, record.key, record.payload, ctx.log,
+            record.pending.attempts + 1, record.handler_ran, ctx.config.outbox.max_message_bytes,
+            n));
         record.handler_ran = true;  // a later run of it in this batch is a rerun
     }
     return entries;
@@ -50,8 +50,8 @@ std::pair<Failure, std::string> cause_of(const BatchRecordFailed& e, const std::
 RunResult call_batch_handler(const PassContext& ctx, pqxx::transaction_base& tx,
                              BatchHandler& handler, const Run& run) {
     const auto& binding = *run.front()->binding;
-    auto entries = entries_of(run);
-    BatchContext context(tx, entries, ctx.log, ctx.config.outbox.max_message_bytes);
+    auto entries = entries_of(tx, ctx, run);
+    auto context = detail::ContextAccess::batch(tx, entries, ctx.log);
     ctx.stats.postgres_round_trips++;  // a handler's statements, at least one
     const auto started = Clock::now();
     std::chrono::microseconds took{0};  // handle_batch() alone, as handle() on the per-record path
@@ -64,7 +64,8 @@ RunResult call_batch_handler(const PassContext& ctx, pqxx::transaction_base& tx,
         // records to the careful pass, which finds the record alone.
         std::vector<OutboxMessage> emitted;
         for (auto& entry : entries)
-            for (auto& message : entry.emitted) emitted.push_back(std::move(message));
+            for (auto& message : detail::ContextAccess::emitted(entry))
+                emitted.push_back(std::move(message));
         if (!emitted.empty()) {
             write_outbox(tx, ctx.config.kafka.group_id, emitted);
             ctx.stats.postgres_round_trips++;
@@ -90,22 +91,23 @@ RunResult call_batch_handler(const PassContext& ctx, pqxx::transaction_base& tx,
     std::vector<std::string> keys;
     std::vector<std::string> results;
     for (std::size_t n = 0; n < run.size(); ++n) {
-        if (entries[n].result.empty()) continue;
-        if (!is_postgres_text(entries[n].result)) {
+        const auto& result = detail::ContextAccess::result(entries[n]);
+        if (result.empty()) continue;
+        if (!is_postgres_text(result)) {
             std::string why = "handler '" + binding.handler +
                               "' set a result PostgreSQL cannot store (invalid UTF-8 or a NUL "
                               "byte): encode binary results, e.g. as hex or base64";
             return RunResult::failed(why, NamedFailure{run[n], Failure::permanent, why});
         }
         keys.push_back(run[n]->key);
-        results.push_back(entries[n].result);
+        results.push_back(result);
     }
     if (!keys.empty()) {
         store_results(tx, ctx.config.kafka.group_id, keys, results);
         ctx.stats.postgres_round_trips++;
     }
     for (std::size_t n = 0; n < run.size(); ++n) {
-        run[n]->result = std::move(entries[n].result);
+        run[n]->result = std::move(detail::ContextAccess::result(entries[n]));
         run[n]->finish(Outcome::applied);
     }
     return RunResult::ran();

@@ -1,4 +1,4 @@
-#include "workload/payments_workload.hpp"
+#include "payments_workload.hpp"
 
 #include <fmt/format.h>
 

@@ -1,0 +1,41 @@
+#pragma once
+// How exo builds the contexts a handler gets and reads back what the handler
+// left in them. HandlerContext and BatchContext have private constructors and
+// befriend this struct, so a handler author sees only what a handler uses;
+// the worker and the record step (which the handler test kit runs) build them here.
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <exo/batch_handler.hpp>
+#include <exo/handler.hpp>
+#include <exo/outbox.hpp>
+
+namespace exo::detail {
+
+struct ContextAccess {
+    // `max_emit_bytes`: the relay producer's message.max.bytes (exo/outbox.hpp).
+    // `batch_index`: set for record i of a batch, whose json() and emit()
+    // failures then name it (BatchRecordFailed(i, ...)). Every reference must
+    // outlive the context.
+    static HandlerContext record(pqxx::transaction_base& tx, const Record& record,
+                                 const std::string& key, JsonPayload& payload, spdlog::logger& log,
+                                 int attempt, bool rerun, std::size_t max_emit_bytes,
+                                 std::optional<std::size_t> batch_index = std::nullopt) {
+        return HandlerContext(tx, record, key, payload, log, attempt, rerun, max_emit_bytes,
+                              batch_index);
+    }
+    static BatchContext batch(pqxx::transaction_base& tx, std::span<HandlerContext> records,
+                              spdlog::logger& log) {
+        return BatchContext(tx, records, log);
+    }
+
+    // What the handler passed to set_result(); empty if nothing.
+    static std::string& result(HandlerContext& ctx) { return ctx.result_; }
+    // What the handler emitted, in order; exo writes it to the outbox.
+    static std::vector<OutboxMessage>& emitted(HandlerContext& ctx) { return ctx.emitted_; }
+};
+
+}  // namespace exo::detail
