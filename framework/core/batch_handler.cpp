@@ -38,6 +38,7 @@ void BatchHandler::handle(HandlerContext& ctx) {
     entry.payload = &ctx.payload();
     entry.attempt = ctx.attempt();
     entry.rerun = ctx.rerun();
+    entry.trace = &ctx.trace();
     BatchContext batch(ctx.transaction(), one, ctx.log(), ctx.max_emit_bytes());
     try {
         handle_batch(batch);

@@ -7,6 +7,7 @@
 #include <exo/outbox.hpp>
 
 #include "core/text.hpp"
+#include "core/trace_context.hpp"
 #include "kafka/kafka_names.hpp"
 
 namespace exo {
@@ -80,6 +81,7 @@ std::optional<std::string> outbox_message_problem(const OutboxMessage& message,
 
 void HandlerContext::emit(std::string topic, std::optional<std::string> key, std::string value,
                           std::vector<RecordHeader> headers) {
+    add_trace_headers(headers, trace());
     emitted_.push_back(checked(std::move(topic), std::move(key), std::move(value),
                                std::move(headers), max_emit_bytes_));
 }
@@ -87,6 +89,7 @@ void HandlerContext::emit(std::string topic, std::optional<std::string> key, std
 void BatchContext::emit(std::size_t i, std::string topic, std::optional<std::string> key,
                         std::string value, std::vector<RecordHeader> headers) {
     auto& entry = entries_.at(i);
+    add_trace_headers(headers, trace(i));
     try {
         entry.emitted.push_back(checked(std::move(topic), std::move(key), std::move(value),
                                         std::move(headers), max_emit_bytes_));

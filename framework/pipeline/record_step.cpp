@@ -71,7 +71,7 @@ RecordStepResult run_handler_step(pqxx::transaction_base& tx, const RecordStepIn
     RecordStepResult out;
     const auto& binding = in.binding;
     HandlerContext ctx(tx, in.record, in.key, in.payload, in.log, in.attempt, in.handler_ran,
-                       in.max_emit_bytes);
+                       in.max_emit_bytes, in.trace);
     ++out.round_trips;  // a handler's statements, at least one
     in.handler_ran = true;
     const auto started = std::chrono::steady_clock::now();

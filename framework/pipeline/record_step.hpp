@@ -42,7 +42,8 @@ struct RecordStepInput {
     bool& handler_ran;
     std::chrono::microseconds* handler_took = nullptr;  // set: how long handle() took
     std::size_t max_emit_bytes =
-        kDefaultMaxMessageBytes;  // HandlerContext: outbox.max_message_bytes
+        kDefaultMaxMessageBytes;          // HandlerContext: outbox.max_message_bytes
+    const TraceContext* trace = nullptr;  // HandlerContext::trace(); nullptr: started there
 };
 
 // How a strict sequence gap takes back the record's dedup row: inside a

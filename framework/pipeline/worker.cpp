@@ -295,7 +295,8 @@ void Worker::claim_step(std::deque<BatchItem>& items) {
                 // partition held; the rest of the batch goes on. Loud, because
                 // only an operator can repair the key.
                 const auto& record = item.pending.record;
-                LogContext log_context(record.topic, record.partition, record.offset, item.key);
+                LogContext log_context(record.topic, record.partition, record.offset, item.key,
+                                       &item.pending.trace);
                 log_->error(
                     "the Redis claim of key '{}' failed ({}); its record fails this attempt and "
                     "is dead-lettered after max_attempts: delete or repair that Redis key",
@@ -597,7 +598,8 @@ bool Worker::run_batch_handler(pqxx::transaction_base& tx, std::deque<BatchItem>
                       item.pending.attempts + 1,
                       item.handler_ran,
                       {},
-                      {}};
+                      {},
+                      &item.pending.trace};
         item.handler_ran = true;  // a later run of it in this batch is a rerun
     }
     BatchContext context(tx, entries, *log_, ctx_.config.outbox.max_message_bytes);
@@ -692,7 +694,7 @@ bool Worker::run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<Bat
     const auto& topic = binding.topic;
     const auto& r = item.pending.record;
     // The handler's log lines and exo's about this record carry its coordinates.
-    LogContext log_context(r.topic, r.partition, r.offset, item.key);
+    LogContext log_context(r.topic, r.partition, r.offset, item.key, &item.pending.trace);
     // Read before anything is written: a bad sequence field is the record's
     // fault alone and needs no rollback.
     std::optional<SequenceValue> seq;
@@ -719,7 +721,8 @@ bool Worker::run_one(pqxx::transaction_base& tx, BatchItem& item, std::deque<Bat
                                     item.pending.attempts + 1,
                                     item.handler_ran,
                                     &handler_took,
-                                    ctx_.config.outbox.max_message_bytes};
+                                    ctx_.config.outbox.max_message_bytes,
+                                    &item.pending.trace};
         auto step =
             item.framework_started
                 ? run_handler_step(tx, input)
@@ -771,7 +774,7 @@ void Worker::record_failed(std::deque<BatchItem>& items, std::size_t index, Fail
                            const std::string& why) {
     auto& item = items[index];
     const auto& r = item.pending.record;
-    LogContext log_context(r.topic, r.partition, r.offset, item.key);
+    LogContext log_context(r.topic, r.partition, r.offset, item.key, &item.pending.trace);
     const int attempts = item.pending.attempts + (counts_as_attempt(failure) ? 1 : 0);
     item.pending.attempts = attempts;
     switch (decide_record_failure(failure, attempts, item.binding->max_attempts)) {

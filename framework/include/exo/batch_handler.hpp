@@ -59,7 +59,8 @@ public:
         int attempt = 1;
         bool rerun = false;
         std::string result;
-        std::vector<OutboxMessage> emitted;  // BatchContext::emit(i, ...), in order
+        std::vector<OutboxMessage> emitted;   // BatchContext::emit(i, ...), in order
+        const TraceContext* trace = nullptr;  // its delivery's trace; required
     };
 
     // `max_emit_bytes`: the relay producer's message.max.bytes (exo/outbox.hpp).
@@ -88,9 +89,12 @@ public:
     }
     const std::string& result(std::size_t i) const { return entries_.at(i).result; }
     spdlog::logger& log() { return log_; }
-    // Emits a Kafka record on behalf of record i (HandlerContext::emit): written
-    // with record i's effects, published only if they commit. A record Kafka or
-    // PostgreSQL cannot take throws BatchRecordFailed(i, PermanentError).
+    // Record i's own W3C trace (HandlerContext::trace()): each record of a batch
+    // keeps the trace it came with. Its emits carry it by themselves.
+    const TraceContext& trace(std::size_t i) const;
+    // Emits a Kafka record on behalf of record i (HandlerContext::emit, with record i's trace):
+    // written with record i's effects, published only if they commit. A record Kafka or PostgreSQL
+    // cannot take throws BatchRecordFailed(i, PermanentError).
     void emit(std::size_t i, std::string topic, std::optional<std::string> key, std::string value,
               std::vector<RecordHeader> headers = {});
     // What record i emitted so far, in order.

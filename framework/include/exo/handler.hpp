@@ -47,6 +47,7 @@
 #include <exo/outbox.hpp>
 #include <exo/payload.hpp>
 #include <exo/record.hpp>
+#include <exo/trace.hpp>
 
 namespace exo {
 
@@ -54,7 +55,8 @@ class HandlerContext {
 public:
     HandlerContext(pqxx::transaction_base& tx, const Record& record, const std::string& key,
                    JsonPayload& payload, spdlog::logger& log, int attempt, bool rerun = false,
-                   std::size_t max_emit_bytes = kDefaultMaxMessageBytes)
+                   std::size_t max_emit_bytes = kDefaultMaxMessageBytes,
+                   const TraceContext* trace = nullptr)
         : tx_(tx),
           record_(record),
           key_(key),
@@ -62,7 +64,8 @@ public:
           log_(log),
           attempt_(attempt),
           rerun_(rerun),
-          max_emit_bytes_(max_emit_bytes) {}
+          max_emit_bytes_(max_emit_bytes),
+          trace_(trace) {}
 
     // The batch's transaction (possibly inside a savepoint of this record). Do not
     // commit or abort it, and do not swallow its errors (see the file comment).
@@ -74,6 +77,13 @@ public:
     // The payload, parsed on first use and shared with key derivation.
     JsonPayload& payload() { return payload_; }
     spdlog::logger& log() { return log_; }
+    // This record's W3C trace (exo/trace.hpp): trace_id as its log lines show it,
+    // continued from its traceparent header or new; span_id stands for exo's
+    // processing of it. emit() carries it onto emitted records by itself; pass
+    // trace().traceparent() as the `traceparent` of calls the handler makes
+    // (HTTP, gRPC) to keep them in the trace. The same for every attempt of one
+    // delivery; a redelivery of a record without a valid traceparent gets a new trace.
+    const TraceContext& trace() const;
     // 1 on the first try; higher after retryable failures of this record.
     int attempt() const { return attempt_; }
     // True when this call repeats, within one batch, a run whose effects were
@@ -88,8 +98,10 @@ public:
     // Emits a Kafka record through the outbox (exo/outbox.hpp): it is written
     // in this record's transaction after handle() returns, and the daemon's
     // relay publishes it once that transaction committed. A run that throws
-    // emits nothing. Throws PermanentError (the record is dead-lettered) for a
-    // record Kafka or PostgreSQL cannot take: see outbox_message_problem().
+    // emits nothing. Each record gets this record's trace().traceparent() (and
+    // its tracestate) unless `headers` already hold a traceparent. Throws PermanentError (the
+    // record is dead-lettered) for a record Kafka or PostgreSQL cannot take: see
+    // outbox_message_problem().
     void emit(std::string topic, std::optional<std::string> key, std::string value,
               std::vector<RecordHeader> headers = {});
     // The largest record emit() takes: the relay producer's message.max.bytes.
@@ -107,6 +119,8 @@ private:
     int attempt_;
     bool rerun_;
     std::size_t max_emit_bytes_;  // the relay producer's message.max.bytes
+    const TraceContext* trace_;   // the framework's; nullptr: own_trace_, started on first use
+    mutable std::optional<TraceContext> own_trace_;
     std::string result_;
     std::vector<OutboxMessage> emitted_;
 };
