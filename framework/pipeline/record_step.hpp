@@ -42,8 +42,10 @@ struct RecordStepInput {
     bool& handler_ran;
     std::chrono::microseconds* handler_took = nullptr;  // set: how long handle() took
     std::size_t max_emit_bytes =
-        kDefaultMaxMessageBytes;          // HandlerContext: outbox.max_message_bytes
-    const TraceContext* trace = nullptr;  // HandlerContext::trace(); nullptr: started there
+        kDefaultMaxMessageBytes;  // HandlerContext: outbox.max_message_bytes
+    // HandlerContext::trace(): the delivery's (PendingRecord::trace); nullptr: the
+    // context starts one from the record (the handler test kit).
+    const TraceContext* trace = nullptr;
 };
 
 // How a strict sequence gap takes back the record's dedup row: inside a

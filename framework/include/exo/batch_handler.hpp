@@ -59,8 +59,9 @@ public:
         int attempt = 1;
         bool rerun = false;
         std::string result;
-        std::vector<OutboxMessage> emitted;   // BatchContext::emit(i, ...), in order
-        const TraceContext* trace = nullptr;  // its delivery's trace; required
+        std::vector<OutboxMessage> emitted;  // BatchContext::emit(i, ...), in order
+        // Its delivery's trace (trace(i)); the framework always sets it.
+        const TraceContext* trace = nullptr;
     };
 
     // `max_emit_bytes`: the relay producer's message.max.bytes (exo/outbox.hpp).
@@ -90,11 +91,11 @@ public:
     const std::string& result(std::size_t i) const { return entries_.at(i).result; }
     spdlog::logger& log() { return log_; }
     // Record i's own W3C trace (HandlerContext::trace()): each record of a batch
-    // keeps the trace it came with. Its emits carry it by themselves.
+    // keeps the trace it came with; emit(i, ...) carries record i's by itself.
     const TraceContext& trace(std::size_t i) const;
-    // Emits a Kafka record on behalf of record i (HandlerContext::emit, with record i's trace):
-    // written with record i's effects, published only if they commit. A record Kafka or PostgreSQL
-    // cannot take throws BatchRecordFailed(i, PermanentError).
+    // Emits a Kafka record on behalf of record i (HandlerContext::emit): written
+    // with record i's effects, published only if they commit. A record Kafka or
+    // PostgreSQL cannot take throws BatchRecordFailed(i, PermanentError).
     void emit(std::size_t i, std::string topic, std::optional<std::string> key, std::string value,
               std::vector<RecordHeader> headers = {});
     // What record i emitted so far, in order.

@@ -79,7 +79,8 @@ public:
     spdlog::logger& log() { return log_; }
     // This record's W3C trace (exo/trace.hpp): trace_id as its log lines show it,
     // continued from its traceparent header or new; span_id stands for exo's
-    // processing of it. emit() carries it onto emitted records by itself; pass
+    // processing of it. emit() puts its traceparent (and tracestate) on each
+    // emitted record by itself, unless given a traceparent header; pass
     // trace().traceparent() as the `traceparent` of calls the handler makes
     // (HTTP, gRPC) to keep them in the trace. The same for every attempt of one
     // delivery; a redelivery of a record without a valid traceparent gets a new trace.
@@ -98,10 +99,8 @@ public:
     // Emits a Kafka record through the outbox (exo/outbox.hpp): it is written
     // in this record's transaction after handle() returns, and the daemon's
     // relay publishes it once that transaction committed. A run that throws
-    // emits nothing. Each record gets this record's trace().traceparent() (and
-    // its tracestate) unless `headers` already hold a traceparent. Throws PermanentError (the
-    // record is dead-lettered) for a record Kafka or PostgreSQL cannot take: see
-    // outbox_message_problem().
+    // emits nothing. Throws PermanentError (the record is dead-lettered) for a
+    // record Kafka or PostgreSQL cannot take: see outbox_message_problem().
     void emit(std::string topic, std::optional<std::string> key, std::string value,
               std::vector<RecordHeader> headers = {});
     // The largest record emit() takes: the relay producer's message.max.bytes.
