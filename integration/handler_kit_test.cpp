@@ -497,3 +497,28 @@ TEST_CASE("handler options for a handler under test read like a binding's option
 TEST_CASE("the test kit's example (exo/testing.hpp) runs as written") {
     CHECK(header_examples::greeting_kit_example(exo::testing::postgres_uri()));
 }
+
+TEST_CASE(
+    "the handler kit hands a handler its record's trace: continued from a valid traceparent, "
+    "else a new one") {
+    std::vector<exo::TraceContext> seen;
+    HandlerKit kit(exo::testing::postgres_uri(), handler([&](HandlerContext& ctx) {
+                       seen.push_back(ctx.trace());
+                       insert_note(ctx);
+                   }),
+                   notes({.key = "json:/id"}));
+    const std::string upstream = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    CHECK(kit.deliver({.value = R"({"id": "t-1"})",
+                       .headers = {{"traceparent", upstream}, {"tracestate", "congo=t61"}}}) ==
+          Outcome::applied);
+    CHECK(kit.deliver({.value = R"({"id": "t-2"})"}) == Outcome::applied);
+    REQUIRE(seen.size() == 2);
+    CHECK(seen[0].trace_id == "4bf92f3577b34da6a3ce929d0e0e4736");
+    CHECK(seen[0].parent_id == "00f067aa0ba902b7");
+    CHECK(seen[0].tracestate == "congo=t61");
+    CHECK(seen[0].traceparent() ==
+          "00-4bf92f3577b34da6a3ce929d0e0e4736-" + seen[0].span_id + "-01");
+    CHECK_FALSE(seen[1].continued());
+    CHECK(seen[1].trace_id.size() == 32);
+    CHECK(seen[1].trace_id != seen[0].trace_id);
+}

@@ -71,14 +71,14 @@ TEST_SUITE("make_dead_letter") {
         CHECK(only_header(out, "exo-original-offset") == "9000000001");
         CHECK(only_header(out, "exo-consumer-group") == "billing");
         CHECK(only_header(out, "exo-idempotency-key") == "evt-1");
-        CHECK(out.headers.size() == 3 + 7);
+        CHECK(out.headers.size() == 3 + 7 + 2);  // + exo-traceparent, traceparent
     }
 
     TEST_CASE("the idempotency key header is absent when the key could not be derived") {
         auto out = make_dead_letter(failed_record(), "payments.dlq", "billing", "no key", "");
         CHECK(header_values(out, "exo-idempotency-key").empty());
         CHECK(only_header(out, "exo-error") == "no key");
-        CHECK(out.headers.size() == 3 + 6);
+        CHECK(out.headers.size() == 3 + 6 + 2);
     }
 
     TEST_CASE("a record without a key or headers stays without a key") {
@@ -92,7 +92,7 @@ TEST_SUITE("make_dead_letter") {
         CHECK(out.value == "not json");
         CHECK(only_header(out, "exo-attempts") == "0");
         CHECK(only_header(out, "exo-original-offset") == "0");
-        CHECK(out.headers.size() == 6);
+        CHECK(out.headers.size() == 6 + 2);
     }
 
     TEST_CASE("the original record is not modified") {

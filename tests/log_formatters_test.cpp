@@ -114,6 +114,27 @@ TEST_SUITE("log formats") {
         CHECK_MESSAGE(line.ends_with("hello [payments[3]@42 key=k\\n1]\n"), line);
     }
 
+    TEST_CASE("a record's log lines name its trace id and span id, in both formats") {
+        TraceContext trace;
+        trace.trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
+        trace.span_id = "00f067aa0ba902b7";
+        LogContext context(Topic{"payments"}, Partition{3}, Offset{42}, std::string_view("k"),
+                           &trace);
+        const auto j = json_line("worker-0", "hello");
+        CHECK(j["trace_id"] == trace.trace_id);
+        CHECK(j["span_id"] == trace.span_id);
+        auto f = text_log_formatter();
+        const std::string line = format_with(*f, "worker-0", "hello");
+        CHECK_MESSAGE(
+            line.ends_with("hello [payments[3]@42 key=k trace=4bf92f3577b34da6a3ce929d0e0e4736 "
+                           "span=00f067aa0ba902b7]\n"),
+            line);
+        {
+            LogContext untraced(Topic{"audit"}, Partition{0}, Offset{7});
+            CHECK_FALSE(json_line("w", "x").contains("trace_id"));
+        }
+    }
+
     TEST_CASE("json_string escapes what JSON requires") {
         CHECK(json_string("a\"b\\c") == "\"a\\\"b\\\\c\"");
         CHECK(json_string(std::string_view("\x01", 1)) == "\"\\u0001\"");

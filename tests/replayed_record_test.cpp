@@ -43,12 +43,15 @@ TEST_CASE("a replay of a dead letter is the original record back on its topic an
     CHECK(out.partition == 2);
     CHECK(out.key == original().key);
     CHECK(out.value == original().value);
-    REQUIRE(out.headers.size() == 3);
+    // ... plus the traceparent its dead letter gained (it had none), so the
+    // replay continues the trace its first delivery was logged under.
+    REQUIRE(out.headers.size() == 4);
     CHECK(out.headers[0].name == "trace");
     CHECK(out.headers[1].name == "id");
     CHECK_FALSE(out.headers[1].value.has_value());
-    CHECK(out.headers[2].name == kReplayedFromHeader);
-    CHECK(out.headers[2].value == "payments/2/17");
+    CHECK(out.headers[2].name == "traceparent");
+    CHECK(out.headers[3].name == kReplayedFromHeader);
+    CHECK(out.headers[3].value == "payments/2/17");
 }
 
 TEST_CASE("a dead letter is matched by its key and all three original coordinates") {

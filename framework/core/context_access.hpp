@@ -17,14 +17,17 @@ namespace exo::detail {
 
 struct ContextAccess {
     // `max_emit_bytes`: the relay producer's message.max.bytes (exo/outbox.hpp).
+    // `trace`: the delivery's W3C trace (core/trace_context.hpp); nullptr (the
+    // handler test kit) starts one from the record on first use.
     // `batch_index`: set for record i of a batch, whose json() and emit()
-    // failures then name it (BatchRecordFailed(i, ...)). Every reference must
-    // outlive the context.
+    // failures then name it (BatchRecordFailed(i, ...)). Every reference and
+    // pointer must outlive the context.
     static HandlerContext record(pqxx::transaction_base& tx, const Record& record,
                                  const std::string& key, JsonPayload& payload, spdlog::logger& log,
                                  int attempt, bool rerun, std::size_t max_emit_bytes,
+                                 const TraceContext* trace,
                                  std::optional<std::size_t> batch_index = std::nullopt) {
-        return HandlerContext(tx, record, key, payload, log, attempt, rerun, max_emit_bytes,
+        return HandlerContext(tx, record, key, payload, log, attempt, rerun, max_emit_bytes, trace,
                               batch_index);
     }
     static BatchContext batch(pqxx::transaction_base& tx, std::span<HandlerContext> records,

@@ -8,11 +8,13 @@ thread_local const LogContext* current_context = nullptr;
 }  // namespace
 
 LogContext::LogContext(const Topic& topic, Partition partition, Offset offset,
-                       std::optional<std::string_view> key)
+                       std::optional<std::string_view> key, const TraceContext* trace)
     : topic_(topic.value),
       partition_(partition.value),
       offset_(offset.value),
       key_(key ? std::optional<std::string>(*key) : std::nullopt),
+      trace_id_(trace ? trace->trace_id : std::string()),
+      span_id_(trace ? trace->span_id : std::string()),
       previous_(current_context) {
     current_context = this;
 }

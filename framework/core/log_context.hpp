@@ -1,10 +1,11 @@
 #pragma once
 // The record a thread is working on, for its log lines: while a LogContext
 // lives, every line this thread logs carries its topic, partition, offset and
-// key (the JSON format as fields, the text format as "[topic[p]@offset key=k]").
+// key, and its trace (exo/trace.hpp) when given (the JSON format as fields, the
+// text format as "[topic[p]@offset key=k trace=<trace id> span=<span id>]").
 //
-//   LogContext context(record.topic, record.partition, record.offset, item.key);
-//   log_->warn("attempt {} failed", n);  // ... "partition":3,"offset":42,"key":"k"}
+//   LogContext context(record.topic, record.partition, record.offset, item.key, &trace);
+//   log_->warn("attempt {} failed", n);  // ... "offset":42,"key":"k","trace_id":"4bf9..."}
 //
 // Contexts nest: the innermost one is in force, and destroying it brings back
 // the one around it. A context belongs to the thread that made it, and must be
@@ -16,15 +17,18 @@
 #include <string>
 #include <string_view>
 
+#include <exo/trace.hpp>
 #include <exo/types.hpp>
 
 namespace exo {
 
 class LogContext {
 public:
-    // `key`: the record's idempotency key, when it is known yet.
+    // `key`: the record's idempotency key, when it is known yet. `trace`: the
+    // record's trace (PendingRecord::trace), when there is one.
     LogContext(const Topic& topic, Partition partition, Offset offset,
-               std::optional<std::string_view> key = std::nullopt);
+               std::optional<std::string_view> key = std::nullopt,
+               const TraceContext* trace = nullptr);
     ~LogContext();
     LogContext(const LogContext&) = delete;
     LogContext& operator=(const LogContext&) = delete;
@@ -36,12 +40,17 @@ public:
     std::int32_t partition() const noexcept { return partition_; }
     std::int64_t offset() const noexcept { return offset_; }
     const std::optional<std::string>& key() const noexcept { return key_; }
+    // Empty when the context was made without a trace.
+    const std::string& trace_id() const noexcept { return trace_id_; }
+    const std::string& span_id() const noexcept { return span_id_; }
 
 private:
     std::string topic_;
     std::int32_t partition_;
     std::int64_t offset_;
     std::optional<std::string> key_;
+    std::string trace_id_;
+    std::string span_id_;
     const LogContext* previous_;
 };
 

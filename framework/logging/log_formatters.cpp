@@ -86,7 +86,7 @@ void append(spdlog::memory_buf_t& dest, const std::string& text) {
     dest.append(text.data(), text.data() + text.size());
 }
 
-// The text format's " [topic[p]@offset key=k]".
+// The text format's " [topic[p]@offset key=k trace=... span=...]".
 class ContextFlag final : public spdlog::custom_flag_formatter {
 public:
     void format(const spdlog::details::log_msg&, const std::tm&,
@@ -101,6 +101,9 @@ public:
             text += " key=";
             append_escaped(text, printable_text(*context->key(), kUnlimited), false);
         }
+        // Ids are hex made by exo or checked by parse_traceparent: nothing to escape.
+        if (!context->trace_id().empty())
+            text += " trace=" + context->trace_id() + " span=" + context->span_id();
         text += "]";
         append(dest, text);
     }
@@ -129,6 +132,9 @@ void JsonLogFormatter::format(const spdlog::details::log_msg& msg, spdlog::memor
                 ",\"partition\":" + std::to_string(context->partition()) +
                 ",\"offset\":" + std::to_string(context->offset());
         if (context->key()) line += ",\"key\":" + json_string(*context->key());
+        if (!context->trace_id().empty())
+            line += ",\"trace_id\":" + json_string(context->trace_id()) +
+                    ",\"span_id\":" + json_string(context->span_id());
     }
     line += "}\n";
     append(dest, line);

@@ -14,10 +14,12 @@ namespace exo {
 
 // One JSON object per line:
 //   {"time":"2026-11-23T13:44:56.123Z","level":"warn","logger":"worker-0",
-//    "message":"...","topic":"payments","partition":3,"offset":42,"key":"k"}
+//    "message":"...","topic":"payments","partition":3,"offset":42,"key":"k",
+//    "trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"00f067aa0ba902b7"}
 // time is RFC 3339 in UTC with milliseconds; level is one of logging.level's
 // names; logger is "exo" for the default logger; topic, partition and offset
-// appear while a LogContext is in force, key when it has one. Strings are
+// appear while a LogContext is in force, key when it has one, trace_id and
+// span_id when it has a trace (exo/trace.hpp: the W3C ids). Strings are
 // valid JSON whatever the bytes: invalid UTF-8 and NUL become U+FFFD (as
 // core/text.hpp printable_text), quotes, backslashes and control characters
 // are escaped, so a line never breaks in two.
@@ -29,7 +31,8 @@ public:
 
 // spdlog's default line ("[2026-11-23 13:44:56.123] [worker-0] [warning] ...")
 // followed, while a LogContext is in force, by " [payments[3]@42 key=k]" (the key
-// with control characters escaped, so the line stays one line).
+// with control characters escaped, so the line stays one line), and with a trace
+// " [payments[3]@42 key=k trace=4bf92f3577b34da6a3ce929d0e0e4736 span=00f067aa0ba902b7]".
 std::unique_ptr<spdlog::formatter> text_log_formatter();
 
 // `text` as a JSON string literal, quotes included (exposed for tests).

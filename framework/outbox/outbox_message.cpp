@@ -6,6 +6,7 @@
 #include <exo/outbox.hpp>
 
 #include "core/text.hpp"
+#include "core/trace_context.hpp"
 #include "kafka/kafka_names.hpp"
 
 namespace exo {
@@ -79,6 +80,7 @@ std::optional<std::string> outbox_message_problem(const OutboxMessage& message,
 
 void HandlerContext::emit(std::string topic, std::optional<std::string> key, std::string value,
                           std::vector<RecordHeader> headers) {
+    add_trace_headers(headers, trace());
     try {
         emitted_.push_back(checked(std::move(topic), std::move(key), std::move(value),
                                    std::move(headers), max_emit_bytes_));

@@ -6,6 +6,7 @@
 #include <map>
 #include <random>
 
+#include "core/log_context.hpp"
 #include "core/topic_partition_hash.hpp"
 #include "kafka/kafka_names.hpp"
 
@@ -47,6 +48,20 @@ ProducerOptions dead_letter_producer(const std::string& bootstrap, const KafkaCo
         if (!is_consumer_only_property(name)) options.properties.emplace(name, value);
     options.properties.try_emplace("message.timeout.ms", "8000");
     return options;
+}
+
+// A malformed traceparent is the sender's slip, not the record's failure: the
+// record goes on under a new trace, and this says why for whoever follows it.
+void log_unused_traceparent(const PendingRecord& pending) {
+    if (!spdlog::should_log(spdlog::level::debug)) return;
+    const auto problem = traceparent_problem(pending.record);
+    if (!problem) return;
+    const auto& r = pending.record;
+    LogContext log_context(r.topic, r.partition, r.offset, std::nullopt, &pending.trace);
+    spdlog::debug(
+        "the record's traceparent header is not valid W3C trace context ({}): it "
+        "starts a new trace",
+        *problem);
 }
 
 }  // namespace
@@ -154,7 +169,8 @@ void Daemon::dispatch(std::vector<Record> records) {
             // Records fetched before a revoke that happened within the same poll.
             if (!assigned_.count(tp)) continue;
             offsets_.track(tp, r.offset);
-            per_worker[&worker_for(tp)].push_back(PendingRecord{std::move(r)});
+            auto& pending = per_worker[&worker_for(tp)].emplace_back(PendingRecord{std::move(r)});
+            log_unused_traceparent(pending);
         }
     }
     for (auto& [worker, batch] : per_worker) {

@@ -1,6 +1,7 @@
 #include "pipeline/dead_letter.hpp"
 
 #include "core/text.hpp"
+#include "core/trace_context.hpp"
 
 namespace exo {
 
@@ -22,6 +23,12 @@ OutgoingRecord make_dead_letter(const PendingRecord& pending, const std::string&
     if (!idempotency_key.empty()) out.headers.push_back({"exo-idempotency-key", idempotency_key});
     if (value == DeadLetterValue::omitted)
         out.headers.push_back({"exo-value-omitted", std::to_string(r.value.size())});
+    // The record's trace, as its log lines name it. Its own headers stay as
+    // received (a malformed traceparent too); one it did not have is added, so
+    // a W3C-aware reader of the dead-letter topic continues the trace.
+    out.headers.push_back({std::string(kExoTraceparentHeader), pending.trace.traceparent()});
+    if (r.header(kTraceparentHeader) == nullptr)
+        out.headers.push_back({std::string(kTraceparentHeader), pending.trace.traceparent()});
     return out;
 }
 

@@ -26,7 +26,9 @@ enum class DeadLetterValue {
 // exo-attempts, exo-original-topic, exo-original-partition, exo-original-offset,
 // exo-consumer-group (several groups consuming one topic share its default
 // dead-letter topic, and `exo dlq list` shows a group only its own letters),
-// exo-idempotency-key when known, and exo-value-omitted when the value is left out.
+// exo-idempotency-key when known, exo-value-omitted when the value is left out,
+// and the record's trace (pending.trace): exo-traceparent always, traceparent
+// too when the record had none (core/trace_context.hpp).
 OutgoingRecord make_dead_letter(const PendingRecord& pending, const std::string& dlq_topic,
                                 const std::string& consumer_group, const std::string& error,
                                 const std::string& idempotency_key,

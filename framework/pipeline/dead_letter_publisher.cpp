@@ -115,7 +115,7 @@ void DeadLetterPublisher::publish(Batch& batch) {
     auto settle = [&](BatchRecord* item, bool was_produced) {
         const auto& r = item->pending.record;
         const auto& verdict = *item->pending.dead_letter;
-        LogContext log_context(r.topic, r.partition, r.offset, item->key);
+        LogContext log_context(r.topic, r.partition, r.offset, item->key, &item->pending.trace);
         if (was_produced) {
             log_.error("dead-lettered {}[{}]@{} (key '{}'): {}", r.topic.value, r.partition.value,
                        r.offset.value, item->key, verdict.reason);
@@ -174,7 +174,7 @@ void DeadLetterPublisher::unrecorded(BatchRecord& item, Failure failure, const s
     auto& p = item.pending;
     const int bound = item.binding ? item.binding->max_attempts : 1;
     const auto& r = p.record;
-    LogContext log_context(r.topic, r.partition, r.offset, item.key);
+    LogContext log_context(r.topic, r.partition, r.offset, item.key, &p.trace);
     if (!counts_as_attempt(failure)) {
         // A dependency or another transaction, not this dead letter: wait, uncounted.
         item.requeue(backoff_(1), why);

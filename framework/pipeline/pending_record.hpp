@@ -4,6 +4,8 @@
 #include <string>
 
 #include <exo/record.hpp>
+#include <exo/trace.hpp>
+#include "core/trace_context.hpp"
 
 namespace exo {
 
@@ -24,6 +26,9 @@ struct DeadLetterVerdict {
 // far have learned about it.
 struct PendingRecord {
     Record record;
+    // Its trace for this delivery, decided once so its retries, log lines, emits
+    // and dead letter share one trace id and span id.
+    TraceContext trace = start_trace(record);
     // Failed tries, each bounded by the binding's max_attempts: the handler failed
     // retryably, or a step around it failed (SAVEPOINT, COMMIT) for this record.
     int attempts = 0;

@@ -72,7 +72,7 @@ RecordStepResult run_handler_step(pqxx::transaction_base& tx, const RecordStepIn
     RecordStepResult out;
     const auto& binding = in.binding;
     auto ctx = detail::ContextAccess::record(tx, in.record, in.key, in.payload, in.log, in.attempt,
-                                             in.handler_ran, in.max_emit_bytes);
+                                             in.handler_ran, in.max_emit_bytes, in.trace);
     const auto& emitted = detail::ContextAccess::emitted(ctx);
     const auto& result = detail::ContextAccess::result(ctx);
     ++out.round_trips;  // a handler's statements, at least one

@@ -44,6 +44,9 @@ struct RecordStepInput {
     std::chrono::microseconds* handler_took = nullptr;  // set: how long handle() took
     std::size_t max_emit_bytes =
         kDefaultMaxMessageBytes;  // HandlerContext: outbox.max_message_bytes
+    // HandlerContext::trace(): the delivery's (PendingRecord::trace); nullptr: the
+    // context starts one from the record (the handler test kit).
+    const TraceContext* trace = nullptr;
 };
 
 // How a strict sequence gap takes back the record's dedup row: inside a

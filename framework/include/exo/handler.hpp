@@ -51,6 +51,7 @@
 #include <exo/options.hpp>
 #include <exo/outbox.hpp>
 #include <exo/record.hpp>
+#include <exo/trace.hpp>
 
 namespace exo {
 
@@ -79,6 +80,14 @@ public:
     // PermanentError), so only this record is dead-lettered.
     const nlohmann::json& json();
     spdlog::logger& log() { return log_; }
+    // This record's W3C trace (exo/trace.hpp): trace_id as its log lines show it,
+    // continued from its traceparent header or new; span_id stands for exo's
+    // processing of it. emit() puts its traceparent (and tracestate) on each
+    // emitted record by itself, unless given a traceparent header; pass
+    // trace().traceparent() as the `traceparent` of calls the handler makes
+    // (HTTP, gRPC) to keep them in the trace. The same for every attempt of one
+    // delivery; a redelivery of a record without a valid traceparent gets a new trace.
+    const TraceContext& trace() const;
     // 1 on the first try; higher after retryable failures of this record.
     int attempt() const { return attempt_; }
     // True when this call repeats, within one batch, a run whose effects were
@@ -102,7 +111,8 @@ private:
     friend struct detail::ContextAccess;
     HandlerContext(pqxx::transaction_base& tx, const Record& record, const std::string& key,
                    JsonPayload& payload, spdlog::logger& log, int attempt, bool rerun,
-                   std::size_t max_emit_bytes, std::optional<std::size_t> batch_index)
+                   std::size_t max_emit_bytes, const TraceContext* trace,
+                   std::optional<std::size_t> batch_index)
         : tx_(tx),
           record_(record),
           key_(key),
@@ -111,7 +121,8 @@ private:
           attempt_(attempt),
           rerun_(rerun),
           max_emit_bytes_(max_emit_bytes),
-          batch_index_(batch_index) {}
+          batch_index_(batch_index),
+          trace_(trace) {}
     // A failure of this record found by json() or emit(): `cause` as it is, or
     // named as this record's in its batch.
     [[noreturn]] void fail_with_current() const;
@@ -125,6 +136,8 @@ private:
     bool rerun_;
     std::size_t max_emit_bytes_;              // the relay producer's message.max.bytes
     std::optional<std::size_t> batch_index_;  // set: record i of a BatchContext
+    const TraceContext* trace_;  // the framework's; nullptr: own_trace_, started on first use
+    mutable std::optional<TraceContext> own_trace_;
     std::string result_;
     std::vector<OutboxMessage> emitted_;  // in order; written by exo after the call
 };

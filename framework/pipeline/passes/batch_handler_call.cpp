@@ -22,7 +22,7 @@ std::vector<HandlerContext> entries_of(pqxx::transaction_base& tx, const PassCon
         entries.push_back(detail::ContextAccess::record(
             tx, record.pending.record, record.key, record.payload, ctx.log,
             record.pending.attempts + 1, record.handler_ran, ctx.config.outbox.max_message_bytes,
-            n));
+            &record.pending.trace, n));
         record.handler_ran = true;  // a later run of it in this batch is a rerun
     }
     return entries;

@@ -19,7 +19,7 @@ milliseconds FatePolicy::delay(int failures) {
 void FatePolicy::record_failed(Batch& batch, BatchRecord& record, Failure failure,
                                const std::string& why) {
     const auto& r = record.pending.record;
-    LogContext log_context(r.topic, r.partition, r.offset, record.key);
+    LogContext log_context(r.topic, r.partition, r.offset, record.key, &record.pending.trace);
     const int attempts = record.pending.attempts + (counts_as_attempt(failure) ? 1 : 0);
     record.pending.attempts = attempts;
     switch (decide_record_failure(failure, attempts, record.binding->max_attempts)) {

@@ -13,7 +13,7 @@ std::optional<RecordFailure> run_record(const PassContext& ctx, pqxx::transactio
     const auto& binding = *record.binding;
     const auto& r = record.pending.record;
     // The handler's log lines and exo's about this record carry its coordinates.
-    LogContext log_context(r.topic, r.partition, r.offset, record.key);
+    LogContext log_context(r.topic, r.partition, r.offset, record.key, &record.pending.trace);
     // Read before anything is written: a bad sequence field is the record's
     // fault alone and needs no rollback.
     std::optional<SequenceValue> seq;
@@ -39,7 +39,8 @@ std::optional<RecordFailure> run_record(const PassContext& ctx, pqxx::transactio
                                     record.pending.attempts + 1,
                                     record.handler_ran,
                                     &handler_took,
-                                    ctx.config.outbox.max_message_bytes};
+                                    ctx.config.outbox.max_message_bytes,
+                                    &record.pending.trace};
         auto step = record.framework_started ? run_handler_step(tx, input)
                                              : run_record_step(tx, input, undo);
         ctx.stats.postgres_round_trips += static_cast<std::uint64_t>(step.round_trips);
