@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# THE benchmark command (README, "Performance"): installs the Debian packages, builds exo_bench, starts
+# THE benchmark command (docs/performance.md): installs the Debian packages, builds exo_bench, starts
 # throw-away Redis and PostgreSQL (scripts/services.sh) in a temporary directory, turns on
 # PostgreSQL's track_commit_timestamp (the latency run reads commit times from it), runs
 # build/exo_bench with the arguments given, and stops and removes the services whatever happens.

@@ -167,7 +167,7 @@ struct RetentionConfig {
     // The pruner deletes at most this many rows per second over every table, so
     // clearing a backlog never competes with the pipeline in a burst (measured:
     // 25,000 cost the pipeline nothing measurable, 50,000 a quarter of its
-    // rate, README "Performance"). Must exceed the rows the pipeline writes per
+    // rate, docs/performance.md). Must exceed the rows the pipeline writes per
     // second (dedup rows, plus outbox rows when handlers emit), or retention
     // falls behind; 0: no cap.
     int max_rows_per_second = 25000;
