@@ -44,7 +44,7 @@ KafkaProducer::KafkaProducer(const ProducerOptions& options) : on_delivery_(opti
     if (!handle_)
         throw KafkaConfigError(std::string("Kafka producer could not be created: ") + reason +
                                "; fix the kafka properties");
-    conf.release();  // rd_kafka_new took it
+    static_cast<void>(conf.release());  // rd_kafka_new took it
 }
 
 KafkaProducer::~KafkaProducer() {
@@ -90,8 +90,8 @@ void KafkaProducer::produce(const OutgoingRecord& record, std::chrono::milliseco
             RD_KAFKA_V_OPAQUE(reinterpret_cast<void*>(static_cast<std::uintptr_t>(tag))),
             RD_KAFKA_V_END);
         if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-            headers.release();     // now owned by the message
-            rd_kafka_poll(rk, 0);  // serve delivery reports so they do not pile up
+            static_cast<void>(headers.release());  // now owned by the message
+            rd_kafka_poll(rk, 0);                  // serve delivery reports so they do not pile up
             return;
         }
         const auto now = std::chrono::steady_clock::now();

@@ -43,7 +43,7 @@ TopicReader::TopicReader(const std::string& bootstrap_servers,
     if (!handle_)
         throw KafkaConfigError(std::string("Kafka reader could not be created: ") + reason +
                                "; fix the kafka properties");
-    conf.release();  // rd_kafka_new took it
+    static_cast<void>(conf.release());  // rd_kafka_new took it
 }
 
 TopicReader::~TopicReader() {
