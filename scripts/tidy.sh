@@ -14,9 +14,9 @@
 # repository, then `[tidy] N findings in M files`, and exits 1. Exit 2: it could not run.
 #
 # Why changed files by default: clang-tidy parses each file as a compiler does, and exo's files
-# include librdkafka, libpqxx, spdlog and doctest; on the 2-core machine a file takes 10-30 s of
-# CPU, and every file takes about 25 minutes (nice'd, machine shared). --all is for a change to
-# .clang-tidy, or a periodic sweep.
+# include librdkafka, libpqxx, spdlog and doctest; a file takes 5-25 s of CPU, so every file
+# (--all) takes about 20 minutes of an idle 2-core machine, and much longer beside other work.
+# --all is for a change to .clang-tidy, or a periodic sweep; it does not fit the test command.
 #
 # Environment: EXO_BUILD_DIR (default <repo>/build), EXO_TIDY_BASE (the ref compared against,
 # default main), EXO_TIDY_JOBS (parallel clang-tidy processes, default 2).
