@@ -1,4 +1,4 @@
-// exo_bench: the benchmark of README, "Performance". The composition root: parses the
+// exo_bench: the benchmark of docs/performance.md. The composition root: parses the
 // options, measures a round trip to each server, then per run sets up a
 // BenchWorld (mock Kafka with the workloads produced, a schema per scenario),
 // runs the scenarios side by side and finally prints the report.

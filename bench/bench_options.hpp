@@ -1,6 +1,6 @@
 #pragma once
 // exo_bench's command line, parsed once into a plain struct (defaults are the
-// workload described in README, "Performance"). Addresses default to the EXO_* variables that
+// workload described in docs/performance.md). Addresses default to the EXO_* variables that
 // scripts/services.sh writes, like the integration tests.
 #include <chrono>
 #include <optional>

@@ -1,6 +1,6 @@
 #pragma once
 // The batch ledger failing a few records once, to measure what isolating a
-// failed record in a batch costs (README, "Batch handlers"). A record whose
+// failed record in a batch costs (docs/handlers.md, "Batch handlers"). A record whose
 // event id hashes to 0 modulo `every` fails its first attempt with a
 // RetryableError and applies on the second, so the benchmark's exactly-once
 // check holds unchanged. `named`: the failure names the record

@@ -1,7 +1,7 @@
 #pragma once
 // The benchmark's output: one line per figure and scenario (medians over the
 // runs, with every run's value), then the ratios and PASS/FAIL against the
-// targets listed in README, "Performance". Pure formatting: no I/O but the stream it writes to.
+// targets listed in docs/performance.md. Pure formatting: no I/O but the stream it writes to.
 #include <map>
 #include <ostream>
 #include <string>

@@ -16,7 +16,6 @@
 
 using namespace std::chrono_literals;
 using exo::testing::ChildProcess;
-using exo::testing::eventually;
 using exo::testing::payment;
 using exo::testing::PipelineHarness;
 
@@ -36,7 +35,7 @@ std::string write_config(const PipelineHarness& h, const std::string& extra,
                          const std::string& uri = {}) {
     std::string yaml = h.config_yaml();
     if (!uri.empty()) yaml.replace(yaml.find(h.postgres_uri()), h.postgres_uri().size(), uri);
-    const std::string path = "/tmp/" + h.schema() + "-" + std::to_string(yaml.size()) + ".yaml";
+    std::string path = "/tmp/" + h.schema() + "-" + std::to_string(yaml.size()) + ".yaml";
     std::ofstream(path) << yaml << extra;
     return path;
 }

@@ -46,12 +46,13 @@ TEST_CASE(
     std::ofstream(config_file) << h.config_yaml();
 
     int launches = 0;
-    auto launch = [&](std::map<std::string, std::string> env = {}) {
+    auto launch = [&](const std::map<std::string, std::string>& env = {}) {
         return std::make_unique<ChildProcess>(
             exo::testing::exo_binary(), std::vector<std::string>{"run", "--config", config_file},
             env, "/tmp/" + h.schema() + "-" + std::to_string(launches++) + ".log");
     };
     std::vector<std::unique_ptr<ChildProcess>> daemons;
+    daemons.reserve(3);
     for (int i = 0; i < 3; ++i) daemons.push_back(launch());
 
     // The producer: the workload in 12 chunks over about 6 s.

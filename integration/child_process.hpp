@@ -1,7 +1,7 @@
 #pragma once
 // Runs the real `exo` binary as a child process, for tests of what only a
 // separate process shows: a SIGKILL at a failpoint, exit codes, SIGTERM.
-#include <signal.h>
+#include <signal.h>  // NOLINT(modernize-deprecated-headers): kill() is POSIX, declared here
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>

@@ -62,7 +62,7 @@ public:
 
 exo::ConsumerOptions consumer_options(const std::string& bootstrap, const std::string& group,
                                       const std::string& topic,
-                                      std::map<std::string, std::string> extra = {}) {
+                                      const std::map<std::string, std::string>& extra = {}) {
     exo::ConsumerOptions o;
     o.bootstrap_servers = bootstrap;
     o.group_id = group;
@@ -77,7 +77,7 @@ exo::ConsumerOptions consumer_options(const std::string& bootstrap, const std::s
 }
 
 KafkaProducer make_producer(const std::string& bootstrap,
-                            std::map<std::string, std::string> extra = {}) {
+                            const std::map<std::string, std::string>& extra = {}) {
     exo::ProducerOptions o;
     o.bootstrap_servers = bootstrap;
     o.properties = {{"linger.ms", "5"}};

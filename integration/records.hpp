@@ -42,7 +42,7 @@ inline std::vector<Record> read_topic(const std::string& bootstrap, const std::s
             throw std::runtime_error(reason);
     KafkaHandle rk(rd_kafka_new(RD_KAFKA_CONSUMER, conf.get(), reason, sizeof reason));
     if (!rk) throw std::runtime_error(reason);
-    conf.release();  // owned by rk
+    static_cast<void>(conf.release());  // owned by rk
     rd_kafka_poll_set_consumer(rk.get());
 
     const rd_kafka_metadata_t* md = nullptr;
@@ -100,7 +100,7 @@ inline std::int64_t partition_end(const std::string& bootstrap, const std::strin
         throw std::runtime_error(reason);
     KafkaHandle rk(rd_kafka_new(RD_KAFKA_CONSUMER, conf.get(), reason, sizeof reason));
     if (!rk) throw std::runtime_error(reason);
-    conf.release();  // owned by rk
+    static_cast<void>(conf.release());  // owned by rk
     std::int64_t low = 0, high = 0;
     auto err =
         rd_kafka_query_watermark_offsets(rk.get(), topic.c_str(), partition, &low, &high, 10000);

@@ -149,7 +149,7 @@ struct OutboxConfig {
     int batch_size = 500;  // rows claimed, produced and marked per round, at most
     // Bytes of keys, values and headers a round reads and produces, at most
     // (a round always takes at least one row, however large).
-    std::size_t max_round_bytes = 16 * 1024 * 1024;
+    std::size_t max_round_bytes = std::size_t{16} * 1024 * 1024;
     // Not a key of its own: kafka.properties' message.max.bytes, else
     // librdkafka's default; an emit whose wire size is over it is refused.
     std::size_t max_message_bytes = kDefaultMaxMessageBytes;
@@ -167,7 +167,7 @@ struct RetentionConfig {
     // The pruner deletes at most this many rows per second over every table, so
     // clearing a backlog never competes with the pipeline in a burst (measured:
     // 25,000 cost the pipeline nothing measurable, 50,000 a quarter of its
-    // rate, README "Performance"). Must exceed the rows the pipeline writes per
+    // rate, docs/performance.md). Must exceed the rows the pipeline writes per
     // second (dedup rows, plus outbox rows when handlers emit), or retention
     // falls behind; 0: no cap.
     int max_rows_per_second = 25000;

@@ -33,7 +33,7 @@ std::vector<ConfigProblem> printable(std::vector<ConfigProblem> problems) {
 
 }  // namespace
 
-ConfigError::ConfigError(std::string source, std::vector<ConfigProblem> problems)
+ConfigError::ConfigError(const std::string& source, std::vector<ConfigProblem> problems)
     : ConfigError(printable_text(source, 4096), printable(std::move(problems)), Printable{}) {}
 
 ConfigError::ConfigError(std::string source, std::vector<ConfigProblem> problems, Printable)

@@ -28,7 +28,7 @@ struct ConfigProblem {
 // shown as U+FFFD: messages quote the input.
 class ConfigError : public UsageError {
 public:
-    ConfigError(std::string source, std::vector<ConfigProblem> problems);
+    ConfigError(const std::string& source, std::vector<ConfigProblem> problems);
 
     const std::string& source() const noexcept { return source_; }
     const std::vector<ConfigProblem>& problems() const noexcept { return problems_; }

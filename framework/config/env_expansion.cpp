@@ -36,7 +36,7 @@ EnvExpansion expand_env(std::string_view in, const EnvLookup& env) {
         }
         const std::size_t close = in.find('}', i + 2);
         if (close == std::string_view::npos) {
-            out.errors.push_back(
+            out.errors.emplace_back(
                 "'${' is never closed: write ${NAME} or ${NAME:-default}, or '$${' for a literal "
                 "'${'");
             return out;

@@ -35,7 +35,7 @@ OutboxConfig read_outbox(const Reader& outbox, const KafkaConfig& kafka) {
     outbox.read("batch_size", out.batch_size, Bounds{1, 10000});
     // What a round holds in memory (the values, read once) and hands librdkafka.
     int round_bytes = static_cast<int>(out.max_round_bytes);
-    outbox.read("max_round_bytes", round_bytes, Bounds{1, 1024 * 1024 * 1024});
+    outbox.read("max_round_bytes", round_bytes, Bounds{1, 1024LL * 1024 * 1024});
     out.max_round_bytes = static_cast<std::size_t>(round_bytes);
     outbox.read("poll_interval_ms", out.poll_interval, kPositiveMs);
     outbox.read_days("retention_days", out.retention, Bounds{0, kMaxDays});

@@ -61,7 +61,7 @@ std::optional<std::string> scalar_text(Context& ctx, const YAML::Node& node,
 }
 
 Reader::Reader(Context& ctx, const YAML::Node& node, std::string path, int line,
-               std::optional<Keys> known)
+               const std::optional<Keys>& known)
     : ctx_(ctx), path_(std::move(path)), line_(line) {
     if (node.IsNull()) return;
     if (!node.IsMap()) {
@@ -92,10 +92,9 @@ bool Reader::require(std::string_view key, std::string_view hint) const {
     return false;
 }
 
-Reader Reader::map(std::string_view key, std::optional<Keys> known) const {
+Reader Reader::map(std::string_view key, const std::optional<Keys>& known) const {
     const Entry* entry = find(key);
-    return Reader(ctx_, entry ? entry->value : YAML::Node(), path_of(key), line_of(key),
-                  std::move(known));
+    return Reader(ctx_, entry ? entry->value : YAML::Node(), path_of(key), line_of(key), known);
 }
 
 std::vector<Item> Reader::list(std::string_view key) const {

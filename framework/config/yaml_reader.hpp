@@ -81,7 +81,7 @@ public:
     // properties). A null node (absent section, or "key:" with nothing after it)
     // reads as an empty mapping.
     Reader(Context& ctx, const YAML::Node& node, std::string path, int line,
-           std::optional<Keys> known);
+           const std::optional<Keys>& known);
 
     Context& context() const { return ctx_; }
     bool had_unknown_keys() const { return had_unknown_keys_; }
@@ -105,7 +105,7 @@ public:
     bool require(std::string_view key, std::string_view hint) const;
 
     // The nested mapping under `key` (empty when absent).
-    Reader map(std::string_view key, std::optional<Keys> known) const;
+    Reader map(std::string_view key, const std::optional<Keys>& known) const;
 
     // The elements of the list under `key` (none when absent or not a list).
     std::vector<Item> list(std::string_view key) const;

@@ -100,7 +100,7 @@ std::string HandlerOptions::string(std::string_view key) const {
 }
 
 std::string HandlerOptions::string(std::string_view key, std::string fallback) const {
-    return has(key) ? required(key).text : fallback;
+    return has(key) ? required(key).text : std::move(fallback);
 }
 
 std::int64_t HandlerOptions::integer(std::string_view key) const {

@@ -105,7 +105,7 @@ KafkaConsumer::KafkaConsumer(const ConsumerOptions& options, RebalanceListener& 
     if (!handle_)
         throw KafkaConfigError("Kafka consumer of group '" + options.group_id +
                                "' could not be created: " + reason + "; fix the kafka properties");
-    conf.release();  // rd_kafka_new took it
+    static_cast<void>(conf.release());  // rd_kafka_new took it
 
     // From here a failure must close the handle while the members its callbacks
     // use still exist (no destructor runs for a throwing constructor).

@@ -17,7 +17,7 @@ std::optional<std::int64_t> group_lag(const std::string& bootstrap, const std::s
     rd_kafka_conf_set(conf.get(), "log_level", "3", err, sizeof err);
     KafkaHandle rk(rd_kafka_new(RD_KAFKA_CONSUMER, conf.get(), err, sizeof err));
     if (!rk) throw std::runtime_error(std::string("cannot create a Kafka client: ") + err);
-    conf.release();  // owned by rk now
+    static_cast<void>(conf.release());  // owned by rk now
 
     const rd_kafka_metadata_t* md = nullptr;
     if (rd_kafka_metadata(rk.get(), 1, nullptr, &md, 5000) != RD_KAFKA_RESP_ERR_NO_ERROR)

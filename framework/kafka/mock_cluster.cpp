@@ -23,7 +23,7 @@ MockCluster::MockCluster(int brokers) {
         throw KafkaError(
             RD_KAFKA_RESP_ERR__FAIL,
             std::string("creating the handle for a mock Kafka cluster (") + reason + ")", false);
-    conf.release();  // rd_kafka_new took it
+    static_cast<void>(conf.release());  // rd_kafka_new took it
 
     cluster_.reset(rd_kafka_mock_cluster_new(handle_.get(), brokers));
     if (!cluster_)

@@ -43,7 +43,7 @@ TopicReader::TopicReader(const std::string& bootstrap_servers,
     if (!handle_)
         throw KafkaConfigError(std::string("Kafka reader could not be created: ") + reason +
                                "; fix the kafka properties");
-    conf.release();  // rd_kafka_new took it
+    static_cast<void>(conf.release());  // rd_kafka_new took it
 }
 
 TopicReader::~TopicReader() {
@@ -91,7 +91,7 @@ std::vector<Record> TopicReader::read(const std::string& topic, const std::vecto
     const auto deadline = Clock::now() + timeout;
     auto unfinished = [&] {
         for (const auto& r : ranges)
-            if (next.count(r.partition) != 0 && next[r.partition] < r.end) return true;
+            if (next.contains(r.partition) && next[r.partition] < r.end) return true;
         return false;
     };
     while (unfinished()) {
@@ -128,6 +128,7 @@ std::vector<Record> TopicReader::read_all(const std::string& topic,
     const auto deadline = Clock::now() + timeout;
     std::vector<Range> ranges;
     const int partitions = partition_count(topic, timeout);
+    ranges.reserve(static_cast<std::size_t>(partitions));
     for (int p = 0; p < partitions; ++p) ranges.push_back(range(topic, p, left(deadline)));
     return read(topic, ranges, left(deadline));
 }

@@ -20,26 +20,29 @@ const char* to_string(SequenceAdvanceResult::Status status) {
 }
 
 SequenceAdvanceResult advance_sequence(pqxx::connection& connection,
-                                       const SequenceAdvanceRequest& rq) {
-    SequenceAdvanceResult result{
-        rq.handler,  rq.entity, std::nullopt, rq.to, SequenceAdvanceResult::Status::unchanged,
-        std::nullopt};
+                                       const SequenceAdvanceRequest& request) {
+    SequenceAdvanceResult result{request.handler,
+                                 request.entity,
+                                 std::nullopt,
+                                 request.to,
+                                 SequenceAdvanceResult::Status::unchanged,
+                                 std::nullopt};
     pqxx::work tx(connection);
     // FOR UPDATE: the daemon's transactions lock the entity the same way, so the
     // move and a record of the entity applying are serialized, and `from` is the
     // value moved from, not one read before someone else moved it.
     auto current = tx.exec_params(
         "SELECT last_sequence FROM exo_sequences WHERE handler = $1 AND entity = $2 FOR UPDATE",
-        rq.handler, rq.entity);
+        request.handler, request.entity);
     if (!current.empty()) result.from = current[0][0].as<std::int64_t>();
-    if (result.from && rq.to < *result.from)
-        throw UsageError("the entity '" + rq.entity + "' of handler '" + rq.handler +
+    if (result.from && request.to < *result.from)
+        throw UsageError("the entity '" + request.entity + "' of handler '" + request.handler +
                          "' is at sequence " + std::to_string(*result.from) +
-                         "; moving it back to " + std::to_string(rq.to) +
+                         "; moving it back to " + std::to_string(request.to) +
                          " would let sequences it already applied apply again, so exo never "
                          "does; nothing was changed");
-    if (result.from && rq.to == *result.from) return result;
-    if (rq.dry_run) {
+    if (result.from && request.to == *result.from) return result;
+    if (request.dry_run) {
         result.status = SequenceAdvanceResult::Status::would_advance;
         return result;
     }
@@ -47,14 +50,14 @@ SequenceAdvanceResult advance_sequence(pqxx::connection& connection,
         tx.exec_params(
             "UPDATE exo_sequences SET last_sequence = $3, updated_at = now()"
             " WHERE handler = $1 AND entity = $2",
-            rq.handler, rq.entity, rq.to);
+            request.handler, request.entity, request.to);
     } else {
         auto created = tx.exec_params(
             "INSERT INTO exo_sequences (handler, entity, last_sequence) VALUES ($1, $2, $3)"
             " ON CONFLICT DO NOTHING RETURNING 1",
-            rq.handler, rq.entity, rq.to);
+            request.handler, request.entity, request.to);
         if (created.empty())
-            throw std::runtime_error("the entity '" + rq.entity +
+            throw std::runtime_error("the entity '" + request.entity +
                                      "' got its first sequence while this ran; nothing was "
                                      "changed: run the command again");
     }
@@ -62,8 +65,8 @@ SequenceAdvanceResult advance_sequence(pqxx::connection& connection,
         "INSERT INTO exo_sequence_advances (handler, entity, from_sequence, to_sequence, reason,"
         " advanced_by, advanced_from) VALUES ($1, $2, nullif($3, '')::bigint, $4, $5, $6, $7)"
         " RETURNING id",
-        rq.handler, rq.entity, result.from ? std::to_string(*result.from) : std::string(), rq.to,
-        rq.reason, rq.by, process_identity());
+        request.handler, request.entity, result.from ? std::to_string(*result.from) : std::string(),
+        request.to, request.reason, request.by, process_identity());
     tx.commit();
     result.status = SequenceAdvanceResult::Status::advanced;
     result.audit_id = audit[0][0].as<std::int64_t>();

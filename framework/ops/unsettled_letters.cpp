@@ -102,7 +102,7 @@ std::vector<DeadLetterEntry> unsettled_letters(const std::vector<LetterView>& le
     for (const auto& l : letters) {
         if (!l.key) {
             const std::string at = to_text(l.at);
-            if (states.ticketed.count(at) != 0) continue;
+            if (states.ticketed.contains(at)) continue;
             auto& chosen = keyless[at];
             if (chosen == nullptr || later(l, *chosen)) chosen = &l;
             continue;
@@ -118,6 +118,7 @@ std::vector<DeadLetterEntry> unsettled_letters(const std::vector<LetterView>& le
         if (chosen == nullptr || later(l, *chosen)) chosen = &l;
     }
     std::vector<DeadLetterEntry> out;
+    out.reserve(keyed.size());
     for (const auto& [key, l] : keyed) out.push_back(entry_of(*l, DeadLetterState::no_dedup_row));
     for (const auto& [at, l] : keyless) out.push_back(entry_of(*l, DeadLetterState::no_key));
     return out;
@@ -132,7 +133,7 @@ std::vector<DeadLetterEntry> merge_entries(std::vector<DeadLetterEntry> from_pos
         if (!e.key.empty()) superseded.insert(e.key);
     std::vector<DeadLetterEntry> out;
     for (auto& e : from_postgres)
-        if (superseded.count(e.key) == 0) out.push_back(std::move(e));
+        if (!superseded.contains(e.key)) out.push_back(std::move(e));
     for (auto& e : from_letters)
         if (passes(e, selection, now_ms)) out.push_back(std::move(e));
     std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {

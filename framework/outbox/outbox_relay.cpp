@@ -132,7 +132,7 @@ std::size_t OutboxRelay::relay_once(pqxx::connection& connection) {
     for (std::size_t i = 0; i < rows.size(); ++i) {
         auto& row = rows[i];
         OutboxUnit unit{row.topic, row.ordering_key};
-        if (stopped.count(unit) != 0) continue;
+        if (stopped.contains(unit)) continue;
         auto headers = std::move(row.headers);
         headers.push_back({std::string(kOutboxIdHeader), row.message_id});
         try {
@@ -159,7 +159,7 @@ std::size_t OutboxRelay::relay_once(pqxx::connection& connection) {
         std::lock_guard lock(reports_mutex_);
         for (std::size_t i = 0; i < rows.size(); ++i) {
             OutboxUnit unit{rows[i].topic, rows[i].ordering_key};
-            if (failed.count(unit) != 0) continue;
+            if (failed.contains(unit)) continue;
             if (refused[i].empty() && reports_[i] == RD_KAFKA_RESP_ERR_NO_ERROR) {
                 sent.push_back(rows[i].id);
                 continue;
@@ -176,11 +176,12 @@ std::size_t OutboxRelay::relay_once(pqxx::connection& connection) {
     failpoints_.hit("outbox_after_ack");
     mark_outbox_sent(batch.statements(), sent, config_.outbox.retention.count() > 0);
     std::vector<OutboxUnitFailure> failures;
+    failures.reserve(failed.size());
     for (auto& [unit, failure] : failed) failures.push_back(std::move(failure));
     const auto parked = park_outbox_units(batch.statements(), group, failures, kMaxUnitBackoff);
     std::vector<OutboxUnit> recovered;
     for (const auto& [unit, earlier_failures] : claim.units)
-        if (earlier_failures > 0 && failed.count(unit) == 0) recovered.push_back(unit);
+        if (earlier_failures > 0 && !failed.contains(unit)) recovered.push_back(unit);
     unpark_outbox_units(batch.statements(), group, recovered);
     batch.commit();
     stats_.outbox_published += sent.size();
@@ -209,7 +210,7 @@ void OutboxRelay::log_failures(const std::vector<OutboxRow>& rows,
     for (std::size_t i = 0; i < failures.size() && i < kKeysLoggedPerRound; ++i) {
         const auto& f = failures[i];
         const auto& row = *by_id.at(f.row_id);
-        const auto* p = park.count(f.unit) != 0 ? park.at(f.unit) : nullptr;
+        const auto* p = park.contains(f.unit) ? park.at(f.unit) : nullptr;
         spdlog::warn(
             "outbox relay: row {} (topic {}, key {}, exo-outbox-id {}) was not published: {}; "
             "its key waits {} ms before the next attempt ({} failure(s) in a row) and its "

@@ -133,12 +133,13 @@ std::vector<Candidate> lock_units(pqxx::transaction_base& tx, const std::string&
         if (!rows.empty() && page.empty()) break;  // came around to units tried already
         if (!page.empty()) {
             std::vector<std::int64_t> heads;
+            heads.reserve(page.size());
             for (const auto& c : page) heads.push_back(c.head);
             std::set<std::int64_t> got;
             for (const auto& r : tx.exec_params(kLockSql, int_array(heads)))
                 got.insert(r[0].as<std::int64_t>());
             for (auto& c : page)
-                if (got.count(c.head) != 0) locked.push_back(std::move(c));
+                if (got.contains(c.head)) locked.push_back(std::move(c));
         }
         if (static_cast<int>(rows.size()) < want) {  // the scan reached the last unit
             if (wrapped) break;
@@ -157,6 +158,7 @@ OutboxClaim claim_outbox_rows(pqxx::transaction_base& tx, const std::string& gro
     const auto candidates = lock_units(tx, group, cursor, limits.rows);
     if (candidates.empty()) return claim;
     std::vector<std::int64_t> heads;
+    heads.reserve(candidates.size());
     for (const auto& c : candidates) heads.push_back(c.head);
 
     // Each locked unit's rows (id, bytes) in seq order, by head: twice its fair

@@ -35,8 +35,8 @@ struct OutboxUnit {
 };
 
 struct OutboxClaimLimits {
-    int rows = 500;                        // outbox.batch_size
-    std::size_t bytes = 16 * 1024 * 1024;  // outbox.max_round_bytes; one row is always taken
+    int rows = 500;                                     // outbox.batch_size
+    std::size_t bytes = std::size_t{16} * 1024 * 1024;  // outbox.max_round_bytes, 1 row at least
 };
 
 struct OutboxClaim {

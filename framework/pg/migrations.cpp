@@ -149,7 +149,7 @@ void record_missing_checksums(pqxx::connection& c, const MigrationLock& lock,
     std::set<std::string> names(unverified.begin(), unverified.end());
     pqxx::work tx(c, "exo_migration_checksums");
     for (const auto& p : plan) {
-        if (!names.count(p.migration.name)) continue;
+        if (!names.contains(p.migration.name)) continue;
         tx.exec_params(std::string("UPDATE ") + kTable +
                            " SET checksum = $2, owner = COALESCE(owner, $3)"
                            " WHERE name = $1 AND checksum IS NULL",
@@ -204,7 +204,7 @@ std::string sha256_hex(std::string_view bytes) {
         throw std::runtime_error("SHA-256 of a migration failed (OpenSSL EVP_Digest)");
     static constexpr char kHex[] = "0123456789abcdef";
     std::string out;
-    out.reserve(2 * size);
+    out.reserve(2 * std::size_t{size});
     for (unsigned int i = 0; i < size; ++i) {
         out.push_back(kHex[digest[i] >> 4]);
         out.push_back(kHex[digest[i] & 0xF]);
@@ -339,7 +339,7 @@ std::vector<std::string> apply_migrations(pqxx::connection& connection,
     std::set<std::string> pending(status.pending.begin(), status.pending.end());
     std::vector<std::string> applied_now;
     for (const auto& p : plan) {
-        if (!pending.count(p.migration.name)) continue;
+        if (!pending.contains(p.migration.name)) continue;
         apply_one(connection, lock, p, applied_now.size());
         applied_now.push_back(p.migration.name);
     }

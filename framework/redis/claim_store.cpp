@@ -37,7 +37,7 @@ struct PerKeyReplies {
 
     // For the scripts whose callers need no more than "nothing is known".
     std::vector<RedisReply> all_or_throw() && {
-        if (failed) throw *failed;
+        if (failed) throw RedisReplyError(*failed);
         return std::move(replies);
     }
 };
@@ -185,7 +185,7 @@ std::vector<ClaimResult> ClaimStore::claim(const std::vector<std::string>& keys,
             release(acquired);
         } catch (const RedisError&) {  // they expire after their lease
         }
-        throw *batch.failed;
+        throw RedisReplyError(*batch.failed);
     }
     std::vector<ClaimResult> out;
     out.reserve(batch.replies.size());

@@ -95,7 +95,7 @@ BindingConfig make_binding(const KitOptions& o) {
     }
 
     if (o.sequence_entity.has_value() != o.sequence_value.has_value()) {
-        problems.push_back("sequence_entity and sequence_value: give both or neither");
+        problems.emplace_back("sequence_entity and sequence_value: give both or neither");
     } else if (o.sequence_entity) {
         if (auto p = pointer_problem(*o.sequence_entity))
             problems.push_back("sequence_entity: " + *p);
@@ -105,11 +105,11 @@ BindingConfig make_binding(const KitOptions& o) {
             SequenceConfig{*o.sequence_entity, *o.sequence_value,
                            o.strict ? SequenceMode::strict : SequenceMode::latest, o.gap_timeout};
     } else if (o.strict) {
-        problems.push_back("strict: needs sequence_entity and sequence_value");
+        problems.emplace_back("strict: needs sequence_entity and sequence_value");
     }
-    if (o.gap_timeout.count() < 0) problems.push_back("gap_timeout: must not be negative");
-    if (o.max_attempts < 1) problems.push_back("max_attempts: must be at least 1");
-    if (o.handler_name.empty()) problems.push_back("handler_name: must not be empty");
+    if (o.gap_timeout.count() < 0) problems.emplace_back("gap_timeout: must not be negative");
+    if (o.max_attempts < 1) problems.emplace_back("max_attempts: must be at least 1");
+    if (o.handler_name.empty()) problems.emplace_back("handler_name: must not be empty");
     if (o.group.empty() || o.group.size() > kMaxGroupIdBytes || !is_postgres_text(o.group))
         problems.push_back("group: must be 1 to " + std::to_string(kMaxGroupIdBytes) +
                            " bytes of text");
