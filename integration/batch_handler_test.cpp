@@ -279,7 +279,7 @@ TEST_CASE(
                                {"p-2", "APPLIED"},
                                {"p-3", "APPLIED"},
                                {"poison-4", "DEAD_LETTERED/poison record refused"}});
-    CHECK(daemon.stats().groups_set_based == 0);
+    CHECK(daemon.stats().set_based_transactions == 0);
     CHECK(daemon.stats().records_isolated == 0);
     CHECK(counted.calls() == counted.solo());  // never more than one record per call
     CHECK(counted.solo() >= 4);

@@ -63,7 +63,7 @@ std::set<std::string> ledger_events(const PipelineHarness& h) {
 
 // What a daemon counted, copied before it is destroyed.
 struct Counts {
-    std::uint64_t applied, duplicates_redis, duplicates_postgres, groups_set_based;
+    std::uint64_t applied, duplicates_redis, duplicates_postgres, set_based_transactions;
 };
 
 // Runs a daemon over what the topic holds until its group consumed all of it.
@@ -72,7 +72,7 @@ Counts consume_all(const PipelineHarness& h) {
     REQUIRE(h.wait_until_consumed(60s));
     d.stop();
     const auto& s = d.stats();
-    return {s.applied, s.duplicates_redis, s.duplicates_postgres, s.groups_set_based};
+    return {s.applied, s.duplicates_redis, s.duplicates_postgres, s.set_based_transactions};
 }
 
 Rows applied(std::initializer_list<const char*> keys) {
@@ -101,7 +101,7 @@ TEST_CASE(
     CHECK(processed(h) == applied({"a-1", "a-2", "b-1", "b-2", "b-3"}));
     CHECK(sequences(h) == std::map<std::string, std::int64_t>{{"acc-a", 2}, {"acc-b", 3}});
     CHECK(gap_sightings(h) == std::set<std::string>{"a-4", "a-5"});
-    CHECK(daemon.stats().groups_set_based > 0);
+    CHECK(daemon.stats().set_based_transactions > 0);
 
     h.produce({payment("a-3", "acc-a", 4, 3)});
     REQUIRE(h.wait_until_consumed(60s));
@@ -133,7 +133,7 @@ TEST_CASE("in one batch, strict records older than or equal to one applied befor
     CHECK(sequences(h) == std::map<std::string, std::int64_t>{{"acc-s", 3}});
     CHECK(gap_sightings(h).empty());
     CHECK(daemon.stats().stale == 3);
-    CHECK(daemon.stats().groups_set_based > 0);
+    CHECK(daemon.stats().set_based_transactions > 0);
 }
 
 TEST_CASE("in one batch, latest records older than or equal to the newest applied are STALE") {
@@ -159,7 +159,7 @@ TEST_CASE("in one batch, latest records older than or equal to the newest applie
                                {"m-0b", "STALE"}});
     CHECK(sequences(h) == std::map<std::string, std::int64_t>{{"acc-l", 9}, {"acc-m", 0}});
     CHECK(daemon.stats().stale == 4);
-    CHECK(daemon.stats().groups_set_based > 0);
+    CHECK(daemon.stats().set_based_transactions > 0);
 }
 
 TEST_CASE(
@@ -173,7 +173,7 @@ TEST_CASE(
     auto first = consume_all(h);
     CHECK(first.applied == 4);
     CHECK(first.duplicates_redis + first.duplicates_postgres == 1);
-    CHECK(first.groups_set_based > 0);
+    CHECK(first.set_based_transactions > 0);
     // Redis forgets everything: the redelivered keys reach PostgreSQL mixed with
     // new ones in one group, and only the dedup rows know them.
     exo::RedisConnection redis(exo::testing::redis_options());
@@ -184,7 +184,7 @@ TEST_CASE(
     auto second = consume_all(h);
     CHECK(second.applied == 2);
     CHECK(second.duplicates_postgres == 3);
-    CHECK(second.groups_set_based > 0);
+    CHECK(second.set_based_transactions > 0);
     CHECK(h.balances() == Balances{{"acc-d", 15}, {"acc-e", 3}});
     CHECK(processed(h) == applied({"d-1", "d-2", "d-3", "d-4", "e-1", "e-2"}));
     CHECK(sequences(h) == std::map<std::string, std::int64_t>{{"acc-d", 4}, {"acc-e", 2}});
@@ -212,7 +212,7 @@ TEST_CASE(
     CHECK(sequences(h) == std::map<std::string, std::int64_t>{{"acc-p", 2}, {"acc-q", 2}});
     CHECK(partition_end(h.bootstrap(), h.topic() + ".dlq") == 1);
     CHECK(daemon.stats().dead_lettered == 1);
-    CHECK(daemon.stats().groups_set_based > 0);
+    CHECK(daemon.stats().set_based_transactions > 0);
 }
 
 TEST_CASE("records of a sequenced and an unsequenced binding in one batch each apply once") {
@@ -242,7 +242,7 @@ TEST_CASE("records of a sequenced and an unsequenced binding in one batch each a
     CHECK(h.balances() == Balances{{"acc-m", 31}});
     CHECK(processed(h) == applied({"q-1", "q-2", "q-3", "u-1", "u-2"}));
     CHECK(sequences(h) == std::map<std::string, std::int64_t>{{"acc-m", 3}});
-    CHECK(daemon.stats().groups_set_based > 0);
+    CHECK(daemon.stats().set_based_transactions > 0);
 }
 
 TEST_CASE("two workers whose partitions share entities neither deadlock nor apply anything twice") {
@@ -272,7 +272,7 @@ TEST_CASE("two workers whose partitions share entities neither deadlock nor appl
     CHECK(h.count("SELECT count(*) FROM exo_processed WHERE outcome = 'APPLIED'") == 300);
     CHECK(h.count("SELECT count(*) FROM exo_sequences WHERE last_sequence = 25") == 12);
     CHECK(daemon.stats().dead_lettered == 0);
-    CHECK(daemon.stats().groups_set_based > 0);
+    CHECK(daemon.stats().set_based_transactions > 0);
     // Statistics reach pg_stat_database at the end of a transaction, a little later.
     std::this_thread::sleep_for(1s);
     CHECK(exo::testing::deadlocks_detected() == deadlocks_before);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "metrics/pipeline_stats.hpp"
 #include "pg/framework_statements.hpp"
 #include "pg/migrations.hpp"
 #include "pipeline/batch.hpp"
@@ -24,7 +25,6 @@
 #include "pipeline/passes/fate_policy.hpp"
 #include "pipeline/passes/keys.hpp"
 #include "pipeline/passes/optimistic_pass.hpp"
-#include "metrics/pipeline_stats.hpp"
 #include "support.hpp"
 #include "test_handlers.hpp"
 

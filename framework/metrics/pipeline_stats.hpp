@@ -95,7 +95,7 @@ public:
     std::atomic<std::uint64_t> redis_round_trips{0};
     std::atomic<std::uint64_t> postgres_round_trips{0};
     // Transactions whose framework SQL ran set-based (docs/design.md section 4.1).
-    std::atomic<std::uint64_t> groups_set_based{0};
+    std::atomic<std::uint64_t> set_based_transactions{0};
     // Records a batch handler named as failed (BatchRecordFailed): taken out of
     // their transaction, which ran again without them.
     std::atomic<std::uint64_t> records_isolated{0};

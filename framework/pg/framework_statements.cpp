@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <pqxx/pqxx>
 
-#include "pg/record_start.hpp"
 #include "pg/process_identity.hpp"
 #include "pg/record_start.hpp"
 

@@ -21,17 +21,17 @@
 #include <spdlog/logger.h>
 
 #include "config/config.hpp"
+#include "core/failpoints.hpp"
 #include "kafka/producer.hpp"
+#include "metrics/pipeline_stats.hpp"
 #include "pipeline/batch.hpp"
 #include "pipeline/binding_handlers.hpp"
 #include "pipeline/dead_letter_publisher.hpp"
-#include "core/failpoints.hpp"
 #include "pipeline/handler_registry.hpp"
 #include "pipeline/lease_keeper.hpp"
 #include "pipeline/passes/claims.hpp"
 #include "pipeline/passes/fate_policy.hpp"
 #include "pipeline/passes/transaction_step.hpp"
-#include "metrics/pipeline_stats.hpp"
 #include "pipeline/postgres_session.hpp"
 #include "pipeline/redis_session.hpp"
 

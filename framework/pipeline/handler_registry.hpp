@@ -15,7 +15,7 @@ public:
     // Throws UsageError if the name is taken or empty.
     void add(const std::string& name, HandlerFactory factory);
     std::vector<std::string> names() const;
-    bool contains(const std::string& name) const { return factories_.count(name) != 0; }
+    bool contains(const std::string& name) const { return factories_.contains(name); }
     // The factory's handler for one binding. Throws UsageError for an unknown
     // name or a factory that returns nothing; OptionError passes through.
     std::unique_ptr<Handler> create(const std::string& name, const HandlerOptions& options) const;

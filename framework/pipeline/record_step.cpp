@@ -13,13 +13,9 @@ RecordStepResult run_record_step(pqxx::transaction_base& tx, const RecordStepInp
                                  GapUndo undo) {
     RecordStepResult out;
     const auto& binding = in.binding;
-    const ProcessedRow row{in.consumer_group,
-                           in.key,
-                           in.token,
-                           in.record.topic_partition(),
-                           in.record.offset,
-                           StoredOutcome::applied,
-                           {}};
+    const ProcessedRow row{
+        in.consumer_group,      in.key, in.token, in.record.topic_partition(), in.record.offset,
+        StoredOutcome::applied, {}};
     std::optional<SequenceStep> step;
     if (binding.sequence)
         step.emplace(SequenceStep{binding.handler, in.sequence->entity, in.sequence->sequence,

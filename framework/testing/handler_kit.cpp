@@ -390,7 +390,7 @@ std::optional<Verdict> HandlerKit::State::record_dead_letter(const Verdict& verd
 }
 
 HandlerKit::HandlerKit(const std::string& postgres_uri, std::unique_ptr<Handler> handler,
-                       KitOptions options)
+                       const KitOptions& options)
     : state_(std::make_unique<State>()) {
     auto& s = *state_;
     if (!handler) throw UsageError("HandlerKit: the handler is null");

@@ -149,7 +149,7 @@ public:
     // migration when one fails, or the handler when its prepare() fails; pqxx
     // exceptions when PostgreSQL cannot be reached.
     HandlerKit(const std::string& postgres_uri, std::unique_ptr<Handler> handler,
-               KitOptions options = {});
+               const KitOptions& options = {});
     // Drops the kit's schema (fresh_schema), best effort; never throws.
     ~HandlerKit();
     // Movable (to keep one in a fixture); a moved-from kit may only be assigned

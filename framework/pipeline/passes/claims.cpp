@@ -63,7 +63,8 @@ void Claims::claim(Batch& batch) {
                 // partition held; the rest of the batch goes on. Loud, because
                 // only an operator can repair the key.
                 const auto& pr = record.pending.record;
-                LogContext log_context(pr.topic, pr.partition, pr.offset, record.key, &record.pending.trace);
+                LogContext log_context(pr.topic, pr.partition, pr.offset, record.key,
+                                       &record.pending.trace);
                 log_.error(
                     "the Redis claim of key '{}' failed ({}); its record fails this attempt and "
                     "is dead-lettered after max_attempts: delete or repair that Redis key",

@@ -9,9 +9,9 @@
 #include <spdlog/logger.h>
 
 #include "config/config.hpp"
+#include "metrics/pipeline_stats.hpp"
 #include "pipeline/batch.hpp"
 #include "pipeline/passes/fate_policy.hpp"
-#include "metrics/pipeline_stats.hpp"
 #include "pipeline/redis_session.hpp"
 
 namespace exo {

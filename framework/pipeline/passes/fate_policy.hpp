@@ -13,9 +13,9 @@
 
 #include "config/config.hpp"
 #include "core/backoff.hpp"
+#include "metrics/pipeline_stats.hpp"
 #include "pipeline/batch.hpp"
 #include "pipeline/failure_matrix.hpp"
-#include "metrics/pipeline_stats.hpp"
 
 namespace exo {
 

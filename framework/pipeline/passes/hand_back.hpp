@@ -9,8 +9,8 @@
 #include <map>
 #include <vector>
 
-#include "pipeline/batch.hpp"
 #include "metrics/pipeline_stats.hpp"
+#include "pipeline/batch.hpp"
 #include "pipeline/worker_inbox.hpp"
 
 namespace exo {

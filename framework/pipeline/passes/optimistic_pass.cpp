@@ -48,7 +48,7 @@ std::optional<std::string> start_set_based(const PassContext& ctx, pqxx::transac
         return printable_text(e.what());            // the careful pass meets it record by record
     }
     ctx.stats.postgres_round_trips += static_cast<std::uint64_t>(start.round_trips);
-    ctx.stats.groups_set_based++;
+    ctx.stats.set_based_transactions++;
     if (start.contended)  // the per-record path's ContentionError: the careful pass NACKs it
         return "sequence of " + *start.contended + " moved concurrently";
     for (std::size_t n = 0; n < starting.size(); ++n) {

@@ -11,12 +11,12 @@
 #include <pqxx/transaction_base>
 
 #include "config/config.hpp"
+#include "metrics/pipeline_stats.hpp"
 #include "pg/explicit_transaction.hpp"
 #include "pipeline/batch.hpp"
 #include "pipeline/binding_handlers.hpp"
 #include "pipeline/failure_matrix.hpp"
 #include "pipeline/passes/fate_policy.hpp"
-#include "metrics/pipeline_stats.hpp"
 #include "pipeline/record_step.hpp"
 
 namespace exo {
