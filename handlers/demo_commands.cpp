@@ -109,7 +109,7 @@ int demo_check(CommandContext& ctx) {
     bool ok = entries == expected["unique_events"].get<std::int64_t>();
     for (const auto& [account, value] : expected["balances"].items()) {
         auto want = value.get<std::int64_t>();
-        auto got = actual.count(account) ? actual[account] : 0;
+        auto got = actual.contains(account) ? actual[account] : 0;
         ok = ok && want == got;
         std::cout << fmt::format("{:<10} {:>10} {:>9}{}\n", account, want, got,
                                  want == got ? "" : "   <-- MISMATCH");

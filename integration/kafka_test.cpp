@@ -47,7 +47,7 @@ public:
         if (after_assign) after_assign(partitions);
     }
     void on_revoked(const std::vector<TopicPartition>& partitions, bool lost) override {
-        revocations.push_back({partitions, lost});
+        revocations.emplace_back(partitions, lost);
         for (const auto& tp : partitions) assigned.erase(tp);
         if (before_revoke) before_revoke(partitions, lost);
     }

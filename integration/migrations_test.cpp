@@ -268,6 +268,7 @@ TEST_CASE("two migrators at once apply each migration exactly once (advisory loc
     std::string errors[2];
     {
         std::vector<std::jthread> threads;
+        threads.reserve(2);
         for (int i = 0; i < 2; ++i)
             threads.emplace_back([&, i] {
                 try {

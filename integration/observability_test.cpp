@@ -42,7 +42,7 @@ int free_port() {
 }
 
 std::string write_config(const PipelineHarness& h, int port, const std::string& name) {
-    const std::string path = "/tmp/" + h.schema() + "-" + name + ".yaml";
+    std::string path = "/tmp/" + h.schema() + "-" + name + ".yaml";
     std::ofstream(path) << h.config_yaml() << "observability:\n  listen: \"127.0.0.1:" << port
                         << "\"\n";
     return path;
@@ -57,7 +57,7 @@ Got get(int port, const std::string& path) {
     httplib::Client client("127.0.0.1", port);
     client.set_connection_timeout(2);
     client.set_read_timeout(5);
-    auto res = client.Get(path.c_str());
+    auto res = client.Get(path);
     if (!res) return {};
     return {res->status, res->body};
 }

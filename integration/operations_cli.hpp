@@ -51,7 +51,7 @@ inline json json_of(const Finished& f) {
 }
 
 inline std::string write_config(const PipelineHarness& h) {
-    const std::string path = "/tmp/" + h.schema() + "-ops.yaml";
+    std::string path = "/tmp/" + h.schema() + "-ops.yaml";
     std::ofstream(path) << h.config_yaml();
     return path;
 }

@@ -195,7 +195,10 @@ TEST_CASE(
         {"big-1", "replay_after_ticket"},
         {"big-2", "replay_after_claim_forgotten"},
         {"big-3", "replay_after_produce"}};
-    for (const auto& [key, failpoint] : crashes) {
+    for (const auto& crash : crashes) {
+        // Named copies, not a structured binding: INFO captures them in a lambda.
+        const std::string& key = crash.first;
+        const std::string& failpoint = crash.second;
         auto killed = exo_cli({"dlq", "replay", "--config", config, "--key", key},
                               {{"EXO_FAILPOINTS", failpoint + "=kill"}});
         INFO(failpoint << ": " << killed.output);

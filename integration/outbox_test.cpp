@@ -122,7 +122,7 @@ TEST_CASE(
 
     const auto config_file = "/tmp/" + h.schema() + ".yaml";
     std::ofstream(config_file) << h.config_yaml();
-    auto launch = [&](int n, std::map<std::string, std::string> env) {
+    auto launch = [&](int n, const std::map<std::string, std::string>& env) {
         return std::make_unique<ChildProcess>(
             exo::testing::exo_binary(), std::vector<std::string>{"run", "--config", config_file},
             env, "/tmp/" + h.schema() + "-" + std::to_string(n) + ".log");

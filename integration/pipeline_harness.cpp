@@ -129,7 +129,7 @@ std::string PipelineHarness::config_yaml() const {
     const auto& b = config_.bindings.front();
     std::string properties;  // as a test set them, e.g. a shorter session.timeout.ms
     for (const auto& [name, value] : config_.kafka.properties)
-        properties += (properties.empty() ? "" : ", ") + name + ": \"" + value + "\"";
+        properties += fmt::format("{}{}: \"{}\"", properties.empty() ? "" : ", ", name, value);
     return fmt::format(
         "kafka:\n"
         "  bootstrap_servers: \"{}\"\n"

@@ -287,6 +287,7 @@ TEST_SUITE("redis claim") {
 
     TEST_CASE_FIXTURE(Claims, "a batch of 100 claims costs one round trip") {
         std::vector<std::string> keys;
+        keys.reserve(100);
         for (int i = 0; i < 100; ++i) keys.push_back(key + "-" + std::to_string(i));
         acquire(a);  // load the script first: the batch alone is then measured
         auto before = redis.round_trips();
@@ -385,6 +386,7 @@ TEST_SUITE("redis claim") {
     TEST_CASE_FIXTURE(Claims, "a batch of 2500 keys is three script calls in one round trip") {
         static_assert(exo::ClaimStore::max_keys_per_call == 1000);
         std::vector<std::string> keys;
+        keys.reserve(2500);
         for (int i = 0; i < 2500; ++i) keys.push_back(key + "-" + std::to_string(i));
         acquire(a);  // load claim.lua first: the batch alone is then measured
         auto rt = redis.round_trips();

@@ -58,8 +58,7 @@ std::string secret_config(const PipelineHarness& h, const std::string& format,
                  "\"conf,security\", ");
     replace_once(yaml, "pipeline: {", "pipeline: {on_redis_down: postgres_only, ");
     replace_once(yaml, "logging: {level: info}", "logging: {level: debug, format: " + format + "}");
-    const std::string path =
-        "/tmp/" + exo::testing::unique_name(h.schema() + "-" + format) + ".yaml";
+    std::string path = "/tmp/" + exo::testing::unique_name(h.schema() + "-" + format) + ".yaml";
     std::ofstream(path) << yaml;
     return path;
 }

@@ -24,6 +24,7 @@ Ran run(exo::Application& app, std::initializer_list<std::string> args) {
     std::vector<std::string> strings{"consumer"};
     strings.insert(strings.end(), args.begin(), args.end());
     std::vector<char*> argv;
+    argv.reserve(strings.size() + 1);
     for (auto& s : strings) argv.push_back(s.data());
     argv.push_back(nullptr);
     std::ostringstream out, err;

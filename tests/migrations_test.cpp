@@ -41,12 +41,14 @@ struct TempDir {
 
 std::vector<std::string> names_of(const std::vector<Migration>& migrations) {
     std::vector<std::string> out;
+    out.reserve(migrations.size());
     for (const auto& m : migrations) out.push_back(m.name);
     return out;
 }
 
 std::vector<std::string> names_of(const std::vector<exo::PlannedMigration>& plan) {
     std::vector<std::string> out;
+    out.reserve(plan.size());
     for (const auto& p : plan) out.push_back(p.migration.name);
     return out;
 }

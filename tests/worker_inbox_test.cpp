@@ -45,6 +45,7 @@ std::vector<PendingRecord> pending_range(const TopicPartition& tp, std::int64_t 
 // "orders[0]@3" for each record, in batch order.
 std::vector<std::string> names(const std::vector<PendingRecord>& batch) {
     std::vector<std::string> out;
+    out.reserve(batch.size());
     for (const auto& p : batch) {
         out.push_back(p.record.topic.value + "[" + std::to_string(p.record.partition.value) + "]@" +
                       std::to_string(p.record.offset.value));
@@ -289,6 +290,7 @@ TEST_SUITE("WorkerInbox parked records") {
         auto second = take_now(inbox, 3);
         CHECK(offsets_of(second, kP0) == std::vector<std::int64_t>{1, 3, 4});
         std::vector<WorkerInbox::Parked> again;
+        again.reserve(second.size() + 1);
         for (auto& p : second) again.push_back({std::move(p), due});
         again.push_back({std::move(batch[1]), due});  // 2, never taken since
         inbox.finish_batch({}, {}, std::move(again));

@@ -18,7 +18,7 @@ Application::Application() : setup_(std::make_unique<Setup>()) {}
 Application::~Application() = default;
 
 Application& Application::handler(std::string name, HandlerFactory factory) {
-    setup_->handlers.add(name, std::move(factory));
+    setup_->handlers.add(std::move(name), std::move(factory));
     return *this;
 }
 

@@ -39,7 +39,7 @@ std::string sequenced_handler(const Arguments& args, const Config& config) {
         throw UsageError("say which handler's entity to advance with --handler (one of: " + list +
                          ")");
     }
-    if (handlers.count(*handler) == 0)
+    if (!handlers.contains(*handler))
         throw UsageError(
             "--handler '" + *handler +
             "' has no binding with a sequence in this config (handlers with one: " + list + ")");

@@ -25,7 +25,7 @@ SignalWatcher::SignalWatcher(std::stop_source stop) : stop_(std::move(stop)) {
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
     thread_ = std::jthread([this](std::stop_token own) {
         sigset_t set = stop_signals();
-        timespec tick{0, 200 * 1000 * 1000};  // re-check `own` five times a second
+        timespec tick{0, 200L * 1000 * 1000};  // re-check `own` five times a second
         while (!own.stop_requested()) {
             int signo = sigtimedwait(&set, nullptr, &tick);
             if (signo <= 0) continue;

@@ -167,7 +167,7 @@ void Daemon::dispatch(std::vector<Record> records) {
         for (auto& r : records) {
             auto tp = r.topic_partition();
             // Records fetched before a revoke that happened within the same poll.
-            if (!assigned_.count(tp)) continue;
+            if (!assigned_.contains(tp)) continue;
             offsets_.track(tp, r.offset);
             auto& pending = per_worker[&worker_for(tp)].emplace_back(PendingRecord{std::move(r)});
             log_unused_traceparent(pending);
@@ -184,7 +184,7 @@ void Daemon::update_pauses() {
     std::vector<TopicPartition> to_pause, to_resume;
     for (const auto& tp : assigned_) {
         auto queued = worker_for(tp).inbox().queued(tp);
-        bool paused = paused_.count(tp) != 0;
+        bool paused = paused_.contains(tp);
         if (!paused && queued >= limit) to_pause.push_back(tp);
         if (paused && queued <= limit / 2) to_resume.push_back(tp);
     }
@@ -206,6 +206,7 @@ void Daemon::commit_finished(bool synchronous, const std::vector<TopicPartition>
     }
     if (points.empty()) return;
     std::vector<OffsetToCommit> offsets;
+    offsets.reserve(points.size());
     for (const auto& p : points) offsets.push_back({p.partition, p.next});
     try {
         consumer_->commit(offsets, synchronous);
@@ -298,7 +299,7 @@ void Daemon::publish_status(bool now) {
         auto& inbox = worker_for(tp).inbox();
         PartitionStatus p;
         p.partition = tp;
-        p.paused = paused_.count(tp) != 0;
+        p.paused = paused_.contains(tp);
         p.stalled = inbox.stalled(tp);
         p.queued = inbox.queued(tp);
         p.parked = inbox.parked(tp);

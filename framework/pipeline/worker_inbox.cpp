@@ -109,7 +109,7 @@ void WorkerInbox::finish_batch(std::vector<PendingRecord> requeue,
         std::lock_guard lock(mutex_);
         for (auto& p : parked) {
             auto tp = p.record.record.topic_partition();
-            if (dropped_during_batch_.count(tp)) continue;
+            if (dropped_during_batch_.contains(tp)) continue;
             auto& list = parked_[tp];
             auto pos = std::find_if(list.begin(), list.end(), [&](const Parked& other) {
                 return other.record.record.offset > p.record.record.offset;
@@ -119,12 +119,12 @@ void WorkerInbox::finish_batch(std::vector<PendingRecord> requeue,
         // Push to the front in reverse so the requeued records keep their order.
         for (auto it = requeue.rbegin(); it != requeue.rend(); ++it) {
             auto tp = it->record.topic_partition();
-            if (dropped_during_batch_.count(tp)) continue;
+            if (dropped_during_batch_.contains(tp)) continue;
             if (it->stalled) stalled_.insert(tp);
             queues_[tp].push_front(std::move(*it));
         }
         for (const auto& [tp, until] : hold_until)
-            if (!dropped_during_batch_.count(tp)) held_until_[tp] = until;
+            if (!dropped_during_batch_.contains(tp)) held_until_[tp] = until;
         in_batch_.clear();
         dropped_during_batch_.clear();
         ++generation_;
@@ -140,11 +140,11 @@ bool WorkerInbox::drop_partitions(const std::vector<TopicPartition>& partitions,
         parked_.erase(tp);
         held_until_.erase(tp);
         stalled_.erase(tp);
-        if (in_batch_.count(tp)) dropped_during_batch_.insert(tp);
+        if (in_batch_.contains(tp)) dropped_during_batch_.insert(tp);
     }
     return changed_.wait_until(lock, deadline, [&] {
         return std::none_of(partitions.begin(), partitions.end(),
-                            [&](const TopicPartition& tp) { return in_batch_.count(tp) != 0; });
+                            [&](const TopicPartition& tp) { return in_batch_.contains(tp); });
     });
 }
 

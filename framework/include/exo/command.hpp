@@ -32,14 +32,14 @@ namespace exo {
 // switch given one (--json=yes), or a word that is not a flag.
 class CommandFlags {
 public:
-    // `command` names the command in errors; `options` and `switches` are the
-    // flag names without "--".
+    // `command` names the command in errors; `allowed` (flags with a value) and
+    // `switches` are the flag names without "--".
     CommandFlags(const std::string& command, int argc, char** argv, int first,
-                 const std::vector<std::string>& options,
+                 const std::vector<std::string>& allowed,
                  const std::vector<std::string>& switches = {});
 
     std::optional<std::string> get(const std::string& flag) const;  // the last value
-    bool has(const std::string& flag) const { return values_.count(flag) != 0; }
+    bool has(const std::string& flag) const { return values_.contains(flag); }
     std::string required(const std::string& flag) const;  // throws UsageError if missing
     std::vector<std::string> all(const std::string& flag) const;
     // Throw UsageError for a value that is not a whole number / a number.
