@@ -16,6 +16,7 @@
 
 #include "config/config.hpp"
 #include "metrics/pipeline_stats.hpp"
+#include "outbox/outbox_writer.hpp"
 #include "pg/framework_statements.hpp"
 #include "pg/migrations.hpp"
 #include "pipeline/batch.hpp"
@@ -71,7 +72,10 @@ public:
             return std::make_unique<exo::testing::CueBatchLedger>();
         });
         handlers_ = std::make_unique<exo::BindingHandlers>(config_, registry_);
+        // What the worker's PostgresSession prepares: the framework's statements
+        // and the outbox writer's (the handlers emit).
         exo::prepare_framework_statements(*connection_);
+        exo::prepare_outbox_statements(*connection_);
         handlers_->prepare(*connection_);
         log_ = spdlog::default_logger()->clone("passes-test");
         fate_ = std::make_unique<exo::FatePolicy>(config_.pipeline, stats_, *log_);
