@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "bench_ledger.hpp"
+#include "core/context_access.hpp"
 #include "core/key_derivation.hpp"
 #include "core/payload.hpp"
 #include "ledger.hpp"
@@ -83,7 +84,8 @@ void run_per_record(pqxx::connection& conn, const Isolation& iso, const TopicWor
                 out.stale++;
                 continue;
             }
-            HandlerContext ctx(tx, record, key, payload, log, 1);
+            auto ctx = detail::ContextAccess::record(tx, record, key, payload, log, 1, false,
+                                                     kDefaultMaxMessageBytes, nullptr);
             handler.handle(ctx);
             out.round_trips++;
             out.applied++;
