@@ -110,7 +110,11 @@ enum class FrameworkSql { set_based, per_record };
 
 struct PipelineConfig {
     int workers = 2;         // threads, each with its own Redis and PostgreSQL connection
-    int batch_size = 100;    // records per claim pipeline and per transaction
+    // Records a worker takes at once, at most: one claim call and (when nothing
+    // fails) one transaction. A worker takes what is ready up to this cap, so a
+    // backlog fills batches (fewer round trips and commits per record) while a
+    // trickle runs in small ones after `linger` (latency).
+    int batch_size = 1000;
     milliseconds linger{5};  // wait this long for a batch to fill; 0: take what is there
     int max_queued_per_partition = 1000;   // the partition is paused above this
     milliseconds shutdown_timeout{10000};  // drain deadline on SIGTERM and on revoke
