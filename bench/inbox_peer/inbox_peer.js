@@ -20,10 +20,11 @@
 // holds accounts and ledger_entries), PEER_EXPECT (records to consume before
 // stopping). Optional: PEER_CONCURRENCY (partitions at once, default 8).
 //
-// Output: one JSON line on stdout when PEER_EXPECT records are committed (the
-// time runs from the first fetched batch to the last offset commit):
-// {"records":N,"transactions":T,"queries":Q,"seconds_to_committed":S,"peak_rss_kb":K}. Exit status 0, or 1
-// with the error on stderr.
+// Output: {"ready":true} on stdout once the group is joined (a paced run starts
+// producing then, as it does for exo), and one JSON line when PEER_EXPECT records
+// are committed (the time runs from the first fetched batch to the last offset
+// commit): {"records":N,"transactions":T,"queries":Q,"seconds_to_committed":S,
+// "peak_rss_kb":K}. Exit status 0, or 1 with the error on stderr.
 'use strict';
 const { Kafka, logLevel } = require('kafkajs');
 const { Pool } = require('pg');
@@ -101,6 +102,12 @@ async function main() {
     await pool.query(INBOX);
     const kafka = new Kafka({ brokers, clientId: 'inbox-peer', logLevel: logLevel.ERROR });
     const consumer = kafka.consumer({ groupId });
+    let announced = false;
+    consumer.on(consumer.events.GROUP_JOIN, () => {
+        if (announced) return;
+        announced = true;
+        process.stdout.write(JSON.stringify({ ready: true }) + '\n');
+    });
     await consumer.connect();
     await consumer.subscribe({ topic, fromBeginning: true });
     let records = 0;
