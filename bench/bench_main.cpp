@@ -86,7 +86,7 @@ private:
 
     void record(ScenarioResult r, int run) {
         progress(r, run, o_.runs);
-        if (!o_.latency_csv.empty() && !r.commit_trace.empty()) {
+        if (!o_.latency_csv.empty() && r.name == "exo-paced" && !r.commit_trace.empty()) {
             std::ofstream csv(o_.latency_csv, run == 1 ? std::ios::trunc : std::ios::app);
             if (run == 1) csv << "run,seconds_after_first_produce,produce_to_commit_ms\n";
             for (const auto& [t, ms] : r.commit_trace) csv << run << ',' << t << ',' << ms << '\n';

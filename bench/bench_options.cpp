@@ -26,9 +26,11 @@ per figure (medians of --runs) and PASS/FAIL against the targets in docs/perform
                          hand-written inbox consumer in Node, bench/inbox_peer), exo-default,
                          exo-emits (the ledger emitting ledger.applied through the outbox, done
                          when the relay published every emit), exo-no-redis (claim.store:
-                         postgres), postgres-bare-set, exo-paced and inbox-peer-paced (latency
-                         at half of exo-default's rate). With --all also exo-record-handler,
+                         postgres), postgres-bare-set, exo-paced (latency at half of
+                         exo-default's rate). With --all also exo-record-handler,
                          exo-per-record-sql, per-record, postgres-bare. Only by name:
+                         inbox-peer-paced (the peer at exo-paced's rate; see
+                         docs/performance.md for what the mock cluster does to it),
                          exo-flaky-named, exo-flaky-unnamed (0.5% of records fail once, named
                          by index or not); postgres-bare-savepoints, proto-set-framework,
                          proto-set-all (or --prototypes); an --extra name (exo[SPEC])

@@ -28,11 +28,14 @@ struct PipelineOverrides {
 };
 
 // What runs without --only: the comparison of issue "Throughput" (the inbox peer and
-// exo's configurations against it, latency at half load side by side) and the limit of
-// exo's SQL shape, which costs seconds.
+// exo's configurations against it, latency at half load) and the limit of exo's SQL
+// shape, which costs seconds. Not inbox-peer-paced: the mock cluster answers a fetch with
+// one producer batch per partition (librdkafka's mock Fetch handler), so under a paced
+// trickle the peer, one transaction per fetched partition batch, commits about one record
+// per transaction and falls behind; its latency there says more about the mock than
+// about the peer (docs/performance.md).
 inline constexpr const char* kDefaultScenarios[] = {
-    "inbox-peer",        "exo-default", "exo-emits",       "exo-no-redis",
-    "postgres-bare-set", "exo-paced",   "inbox-peer-paced"};
+    "inbox-peer", "exo-default", "exo-emits", "exo-no-redis", "postgres-bare-set", "exo-paced"};
 // Added by --all: the earlier designs exo is compared with (minutes, per-record most).
 inline constexpr const char* kAllScenarios[] = {"exo-record-handler", "exo-per-record-sql",
                                                 "per-record", "postgres-bare"};

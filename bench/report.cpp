@@ -343,11 +343,11 @@ Verdict print_report(std::ostream& out, const BenchOptions& o, const Calibration
         auto* peer = results.find("inbox-peer-paced");
         double pm = peer ? median_of(*peer, p99_commit_ms) : kNotMeasured;
         target("p99 latency < 100 ms at 50% of the max rate (exo-paced)", !std::isnan(m), m < 100,
-               std::isnan(m) ? std::string(paced ? "no latency measured" : "exo-paced not run")
-                             : number(m, 1) +
-                                   " ms produce->commit; inbox-peer-paced at the same "
-                                   "rate: " +
-                                   number(pm, 1) + " ms");
+               std::isnan(m)
+                   ? std::string(paced ? "no latency measured" : "exo-paced not run")
+                   : number(m, 1) + " ms produce->commit" +
+                         (peer ? "; inbox-peer-paced at the same rate: " + number(pm, 1) + " ms"
+                               : std::string()));
     }
     // RSS flat: every exo scenario's resident memory over the second half of its records.
     for (const auto& name : results.order) {

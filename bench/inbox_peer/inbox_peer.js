@@ -18,7 +18,11 @@
 // Environment (all required): PEER_BROKERS (comma-separated), PEER_TOPIC,
 // PEER_GROUP, PEER_PG_URI, PEER_SCHEMA (the scenario's schema, which already
 // holds accounts and ledger_entries), PEER_EXPECT (records to consume before
-// stopping). Optional: PEER_CONCURRENCY (partitions at once, default 8).
+// stopping). Optional: PEER_CONCURRENCY (partitions at once, default 8),
+// PEER_MAX_WAIT_MS (how long a fetch waits for data, default 20: exo_bench's mock
+// cluster answers an empty fetch only when that wait is over, so exo runs there with
+// fetch.wait.max.ms 20 and the peer with the same; kafkajs' own default, 5000, made
+// every idle partition's records wait seconds in a paced run).
 //
 // Output: {"ready":true} on stdout once the group is joined (a paced run starts
 // producing then, as it does for exo), and one JSON line when PEER_EXPECT records
@@ -40,6 +44,7 @@ const topic = required('PEER_TOPIC');
 const groupId = required('PEER_GROUP');
 const expect = Number(required('PEER_EXPECT'));
 const concurrency = Number(process.env.PEER_CONCURRENCY || 8);
+const maxWaitTimeInMs = Number(process.env.PEER_MAX_WAIT_MS || 20);
 const pool = new Pool({
     connectionString: required('PEER_PG_URI'),
     options: `-c search_path=${required('PEER_SCHEMA')}`,
@@ -101,7 +106,7 @@ async function apply(payments) {
 async function main() {
     await pool.query(INBOX);
     const kafka = new Kafka({ brokers, clientId: 'inbox-peer', logLevel: logLevel.ERROR });
-    const consumer = kafka.consumer({ groupId });
+    const consumer = kafka.consumer({ groupId, maxWaitTimeInMs });
     let announced = false;
     consumer.on(consumer.events.GROUP_JOIN, () => {
         if (announced) return;
