@@ -40,7 +40,8 @@ std::vector<Step> steps_of(const std::string& path) {
 }
 
 // Sets `value` at `path` in `doc`, creating the maps on the way (yaml-cpp's operator[] on a
-// non-const node adds the key). A list element must exist already.
+// non-const node adds the key), or removes the key when `value` is null. A list element
+// must exist already.
 void set_path(YAML::Node doc, const std::string& path, const YAML::Node& value) {
     auto steps = steps_of(path);
     YAML::Node node = doc;
@@ -54,7 +55,14 @@ void set_path(YAML::Node doc, const std::string& path, const YAML::Node& value) 
             next = next[static_cast<std::size_t>(steps[i].index)];
         }
         if (last) {
-            next = value;
+            if (!value.IsNull()) {
+                next = value;
+            } else if (steps[i].index < 0) {
+                node.remove(steps[i].key);
+            } else {
+                throw std::invalid_argument("config path '" + path +
+                                            "': a list element cannot be removed");
+            }
             return;
         }
         node.reset(next);

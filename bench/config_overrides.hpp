@@ -14,10 +14,11 @@ namespace exo::bench {
 
 struct ConfigOverride {
     std::string path;   // exo.yaml path: map keys joined by '.', a list element as name[i]
-    std::string value;  // read as YAML: "postgres", "500", "[a, b]"
+    std::string value;  // read as YAML: "postgres", "500", "[a, b]"; "~" removes the key
 };
 
-// "path=value"; throws std::invalid_argument for text without '=' or an empty path.
+// "path=value" ("path=~": leave the key out, as a file without it would); throws
+// std::invalid_argument for text without '=' or an empty path.
 ConfigOverride parse_config_override(const std::string& text);
 
 // `base` with `overrides` set. The secrets the printer masks (postgres.uri's password,
