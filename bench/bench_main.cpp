@@ -176,9 +176,9 @@ private:
                     [&no_redis](Config& c) { c = apply_config_overrides(c, no_redis); }, 0,
                     [](PipelineScenario& s) { s.without_redis = true; });
             } catch (const ConfigError& e) {
-                results_.skip("exo-no-redis",
-                              "this build's exo.yaml has no claim.store: postgres (" +
-                                  describe(no_redis) + "): " + e.what());
+                results_.skip(
+                    "exo-no-redis",
+                    "this build's exo.yaml has no claim.store: postgres: " + std::string(e.what()));
                 std::cerr << "[bench] exo-no-redis skipped: "
                           << *results_.why_skipped("exo-no-redis") << "\n";
             }
@@ -234,6 +234,8 @@ private:
         if ((o_.wants("exo-paced") || o_.wants("inbox-peer-paced")) && o_.paced_seconds > 0) {
             double rate = o_.paced_rate.value_or(kNotMeasured);
             if (!o_.paced_rate)
+                // Half of exo-default's median over the runs so far: runs interleave, so
+                // run N is paced at what exo-default did in runs 1..N.
                 if (auto* runs = results_.find("exo-default")) rate = median_rate(*runs) / 2;
             if (std::isnan(rate)) {
                 std::cerr << "[bench] the paced runs skipped: no exo-default rate to take 50% of "

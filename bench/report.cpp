@@ -235,8 +235,12 @@ void print_summary_table(std::ostream& out, const BenchOptions& o, const BenchRe
         const bool paced = !std::isnan(runs.front().offered_rate);
         std::string each;
         for (const auto& r : runs) {
-            double v = paced ? r.produced_rate : r.records_per_s();
-            each += (each.empty() ? "" : " / ") + (r.failure.empty() ? grouped(v) : "FAIL");
+            // A paced run: the rate it achieved and its p99 (the offered rate is half of
+            // exo-default's median so far, so it moves between runs).
+            std::string v =
+                paced ? grouped(r.produced_rate) + "/s p99 " + number(p99_commit_ms(r), 1) + " ms"
+                      : grouped(r.records_per_s());
+            each += (each.empty() ? "" : " / ") + (r.failure.empty() ? v : "FAIL");
         }
         std::string rate_cell, ratio_cell = "-";
         if (paced) {
