@@ -283,6 +283,10 @@ void print_header(const BenchOptions& o) {
     std::cout << "inbox-peer: the hand-written inbox consumer (bench/inbox_peer/inbox_peer.js: "
                  "kafkajs eachBatch, 8 partitions at once, one transaction per fetched partition "
                  "batch, no Redis, no sequence checks)\n";
+    std::cout << "exo-emits: exo-default with the ledger emitting each applied payment through "
+                 "the outbox (the shipped default), the relay on; done when every emit is "
+                 "published\n";
+    std::cout << "exo-no-redis: exo-default with claim.store: postgres (no Redis)\n";
     std::cout << "exo-record-handler: exo-default with the per-record ledger "
                  "(ledger_per_record: one statement per payment)\n";
     std::cout << "exo-per-record-sql: exo-record-handler with pipeline.framework_sql: per_record "

@@ -10,8 +10,9 @@ namespace {
 
 constexpr const char* kUsage = R"(usage: exo_bench [options]
 Runs the exo pipeline against an in-process mock Kafka cluster and the given Redis and
-PostgreSQL, next to a per-record baseline and the bare PostgreSQL limit; prints one line
-per figure (medians of --runs) and PASS/FAIL against the targets in docs/performance.md.
+PostgreSQL, next to the hand-written inbox consumer (bench/inbox_peer) and the bare
+PostgreSQL limit; prints one line per figure (medians of --runs), PASS/FAIL against the
+targets in docs/performance.md, and a Markdown summary table.
 
   --records N            messages in the main workload, duplicates included (200000)
   --accounts N           accounts (sequence entities) (10000)
