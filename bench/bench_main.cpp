@@ -17,6 +17,8 @@
 #include "bench_world.hpp"
 #include "calibration.hpp"
 #include "config/config.hpp"
+#include "config/config_parser.hpp"
+#include "config_overrides.hpp"
 #include "inbox_peer_scenario.hpp"
 #include "metrics_scraper.hpp"
 #include "pipeline_scenario.hpp"
@@ -25,6 +27,13 @@
 
 namespace exo::bench {
 namespace {
+
+// exo without Redis (issue "Throughput", item 4): the PostgreSQL-only claim mode, set as
+// a user's exo.yaml would: claim.store postgres, and none of the keys that configure only
+// Redis (the parser refuses them there). A build whose config lacks claim.store skips the
+// scenario with the parser's message (apply_config_overrides).
+constexpr const char* kNoRedisConfig[] = {"claim.store=postgres", "redis=~", "claim.lease_ms=~",
+                                          "claim.completed_ttl_ms=~", "pipeline.on_redis_down=~"};
 
 void progress(const ScenarioResult& r, int run, int runs) {
     if (!std::isnan(r.offered_rate))
@@ -36,9 +45,13 @@ void progress(const ScenarioResult& r, int run, int runs) {
     else
         std::cerr << fmt::format(
             "[bench] run {}/{} {}: {} records, {:.0f} records/s ({:.2f} s to the last commit, "
-            "{:.2f} s to all finished){}\n",
+            "{:.2f} s to all finished{}){}\n",
             run, runs, r.name, r.records, r.records_per_s(), r.seconds_to_committed,
-            r.seconds_to_finished, r.failure.empty() ? "" : " FAILED: " + r.failure);
+            r.seconds_to_finished,
+            std::isnan(r.seconds_to_published)
+                ? ""
+                : fmt::format(", {:.2f} s to every emit published", r.seconds_to_published),
+            r.failure.empty() ? "" : " FAILED: " + r.failure);
 }
 
 class Bench {
@@ -46,6 +59,8 @@ public:
     Bench(const BenchOptions& o, const Calibration& calibration)
         : o_(o), servers_(calibration.servers) {}
 
+    // Run 1 of every scenario, then run 2 of every scenario, ...: a machine that gets
+    // busier or quieter during the invocation weighs on every scenario alike.
     void run_all() {
         for (int run = 1; run <= o_.runs; ++run) run_once(run);
     }
@@ -54,9 +69,10 @@ public:
 private:
     bool needs_main() const {
         for (const char* name :
-             {"inbox-peer", "exo-default", "exo-record-handler", "exo-per-record-sql",
-              "exo-flaky-named", "exo-flaky-unnamed", "postgres-bare", "postgres-bare-set",
-              "postgres-bare-savepoints", "proto-set-framework", "proto-set-all"})
+             {"inbox-peer", "exo-default", "exo-emits", "exo-no-redis", "exo-record-handler",
+              "exo-per-record-sql", "exo-flaky-named", "exo-flaky-unnamed", "postgres-bare",
+              "postgres-bare-set", "postgres-bare-savepoints", "proto-set-framework",
+              "proto-set-all"})
             if (o_.wants(name)) return true;
         for (const auto& e : o_.extras)
             if (o_.wants(extra_name(e))) return true;
@@ -72,7 +88,7 @@ private:
 
     void record(ScenarioResult r, int run) {
         progress(r, run, o_.runs);
-        if (!o_.latency_csv.empty() && !r.commit_trace.empty()) {
+        if (!o_.latency_csv.empty() && r.name == "exo-paced" && !r.commit_trace.empty()) {
             std::ofstream csv(o_.latency_csv, run == 1 ? std::ios::trunc : std::ios::app);
             if (run == 1) csv << "run,seconds_after_first_produce,produce_to_commit_ms\n";
             for (const auto& [t, ms] : r.commit_trace) csv << run << ',' << t << ',' << ms << '\n';
@@ -87,7 +103,12 @@ private:
         PipelineScenario s{name,    default_config(world, iso, w.topic), &w, paced_rate, 1.0,
                            servers_};
         if (shape) shape(s);
-        tune(s.config);
+        try {
+            tune(s.config);
+        } catch (...) {  // a config override the parser refused
+            world.clean_up(iso);
+            throw;
+        }
         auto r = run_pipeline_scenario(world, iso, s, o_);
         world.clean_up(iso);
         record(std::move(r), run);
@@ -138,6 +159,30 @@ private:
         }
 
         if (o_.wants("exo-default")) pipeline(world, run, "exo-default", *main, keep);
+        // The shipped ledger's default: each applied payment emitted through the outbox, the
+        // relay on (config.hpp's default); done when the relay published every emit.
+        if (o_.wants("exo-emits")) {
+            const std::string applied = main->topic + ".applied";
+            world.create_topic(applied);
+            pipeline(world, run, "exo-emits", *main, keep, 0,
+                     [&applied](PipelineScenario& s) { s.applied_topic = applied; });
+        }
+        if (o_.wants("exo-no-redis") && !results_.why_skipped("exo-no-redis")) {
+            std::vector<ConfigOverride> no_redis;
+            for (const char* o : kNoRedisConfig) no_redis.push_back(parse_config_override(o));
+            try {
+                pipeline(
+                    world, run, "exo-no-redis", *main,
+                    [&no_redis](Config& c) { c = apply_config_overrides(c, no_redis); }, 0,
+                    [](PipelineScenario& s) { s.without_redis = true; });
+            } catch (const ConfigError& e) {
+                results_.skip(
+                    "exo-no-redis",
+                    "this build's exo.yaml has no claim.store: postgres: " + std::string(e.what()));
+                std::cerr << "[bench] exo-no-redis skipped: "
+                          << *results_.why_skipped("exo-no-redis") << "\n";
+            }
+        }
         // Everything as exo-default but the handler: per-record statements.
         if (o_.wants("exo-record-handler"))
             pipeline(world, run, "exo-record-handler", *main, keep, 0,
@@ -169,6 +214,7 @@ private:
                     c.kafka.commit_interval = std::chrono::milliseconds(*e.commit_interval_ms);
                 if (e.observability)
                     c.observability.listen = ObservabilityConfig::Listen{"127.0.0.1", free_port()};
+                c = apply_config_overrides(c, e.config);
             });
         }
         if (o_.wants("per-record"))
@@ -185,19 +231,29 @@ private:
         bare(world, run, *main, "proto-set-framework", BareMode::set_framework);
         bare(world, run, *main, "proto-set-all", BareMode::set_all);
 
-        if (o_.wants("exo-paced") && o_.paced_seconds > 0) {
+        if ((o_.wants("exo-paced") || o_.wants("inbox-peer-paced")) && o_.paced_seconds > 0) {
             double rate = o_.paced_rate.value_or(kNotMeasured);
             if (!o_.paced_rate)
+                // Half of exo-default's median over the runs so far: runs interleave, so
+                // run N is paced at what exo-default did in runs 1..N.
                 if (auto* runs = results_.find("exo-default")) rate = median_rate(*runs) / 2;
             if (std::isnan(rate)) {
-                std::cerr << "[bench] exo-paced skipped: no exo-default rate to take 50% of "
+                std::cerr << "[bench] the paced runs skipped: no exo-default rate to take 50% of "
                              "(run exo-default or pass --paced-rate)\n";
                 return;
             }
             // One second more than asked: the first is warm-up, left out of the percentiles.
             int count = std::max(1000, static_cast<int>(rate * (o_.paced_seconds + 1)));
             auto paced = world.make_workload("paced", count);
-            pipeline(world, run, "exo-paced", paced, keep, rate);
+            if (o_.wants("exo-paced")) pipeline(world, run, "exo-paced", paced, keep, rate);
+            // The peer at the same rate, its latency measured the same way.
+            if (o_.wants("inbox-peer-paced")) {
+                auto peer_paced = world.make_workload("peerpaced", count);
+                auto iso = world.isolate("inbox-peer-paced");
+                auto r = run_inbox_peer(world, iso, peer_paced, o_, "inbox-peer-paced", rate);
+                world.clean_up(iso);
+                record(std::move(r), run);
+            }
         }
     }
 
@@ -227,6 +283,10 @@ void print_header(const BenchOptions& o) {
     std::cout << "inbox-peer: the hand-written inbox consumer (bench/inbox_peer/inbox_peer.js: "
                  "kafkajs eachBatch, 8 partitions at once, one transaction per fetched partition "
                  "batch, no Redis, no sequence checks)\n";
+    std::cout << "exo-emits: exo-default with the ledger emitting each applied payment through "
+                 "the outbox (the shipped default), the relay on; done when every emit is "
+                 "published\n";
+    std::cout << "exo-no-redis: exo-default with claim.store: postgres (no Redis)\n";
     std::cout << "exo-record-handler: exo-default with the per-record ledger "
                  "(ledger_per_record: one statement per payment)\n";
     std::cout << "exo-per-record-sql: exo-record-handler with pipeline.framework_sql: per_record "

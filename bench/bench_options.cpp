@@ -10,8 +10,9 @@ namespace {
 
 constexpr const char* kUsage = R"(usage: exo_bench [options]
 Runs the exo pipeline against an in-process mock Kafka cluster and the given Redis and
-PostgreSQL, next to a per-record baseline and the bare PostgreSQL limit; prints one line
-per figure (medians of --runs) and PASS/FAIL against the targets in docs/performance.md.
+PostgreSQL, next to the hand-written inbox consumer (bench/inbox_peer) and the bare
+PostgreSQL limit; prints one line per figure (medians of --runs), PASS/FAIL against the
+targets in docs/performance.md, and a Markdown summary table.
 
   --records N            messages in the main workload, duplicates included (200000)
   --accounts N           accounts (sequence entities) (10000)
@@ -22,19 +23,29 @@ per figure (medians of --runs) and PASS/FAIL against the targets in docs/perform
   --postgres-uri URI     default $EXO_POSTGRES_URI
   --redis-host HOST      default $EXO_REDIS_HOST, else 127.0.0.1
   --redis-port PORT      default $EXO_REDIS_PORT, else 6379
-  --only NAME[,NAME]     run only these scenarios (repeatable): inbox-peer (the hand-written
-                         inbox consumer in Node, bench/inbox_peer), exo-default,
-                         exo-record-handler, exo-per-record-sql,
-                         exo-flaky-named, exo-flaky-unnamed (not run by default: 0.5% of
-                         records fail once, named by index or not), per-record, postgres-bare, postgres-bare-set, postgres-bare-savepoints, exo-paced,
-                         proto-set-framework, proto-set-all, or an --extra name (exo[SPEC])
+  --only NAME[,NAME]     run only these scenarios (repeatable). By default: inbox-peer (the
+                         hand-written inbox consumer in Node, bench/inbox_peer), exo-default,
+                         exo-emits (the ledger emitting ledger.applied through the outbox, done
+                         when the relay published every emit), exo-no-redis (claim.store:
+                         postgres), postgres-bare-set, exo-paced (latency at half of
+                         exo-default's rate). With --all also exo-record-handler,
+                         exo-per-record-sql, per-record, postgres-bare. Only by name:
+                         inbox-peer-paced (the peer at exo-paced's rate; see
+                         docs/performance.md for what the mock cluster does to it),
+                         exo-flaky-named, exo-flaky-unnamed (0.5% of records fail once, named
+                         by index or not); postgres-bare-savepoints, proto-set-framework,
+                         proto-set-all (or --prototypes); an --extra name (exo[SPEC])
+  --all                  also run the earlier designs exo is compared with (see --only)
   --prototypes           also run postgres-bare-savepoints and the proto-set-* scenarios:
                          what-if measurements for the report's proposals (not exo's code)
   --workers N            workers of exo-default (default: the config default)
   --extra SPEC           another pipeline scenario, SPEC like workers=2,batch_size=200,
                          linger_ms=2,commit_interval_ms=200 (repeatable); observability=1
-                         serves /metrics and scrapes it every second during the run
-  --paced-seconds S      length of the latency run at 50% of the max rate; 0 skips it (10)
+                         serves /metrics and scrapes it every second during the run; any
+                         exo.yaml path sets that key (claim.store=postgres,
+                         outbox.batch_size=1000), read by exo's own config parser
+  --paced-seconds S      length of the latency runs (exo-paced, inbox-peer-paced) at 50% of
+                         exo-default's max rate; 0 skips them (10)
   --paced-rate R         records/s of that run (default: half of exo-default's median)
   --latency-csv FILE     write exo-paced's per-event trace (run, seconds after the first
                          produce, produce->commit ms) to FILE
@@ -109,12 +120,15 @@ PipelineOverrides parse_extra(const std::string& spec) {
             o.commit_interval_ms = to_int("--extra commit_interval_ms", value, 1);
         else if (name == "observability")
             o.observability = to_int("--extra observability", value, 0) != 0;
+        else if (name.find('.') != std::string::npos)
+            o.config.push_back(parse_config_override(item));
         else
             throw std::invalid_argument("--extra: unknown field '" + name +
                                         "' (workers, batch_size, linger_ms, commit_interval_ms, "
-                                        "observability)");
+                                        "observability, or an exo.yaml path like claim.store)");
     }
-    if (!o.workers && !o.batch_size && !o.linger_ms && !o.commit_interval_ms && !o.observability)
+    if (!o.workers && !o.batch_size && !o.linger_ms && !o.commit_interval_ms && !o.observability &&
+        o.config.empty())
         throw std::invalid_argument("--extra wants at least one name=value");
     return o;
 }
@@ -127,11 +141,14 @@ std::string env_or(const char* name, const std::string& fallback) {
 }  // namespace
 
 bool BenchOptions::wants(const std::string& scenario) const {
-    if (!only.empty()) return std::find(only.begin(), only.end(), scenario) != only.end();
+    auto in = [&scenario](const auto& names) {
+        return std::find(std::begin(names), std::end(names), scenario) != std::end(names);
+    };
+    if (!only.empty()) return in(only);
     if (scenario.rfind("proto-", 0) == 0 || scenario == "postgres-bare-savepoints")
         return prototypes;
-    if (scenario.rfind("exo-flaky-", 0) == 0) return false;  // only when asked for by --only
-    return true;
+    if (scenario.rfind("exo[", 0) == 0) return true;  // an --extra
+    return in(kDefaultScenarios) || (all && in(kAllScenarios));
 }
 
 std::optional<BenchOptions> parse_bench_options(int argc, char** argv) {
@@ -148,6 +165,10 @@ std::optional<BenchOptions> parse_bench_options(int argc, char** argv) {
         }
         if (flag == "--prototypes") {
             o.prototypes = true;
+            continue;
+        }
+        if (flag == "--all") {
+            o.all = true;
             continue;
         }
         if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value (see --help)");

@@ -31,10 +31,11 @@ std::string padded_json(const Payment& p) {
     return base + ",\"note\":\"" + std::string(pad, 'x') + "\"}";
 }
 
-// Lowest offset the mock cluster still holds per partition: non-zero means the
-// partition's 5 MiB limit dropped records.
-std::vector<std::int64_t> low_watermarks(const std::string& bootstrap, const std::string& topic,
-                                         int partitions) {
+// (low, high) watermark per partition: a low above 0 means the mock cluster's 5 MiB per
+// partition dropped records; high - low is what the partition holds.
+std::vector<std::pair<std::int64_t, std::int64_t>> watermarks(const std::string& bootstrap,
+                                                              const std::string& topic,
+                                                              int partitions) {
     char err[512];
     KafkaConf conf(rd_kafka_conf_new());
     rd_kafka_conf_set(conf.get(), "bootstrap.servers", bootstrap.c_str(), err, sizeof err);
@@ -42,15 +43,15 @@ std::vector<std::int64_t> low_watermarks(const std::string& bootstrap, const std
     KafkaHandle rk(rd_kafka_new(RD_KAFKA_CONSUMER, conf.get(), err, sizeof err));
     if (!rk) throw std::runtime_error(std::string("cannot create a Kafka client: ") + err);
     conf.release();
-    std::vector<std::int64_t> lows;
+    std::vector<std::pair<std::int64_t, std::int64_t>> marks;
     for (int p = 0; p < partitions; ++p) {
         std::int64_t low = 0, high = 0;
         auto e = rd_kafka_query_watermark_offsets(rk.get(), topic.c_str(), p, &low, &high, 10000);
         if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
             throw std::runtime_error("watermarks of " + topic + ": " + rd_kafka_err2str(e));
-        lows.push_back(low);
+        marks.emplace_back(low, high);
     }
-    return lows;
+    return marks;
 }
 
 std::string sanitize(std::string s) {
@@ -116,14 +117,31 @@ double BenchWorld::produce_all(const TopicWorkload& w) {
         producer.flush(std::chrono::seconds(120));
     }
     double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    auto lows = low_watermarks(bootstrap(), w.topic, options_.partitions);
-    for (std::size_t p = 0; p < lows.size(); ++p)
-        if (lows[p] != 0)
+    auto marks = watermarks(bootstrap(), w.topic, options_.partitions);
+    for (std::size_t p = 0; p < marks.size(); ++p)
+        if (marks[p].first != 0)
             throw std::runtime_error(fmt::format(
                 "the mock cluster dropped the first {} records of {}[{}] (it keeps at most 5 MiB "
                 "per partition): use more --partitions or fewer --records",
-                lows[p], w.topic, p));
+                marks[p].first, w.topic, p));
     return seconds;
+}
+
+void BenchWorld::create_topic(const std::string& topic) {
+    cluster_.create_topic(topic, options_.partitions);
+}
+
+std::int64_t BenchWorld::messages_in(const std::string& topic) const {
+    std::int64_t total = 0;
+    for (const auto& [low, high] : watermarks(bootstrap(), topic, options_.partitions)) {
+        if (low != 0)
+            throw std::runtime_error(fmt::format(
+                "the mock cluster dropped records of {} (it keeps at most 5 MiB per partition): "
+                "use more --partitions or fewer --records",
+                topic));
+        total += high;
+    }
+    return total;
 }
 
 Isolation BenchWorld::isolate(const std::string& scenario) {

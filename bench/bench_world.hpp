@@ -61,6 +61,12 @@ public:
     // Throws std::runtime_error if not. Returns the seconds it took.
     double produce_all(const TopicWorkload& w);
 
+    // A topic of --partitions partitions (an emitting scenario's output). Throws KafkaError.
+    void create_topic(const std::string& topic);
+    // Records a topic created by create_topic holds. Throws std::runtime_error if the mock
+    // cluster dropped some (5 MiB per partition at most).
+    std::int64_t messages_in(const std::string& topic) const;
+
     // A fresh schema (migrated) and names for one scenario.
     Isolation isolate(const std::string& scenario);
     // Drops the schema and the Redis keys of `iso`. Never throws (logs to stderr).

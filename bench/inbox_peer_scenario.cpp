@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <memory>
 
+#include "paced_producer.hpp"
+
 namespace exo::bench {
 namespace {
 
@@ -31,10 +33,12 @@ struct PipeCloser {
 }  // namespace
 
 ScenarioResult run_inbox_peer(BenchWorld& world, const Isolation& iso, const TopicWorkload& w,
-                              const BenchOptions& options) {
+                              const BenchOptions& options, const std::string& name,
+                              double paced_rate, double warm_up_seconds) {
     ScenarioResult r;
-    r.name = "inbox-peer";
+    r.name = name;
     r.records = w.size();
+    const bool paced = paced_rate > 0;
     // The environment goes on the command line, not through setenv(): other threads of
     // this process (librdkafka's) may read the environment at any time.
     std::string command = fmt::format(
@@ -47,9 +51,25 @@ ScenarioResult run_inbox_peer(BenchWorld& world, const Isolation& iso, const Top
         r.failure = "could not start the peer: " + command;
         return r;
     }
-    std::string output;
+    // Its lines: {"ready":true} once the group is joined, then the result.
+    std::string line, result;
     std::array<char, 4096> chunk{};
-    while (std::fgets(chunk.data(), chunk.size(), pipe.get()) != nullptr) output += chunk.data();
+    PacedSend sent;
+    while (std::fgets(chunk.data(), chunk.size(), pipe.get()) != nullptr) {
+        line += chunk.data();
+        if (line.empty() || line.back() != '\n') continue;
+        if (line.find("\"ready\"") != std::string::npos) {
+            if (paced) {
+                r.offered_rate = paced_rate;
+                sent = produce_paced(world.bootstrap(), w, paced_rate);
+                r.produced_rate = sent.achieved_rate;
+            }
+        } else {
+            result += line;
+        }
+        line.clear();
+    }
+    result += line;
     int status = ::pclose(pipe.release());
     if (status != 0) {
         r.failure = fmt::format(
@@ -58,17 +78,22 @@ ScenarioResult run_inbox_peer(BenchWorld& world, const Isolation& iso, const Top
             status, peer_dir());
         return r;
     }
+    if (paced && sent.sent_us.empty()) {
+        r.failure = "the peer never said its group was joined: nothing was produced";
+        return r;
+    }
     try {
-        auto j = nlohmann::json::parse(output);
+        auto j = nlohmann::json::parse(result);
         r.seconds_to_committed = j.at("seconds_to_committed").get<double>();
         r.seconds_to_finished = r.seconds_to_committed;
         r.postgres_round_trips_reported = j.at("queries").get<double>();
         r.peak_rss_kb = j.at("peak_rss_kb").get<long>();
     } catch (const std::exception& e) {
         r.failure =
-            fmt::format("the peer's output is not its JSON line ({}): {}", e.what(), output);
+            fmt::format("the peer's output is not its JSON line ({}): {}", e.what(), result);
         return r;
     }
+    if (paced) commit_latencies(iso, w, sent, warm_up_seconds, r);
     r.failure = world.check_exactly_once(iso, w.workload, DedupTable::peer_inbox);
     return r;
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cmath>
 #include <exception>
 #include <iostream>
 #include <map>
@@ -24,6 +25,7 @@
 #include "ledger.hpp"
 #include "metrics_scraper.hpp"
 #include "observability/http_endpoint.hpp"
+#include "paced_producer.hpp"
 #include "pg_round_trips.hpp"
 #include "pipeline/daemon.hpp"
 
@@ -39,12 +41,6 @@ constexpr const char* kDaemonThreadName = "exo-worker";
 
 double seconds_between(Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double>(b - a).count();
-}
-
-std::int64_t wall_us() {
-    return std::chrono::duration_cast<std::chrono::microseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
 }
 
 // The daemon on its own thread, stopped (as by SIGTERM) and joined on destruction.
@@ -96,65 +92,33 @@ std::map<int, std::string> thread_roles(const DaemonThread& d) {
     return {{current_thread_id(), "bench-main"}, {d.thread_id(), "exo-poll"}};
 }
 
-// Produces `w` at `rate` records/s; returns the wall-clock time (us) each
-// event was first produced, by event id.
-std::unordered_map<std::string, std::int64_t> produce_paced(const std::string& bootstrap,
-                                                            const TopicWorkload& w, double rate,
-                                                            double& achieved) {
-    std::unordered_map<std::string, std::int64_t> first_sent;
-    // librdkafka's default linger (5 ms) is part of the measured latency; a shorter one
-    // would make the in-process mock broker burn the CPU the pipeline needs.
-    KafkaProducer producer(ProducerOptions{bootstrap, {{"linger.ms", "5"}}});
-    auto start = Clock::now();
-    auto due = [&](std::size_t i) {
-        return start + std::chrono::duration_cast<Clock::duration>(
-                           std::chrono::duration<double>(static_cast<double>(i) / rate));
-    };
-    // Every millisecond, produce what is due: at most 1000 wake-ups a second.
-    for (std::size_t i = 0; i < w.size();) {
-        auto now = Clock::now();
-        if (due(i) > now) {
-            std::this_thread::sleep_until(std::min(due(i), now + std::chrono::milliseconds(1)));
-            continue;
-        }
-        for (; i < w.size() && due(i) <= now; ++i) {
-            const auto& m = w.workload.messages[i];
-            first_sent.emplace(m.payment.event_id, wall_us());
-            producer.produce({w.topic, m.partition, m.payment.account_id, w.payloads[i], {}});
-        }
-    }
-    producer.flush(std::chrono::seconds(60));
-    achieved = static_cast<double>(w.size()) / seconds_between(start, Clock::now());
-    return first_sent;
+// True when the outbox holds no row the relay has still to publish.
+bool outbox_drained(pqxx::connection& c) {
+    pqxx::nontransaction tx(c);
+    return !tx.exec("SELECT EXISTS (SELECT 1 FROM exo_outbox WHERE sent_at IS NULL)")[0][0]
+                .as<bool>();
 }
 
-// produce -> commit per ledger row (and when it was produced, in seconds after
-// `first_us`), or a note why it cannot be told.
-void commit_latencies(const Isolation& iso,
-                      const std::unordered_map<std::string, std::int64_t>& sent,
-                      std::int64_t first_us, double warm_up_s, ScenarioResult& r) {
+// What the relay must have done by the end of an emitting run: one outbox row per applied
+// event, every one sent, and at least as many records on the topic (the relay publishes at
+// least once: a retried round may publish a row again, with the same exo-outbox-id header).
+std::string check_emits(BenchWorld& world, const Isolation& iso, const PipelineScenario& s) {
     pqxx::connection c(iso.uri);
     pqxx::nontransaction tx(c);
-    if (tx.exec("SHOW track_commit_timestamp")[0][0].as<std::string>() != "on") {
-        r.latency_note =
-            "track_commit_timestamp is off in PostgreSQL (scripts/bench.sh turns it on): commit "
-            "latency not measured";
-        return;
-    }
-    auto rows = tx.exec(
-        "SELECT event_id, (extract(epoch FROM pg_xact_commit_timestamp(xmin)) * 1000000)::bigint"
-        " FROM ledger_entries");
-    for (const auto& row : rows) {
-        if (row[1].is_null()) continue;
-        auto it = sent.find(row[0].as<std::string>());
-        if (it == sent.end()) continue;
-        double ms = static_cast<double>(row[1].as<std::int64_t>() - it->second) / 1000.0;
-        double at = static_cast<double>(it->second - first_us) / 1e6;
-        if (at >= warm_up_s) r.commit_latency_ms.push_back(ms);
-        r.commit_trace.emplace_back(at, ms);
-    }
-    std::sort(r.commit_trace.begin(), r.commit_trace.end());
-    if (r.commit_trace.empty()) r.latency_note = "no commit timestamps found";
+    auto row =
+        tx.exec("SELECT count(*), count(*) FILTER (WHERE sent_at IS NULL) FROM exo_outbox")[0];
+    auto rows = row[0].as<std::int64_t>(), pending = row[1].as<std::int64_t>();
+    auto expected = static_cast<std::int64_t>(s.workload->workload.unique_events);
+    auto published = world.messages_in(s.applied_topic);
+    std::string problems;
+    if (rows != expected)
+        problems += fmt::format("exo_outbox has {} rows, expected {} (one per applied event); ",
+                                rows, expected);
+    if (pending != 0) problems += fmt::format("{} outbox rows still unsent; ", pending);
+    if (published < expected)
+        problems += fmt::format("{} holds {} records, expected at least {}; ", s.applied_topic,
+                                published, expected);
+    return problems;
 }
 
 }  // namespace
@@ -182,14 +146,18 @@ ScenarioResult run_pipeline_scenario(BenchWorld& world, const Isolation& iso,
             return std::make_unique<handlers::LedgerRecordHandler>(bench_ledger_options());
         });
     else
-        registry.add("ledger", [](const HandlerOptions&) {
-            return std::make_unique<handlers::LedgerHandler>(bench_ledger_options());
+        registry.add("ledger", [topic = s.applied_topic](const HandlerOptions&) {
+            return std::make_unique<handlers::LedgerHandler>(bench_ledger_options(topic));
         });
+    const bool emits = !s.applied_topic.empty();
 
     begin_memory_window();
     r.memory_before = read_memory();
     auto deadline = Clock::now() + options.timeout;
-    std::unordered_map<std::string, std::int64_t> sent;
+    PacedSend sent;
+    // Opened before the clock starts: the drained check's round trips are not the daemon's.
+    std::optional<pqxx::connection> outbox_check;
+    if (emits) outbox_check.emplace(iso.uri);
     Clock::time_point start;
     CpuSnapshot cpu_start;
     std::uint64_t sends_start = 0;
@@ -215,10 +183,8 @@ ScenarioResult run_pipeline_scenario(BenchWorld& world, const Isolation& iso,
             cpu_start = cpu_snapshot(thread_roles(daemon), s.servers);
             sends_start = postgres_sends();
             r.offered_rate = s.paced_rate;
-            double achieved = 0;
-            if (daemon.daemon().ready())
-                sent = produce_paced(world.bootstrap(), w, s.paced_rate, achieved);
-            r.produced_rate = achieved;
+            if (daemon.daemon().ready()) sent = produce_paced(world.bootstrap(), w, s.paced_rate);
+            r.produced_rate = sent.achieved_rate;
         } else {
             while (stats.polled.load() == 0 && !daemon.failed() && Clock::now() < deadline)
                 std::this_thread::sleep_for(milliseconds(1));
@@ -238,8 +204,13 @@ ScenarioResult run_pipeline_scenario(BenchWorld& world, const Isolation& iso,
             auto now = Clock::now();
             if (now > deadline) {
                 r.failure = fmt::format(
-                    "timed out after {} s: {} of {} records finished (raise --timeout-s?)",
-                    options.timeout.count(), stats.finished(), total);
+                    "timed out after {} s: {} of {} records finished, offsets {}committed{} "
+                    "(raise --timeout-s?)",
+                    options.timeout.count(), stats.finished(), total,
+                    std::isnan(r.seconds_to_committed) ? "not " : "",
+                    emits ? std::string(", outbox ") +
+                                (std::isnan(r.seconds_to_published) ? "not drained" : "drained")
+                          : "");
                 break;
             }
             auto done = stats.finished();
@@ -253,11 +224,17 @@ ScenarioResult run_pipeline_scenario(BenchWorld& world, const Isolation& iso,
                 r.rss_at_end_kb = read_memory().vm_rss_kb;
             }
             if (finished && now >= next_lag_check) {
-                auto lag = group_lag(world.bootstrap(), iso.group, topic);
-                if (lag && *lag == 0) {
-                    r.seconds_to_committed = seconds_between(start, Clock::now());
-                    break;
+                if (std::isnan(r.seconds_to_committed)) {
+                    auto lag = group_lag(world.bootstrap(), iso.group, topic);
+                    if (lag && *lag == 0)
+                        r.seconds_to_committed = seconds_between(start, Clock::now());
                 }
+                // Every record finished: every emit is in the outbox; wait for the relay.
+                if (emits && std::isnan(r.seconds_to_published) && outbox_drained(*outbox_check))
+                    r.seconds_to_published = seconds_between(start, Clock::now());
+                if (!std::isnan(r.seconds_to_committed) &&
+                    (!emits || !std::isnan(r.seconds_to_published)))
+                    break;
                 next_lag_check = Clock::now() + milliseconds(20);
             }
             std::this_thread::sleep_for(milliseconds(2));
@@ -278,17 +255,20 @@ ScenarioResult run_pipeline_scenario(BenchWorld& world, const Isolation& iso,
     r.redis_round_trips = static_cast<double>(r.stats.redis_round_trips);
     r.postgres_round_trips_reported = static_cast<double>(r.stats.postgres_round_trips);
     if (paced) {
-        std::int64_t first_us = INT64_MAX;
-        for (const auto& [event, us] : sent) first_us = std::min(first_us, us);
+        const std::int64_t first_us = sent.first_us();
         // Kafka timestamps have millisecond resolution: compare in whole milliseconds.
         auto warm_up_end_us =
             first_us / 1000 * 1000 + static_cast<std::int64_t>(s.warm_up_seconds * 1e6);
         for (const auto& [produced_us, ms] : recorder.samples())
             if (produced_us >= warm_up_end_us) r.handler_latency_ms.push_back(ms);
-        commit_latencies(iso, sent, first_us, s.warm_up_seconds, r);
+        commit_latencies(iso, w, sent, s.warm_up_seconds, r);
     }
     if (r.failure.empty()) {
         auto problems = world.check_exactly_once(iso, w.workload);
+        if (emits) problems += check_emits(world, iso, s);
+        if (s.without_redis && r.stats.redis_round_trips > 0)
+            problems += fmt::format("the daemon sent Redis {} commands, expected none; ",
+                                    r.stats.redis_round_trips);
         if (!problems.empty()) r.failure = "exactly-once check FAILED: " + problems;
     }
     return r;

@@ -31,6 +31,13 @@ struct PipelineScenario {
     // naming it or not (`flaky_named`).
     int flaky_every = 0;
     bool flaky_named = true;
+    // Non-empty: the batch ledger emits one record per applied payment to this topic through
+    // the outbox (the shipped ledger's default), and the run is done only when the relay has
+    // published every emit (ScenarioResult::seconds_to_published), not at the last offset commit.
+    std::string applied_topic{};
+    // The config claims in PostgreSQL only (exo-no-redis): a Redis command the daemon counted
+    // fails the run, so "exo without Redis" is never measured with Redis in it.
+    bool without_redis = false;
 };
 
 // Never throws for a failure of the pipeline or the check: it is reported in

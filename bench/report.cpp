@@ -26,6 +26,58 @@ std::string series(const std::vector<ScenarioResult>& runs,
     return fmt::format("median={} runs=[{}]", number(median(values), decimals), list);
 }
 
+// 12345.6 -> "12,346": the summary table is read by people.
+std::string grouped(double v) {
+    if (std::isnan(v)) return "n/a";
+    auto digits = fmt::format("{:.0f}", std::fabs(v));
+    std::string out;
+    for (std::size_t i = 0; i < digits.size(); ++i) {
+        if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+        out += digits[i];
+    }
+    return (v < 0 ? "-" : "") + out;
+}
+
+bool emitting(const std::vector<ScenarioResult>& runs) {
+    for (const auto& r : runs)
+        if (!std::isnan(r.seconds_to_published)) return true;
+    return false;
+}
+
+// RSS growth over the second half of the records (kB), where the scenario measured it:
+// the pipeline scenarios, whose memory is exo's (the peer is another process).
+double rss_growth_kb(const ScenarioResult& r) {
+    return r.rss_at_half_kb > 0 && r.rss_at_end_kb > 0 ? double(r.rss_at_end_kb - r.rss_at_half_kb)
+                                                       : kNotMeasured;
+}
+
+bool measures_rss_growth(const std::vector<ScenarioResult>& runs) {
+    for (const auto& r : runs)
+        if (!std::isnan(rss_growth_kb(r))) return true;
+    return false;
+}
+
+double p99_commit_ms(const ScenarioResult& r) {
+    return r.commit_latency_ms.empty() ? kNotMeasured : percentile(r.commit_latency_ms, 99);
+}
+
+double median_of(const std::vector<ScenarioResult>& runs,
+                 const std::function<double(const ScenarioResult&)>& get) {
+    std::vector<double> v;
+    for (const auto& r : runs)
+        if (r.failure.empty() && !std::isnan(get(r))) v.push_back(get(r));
+    return median(v);
+}
+
+// The scenario's own peak memory: an exo scenario's peak above the process's RSS at its
+// start (the mock cluster and the workloads are in the same process), the peer's node
+// process peak.
+double own_peak_rss_kb(const ScenarioResult& r) {
+    if (r.peak_rss_kb <= 0) return kNotMeasured;
+    return r.memory_before.vm_rss_kb > 0 ? double(r.peak_rss_kb - r.memory_before.vm_rss_kb)
+                                         : double(r.peak_rss_kb);
+}
+
 double per_record(double total, const ScenarioResult& r) {
     return r.records == 0 ? kNotMeasured : total / static_cast<double>(r.records);
 }
@@ -81,9 +133,20 @@ void print_scenario(std::ostream& out, const std::string& name,
                 runs, [](const auto& r) { return percentile(r.handler_latency_ms, 99); }, 1));
         if (!first.latency_note.empty())
             out << fmt::format("{} note: {}\n", name, first.latency_note);
-    } else {
-        out << fmt::format("{} records_per_s {}\n", name,
+    } else if (emitting(runs)) {
+        out << fmt::format("{} records_per_s (to every emit published) {}\n", name,
                            series(runs, [](const auto& r) { return r.records_per_s(); }));
+        out << fmt::format(
+            "{} records_per_s_to_last_offset_commit {}\n", name,
+            series(runs, [](const auto& r) { return double(r.records) / r.seconds_to_committed; }));
+        out << fmt::format("{} seconds_first_poll_to_every_emit_published {}\n", name,
+                           series(
+                               runs, [](const auto& r) { return r.seconds_to_published; }, 2));
+    }
+    if (!paced) {
+        if (!emitting(runs))
+            out << fmt::format("{} records_per_s {}\n", name,
+                               series(runs, [](const auto& r) { return r.records_per_s(); }));
         out << fmt::format("{} records_per_s_to_all_finished {}\n", name,
                            series(runs, [](const auto& r) { return r.records_per_s_finished(); }));
         out << fmt::format("{} seconds_first_poll_to_last_commit {}\n", name,
@@ -114,13 +177,8 @@ void print_scenario(std::ostream& out, const std::string& name,
     out << fmt::format("{} rss_before_kb {}\n", name, series(runs, [](const auto& r) {
                            return double(r.memory_before.vm_rss_kb);
                        }));
-    if (!paced && name.rfind("postgres-bare", 0) != 0)
-        out << fmt::format("{} rss_growth_second_half_kb {}\n", name,
-                           series(runs, [](const auto& r) {
-                               return r.rss_at_half_kb > 0 && r.rss_at_end_kb > 0
-                                          ? double(r.rss_at_end_kb - r.rss_at_half_kb)
-                                          : kNotMeasured;
-                           }));
+    if (measures_rss_growth(runs))
+        out << fmt::format("{} rss_growth_second_half_kb {}\n", name, series(runs, rss_growth_kb));
     out << fmt::format(
         "{} redis_round_trips_per_record {}\n", name,
         series(
@@ -162,7 +220,58 @@ void print_scenario(std::ostream& out, const std::string& name,
             out << fmt::format("{} FAILURE run {}: {}\n", name, i + 1, runs[i].failure);
 }
 
+// One Markdown table of the scenarios, to paste into docs/performance.md.
+void print_summary_table(std::ostream& out, const BenchOptions& o, const BenchResults& results) {
+    const auto* peer = results.find("inbox-peer");
+    const double peer_rate = peer ? median_rate(*peer) : kNotMeasured;
+    out << fmt::format(
+        "\n=== summary (Markdown; {} records, {} accounts, {} partitions, {:.0f}% duplicates, "
+        "medians of {} runs in one invocation) ===\n\n",
+        o.records, o.accounts, o.partitions, o.duplicate_ratio * 100, o.runs);
+    out << "| scenario | records/s median | runs | ratio to inbox-peer | p99 produce -> commit "
+           "| peak RSS |\n| --- | --- | --- | --- | --- | --- |\n";
+    for (const auto& name : results.order) {
+        const auto& runs = results.by_name.at(name);
+        const bool paced = !std::isnan(runs.front().offered_rate);
+        std::string each;
+        for (const auto& r : runs) {
+            // A paced run: the rate it achieved and its p99 (the offered rate is half of
+            // exo-default's median so far, so it moves between runs).
+            std::string v =
+                paced ? grouped(r.produced_rate) + "/s p99 " + number(p99_commit_ms(r), 1) + " ms"
+                      : grouped(r.records_per_s());
+            each += (each.empty() ? "" : " / ") + (r.failure.empty() ? v : "FAIL");
+        }
+        std::string rate_cell, ratio_cell = "-";
+        if (paced) {
+            rate_cell = grouped(median_of(runs, [](const auto& r) { return r.offered_rate; })) +
+                        " offered (paced)";
+        } else {
+            const double m = median_rate(runs);
+            rate_cell = grouped(m);
+            if (emitting(runs)) rate_cell += " (to every emit published)";
+            ratio_cell = number(m / peer_rate, 2);
+        }
+        const double p99 = median_of(runs, p99_commit_ms);
+        const double rss = median_of(runs, own_peak_rss_kb);
+        out << fmt::format("| {} | {} | {} | {} | {} | {} |\n", name, rate_cell, each, ratio_cell,
+                           std::isnan(p99) ? "-" : number(p99, 1) + " ms",
+                           std::isnan(rss) ? "-" : number(rss / 1024, 1) + " MiB");
+    }
+    for (const auto& [name, why] : results.skipped)
+        out << fmt::format("| {} | skipped | - | - | - | - |\n", name);
+    out << "\n(records/s from the first poll to the last offset commit; exo-emits to the last "
+           "emit published by the relay. p99 for the paced runs only, at half of exo-default's "
+           "median rate. peak RSS: an exo scenario's peak above the benchmark process's RSS at "
+           "its start; the inbox peer's node process peak.)\n\n";
+}
+
 }  // namespace
+
+const std::string* BenchResults::why_skipped(const std::string& name) const {
+    auto it = skipped.find(name);
+    return it == skipped.end() ? nullptr : &it->second;
+}
 
 void BenchResults::add(ScenarioResult r) {
     if (!by_name.count(r.name)) order.push_back(r.name);
@@ -194,80 +303,113 @@ Verdict print_report(std::ostream& out, const BenchOptions& o, const Calibration
         for (const auto& r : runs) verdict.correct = verdict.correct && r.failure.empty();
     }
 
+    for (const auto& [name, why] : results.skipped)
+        out << fmt::format("{} SKIPPED: {}\n", name, why);
+
     auto rate = [&](const std::string& name) {
         auto* runs = results.find(name);
         return runs ? median_rate(*runs) : kNotMeasured;
     };
-    double exo = rate("exo-default"), base = rate("per-record"), bare = rate("postgres-bare");
-    out << fmt::format("ratio exo-default/per-record={} (records/s; per-record ran {} records)\n",
-                       number(exo / base, 2), o.baseline_records);
-    const double bare_set = rate("postgres-bare-set");
-    out << fmt::format("ratio exo-default/postgres-bare={}\n", number(exo / bare, 2));
-    out << fmt::format("ratio exo-default/postgres-bare-set={}\n", number(exo / bare_set, 2));
-    if (results.find("postgres-bare-savepoints"))
-        out << fmt::format("ratio exo-default/postgres-bare-savepoints={}\n",
-                           number(exo / rate("postgres-bare-savepoints"), 2));
-
     auto target = [&](const std::string& what, bool measured, bool met, const std::string& got) {
         if (!measured) {
-            out << fmt::format("target {}: NOT MEASURED\n", what);
+            out << fmt::format("target {}: NOT MEASURED{}\n", what,
+                               got.empty() ? "" : " (" + got + ")");
             return;
         }
         verdict.targets_checked++;
         if (met) verdict.targets_met++;
         out << fmt::format("target {}: {} ({})\n", what, met ? "PASS" : "FAIL", got);
     };
+    // "a >= k x b" over the medians; NOT MEASURED, with the reason, when a side did not run.
+    auto ratio_target = [&](const std::string& a, const std::string& b, double k,
+                            const std::string& why_b) {
+        const double q = rate(a) / rate(b);
+        out << fmt::format("ratio {}/{}={}\n", a, b, number(q, 2));
+        std::string missing;
+        for (const auto& n : {a, b})
+            if (results.why_skipped(n) != nullptr)
+                missing = n + " skipped (see its SKIPPED line)";
+            else if (!results.find(n))
+                missing = missing.empty() ? n + " not run" : missing;
+        target(fmt::format("{} >= {}x {}{}", a, number(k, 1), b, why_b), !std::isnan(q), q >= k,
+               std::isnan(q) ? missing : number(q, 2) + "x");
+    };
+
+    // Issue "Throughput": exo against the consumer a team writes by hand, and against itself.
+    ratio_target("exo-default", "inbox-peer", 0.5, " (the hand-written inbox consumer)");
+    ratio_target("exo-no-redis", "inbox-peer", 1.0, "");
+    ratio_target("exo-emits", "exo-default", 0.8, " (emits on against emits off)");
+    out << fmt::format("ratio exo-emits/inbox-peer={}\n",
+                       number(rate("exo-emits") / rate("inbox-peer"), 2));
+    {
+        auto* paced = results.find("exo-paced");
+        double m = paced ? median_of(*paced, p99_commit_ms) : kNotMeasured;
+        auto* peer = results.find("inbox-peer-paced");
+        double pm = peer ? median_of(*peer, p99_commit_ms) : kNotMeasured;
+        target("p99 latency < 100 ms at 50% of the max rate (exo-paced)", !std::isnan(m), m < 100,
+               std::isnan(m)
+                   ? std::string(paced ? "no latency measured" : "exo-paced not run")
+                   : number(m, 1) + " ms produce->commit" +
+                         (peer ? "; inbox-peer-paced at the same rate: " + number(pm, 1) + " ms"
+                               : std::string()));
+    }
+    // RSS flat: every exo scenario's resident memory over the second half of its records.
+    for (const auto& name : results.order) {
+        const auto& runs = results.by_name.at(name);
+        if (!measures_rss_growth(runs)) continue;
+        double g = median_of(runs, rss_growth_kb);
+        target(fmt::format("RSS flat: {} grows <= 8 MiB over the second half of its records", name),
+               !std::isnan(g), g <= 8192, number(g) + " kB");
+    }
+
+    // The earlier comparisons (--all): printed when their scenarios ran.
+    double exo = rate("exo-default");
     auto* exo_runs = results.find("exo-default");
     bool exo_correct = exo_runs != nullptr;
     if (exo_runs)
         for (const auto& r : *exo_runs) exo_correct = exo_correct && r.failure.empty();
+    const double bare_set = rate("postgres-bare-set");
     // When it fails, postgres-bare-set is the measured limit of exo's SQL shape on this machine.
     target("exo-default >= 22000 records/s with the correctness check passing", !std::isnan(exo),
            exo >= 22000 && exo_correct,
            number(exo) + " records/s; limit of exo's SQL shape (postgres-bare-set): " +
                number(bare_set) + " records/s");
-    target("exo-default >= 10x per-record", !std::isnan(exo / base), exo / base >= 10,
-           number(exo / base, 2) + "x");
-    // The alternative a team weighs exo against: the hand-written inbox consumer.
-    const double peer = rate("inbox-peer");
-    out << fmt::format("ratio exo-default/inbox-peer={}\n", number(exo / peer, 2));
-    target("exo-default >= 0.5x inbox-peer (the hand-written inbox consumer)",
-           !std::isnan(exo / peer), exo / peer >= 0.5, number(exo / peer, 2) + "x");
-    out << fmt::format("ratio exo-default/exo-record-handler={}\n",
-                       number(exo / rate("exo-record-handler"), 2));
-    const double per_record_sql = rate("exo-per-record-sql");
-    out << fmt::format("ratio exo-default/exo-per-record-sql={}\n",
-                       number(exo / per_record_sql, 2));
-    target("exo-default >= 3x exo-per-record-sql (the per-record-statement pipeline)",
-           !std::isnan(exo / per_record_sql), exo / per_record_sql >= 3,
-           number(exo / per_record_sql, 2) + "x");
-    target("exo-default >= 60% of postgres-bare-set", !std::isnan(exo / bare_set),
-           exo / bare_set >= 0.6, number(exo / bare_set * 100, 1) + "%");
-    if (auto* paced = results.find("exo-paced")) {
-        std::vector<double> p99;
-        for (const auto& r : *paced)
-            if (r.failure.empty() && !r.commit_latency_ms.empty())
-                p99.push_back(percentile(r.commit_latency_ms, 99));
-        double m = median(p99);
-        target("p99 latency < 100 ms at 50% of the max rate", !std::isnan(m), m < 100,
-               number(m, 1) + " ms produce->commit");
-    } else {
-        target("p99 latency < 100 ms at 50% of the max rate", false, false, "");
+    if (!std::isnan(bare_set)) {
+        out << fmt::format("ratio exo-default/postgres-bare-set={}\n", number(exo / bare_set, 2));
+        target("exo-default >= 60% of postgres-bare-set", !std::isnan(exo / bare_set),
+               exo / bare_set >= 0.6, number(exo / bare_set * 100, 1) + "%");
     }
-    if (exo_runs) {
-        std::vector<double> growth;
-        for (const auto& r : *exo_runs)
-            if (r.rss_at_half_kb > 0 && r.rss_at_end_kb > 0)
-                growth.push_back(double(r.rss_at_end_kb - r.rss_at_half_kb));
-        double g = median(growth);
-        target("memory bounded (RSS growth over the second half of exo-default <= 8 MiB)",
-               !std::isnan(g), g <= 8192, number(g) + " kB");
+    if (results.find("per-record")) {
+        const double base = rate("per-record");
+        out << fmt::format(
+            "ratio exo-default/per-record={} (records/s; per-record ran {} records)\n",
+            number(exo / base, 2), o.baseline_records);
+        target("exo-default >= 10x per-record", !std::isnan(exo / base), exo / base >= 10,
+               number(exo / base, 2) + "x");
+    }
+    if (results.find("postgres-bare"))
+        out << fmt::format("ratio exo-default/postgres-bare={}\n",
+                           number(exo / rate("postgres-bare"), 2));
+    if (results.find("postgres-bare-savepoints"))
+        out << fmt::format("ratio exo-default/postgres-bare-savepoints={}\n",
+                           number(exo / rate("postgres-bare-savepoints"), 2));
+    if (results.find("exo-record-handler"))
+        out << fmt::format("ratio exo-default/exo-record-handler={}\n",
+                           number(exo / rate("exo-record-handler"), 2));
+    if (results.find("exo-per-record-sql")) {
+        const double per_record_sql = rate("exo-per-record-sql");
+        out << fmt::format("ratio exo-default/exo-per-record-sql={}\n",
+                           number(exo / per_record_sql, 2));
+        target("exo-default >= 3x exo-per-record-sql (the per-record-statement pipeline)",
+               !std::isnan(exo / per_record_sql), exo / per_record_sql >= 3,
+               number(exo / per_record_sql, 2) + "x");
     }
     out << fmt::format(
         "process peak_rss_kb={} (the whole process: VmHWM / ru_maxrss, kept across the "
         "per-scenario "
         "resets; includes the mock cluster and the produced workloads)\n",
         process_peak_rss_kb());
+    print_summary_table(out, o, results);
     out << fmt::format("result correctness={} targets_met={}/{}\n",
                        verdict.correct ? "PASS" : "FAIL", verdict.targets_met,
                        verdict.targets_checked);

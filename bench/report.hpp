@@ -17,8 +17,11 @@ namespace exo::bench {
 struct BenchResults {
     std::vector<std::string> order;
     std::map<std::string, std::vector<ScenarioResult>> by_name;
+    std::map<std::string, std::string> skipped;  // scenario -> why it could not run
     void add(ScenarioResult r);
     const std::vector<ScenarioResult>* find(const std::string& name) const;
+    void skip(const std::string& name, std::string why) { skipped[name] = std::move(why); }
+    const std::string* why_skipped(const std::string& name) const;
 };
 
 // Median records/s (to the last commit) of a scenario's completed runs; NaN if none.

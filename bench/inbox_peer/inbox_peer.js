@@ -18,12 +18,17 @@
 // Environment (all required): PEER_BROKERS (comma-separated), PEER_TOPIC,
 // PEER_GROUP, PEER_PG_URI, PEER_SCHEMA (the scenario's schema, which already
 // holds accounts and ledger_entries), PEER_EXPECT (records to consume before
-// stopping). Optional: PEER_CONCURRENCY (partitions at once, default 8).
+// stopping). Optional: PEER_CONCURRENCY (partitions at once, default 8),
+// PEER_MAX_WAIT_MS (how long a fetch waits for data, default 20: exo_bench's mock
+// cluster answers an empty fetch only when that wait is over, so exo runs there with
+// fetch.wait.max.ms 20 and the peer with the same; kafkajs' own default, 5000, made
+// every idle partition's records wait seconds in a paced run).
 //
-// Output: one JSON line on stdout when PEER_EXPECT records are committed (the
-// time runs from the first fetched batch to the last offset commit):
-// {"records":N,"transactions":T,"queries":Q,"seconds_to_committed":S,"peak_rss_kb":K}. Exit status 0, or 1
-// with the error on stderr.
+// Output: {"ready":true} on stdout once the group is joined (a paced run starts
+// producing then, as it does for exo), and one JSON line when PEER_EXPECT records
+// are committed (the time runs from the first fetched batch to the last offset
+// commit): {"records":N,"transactions":T,"queries":Q,"seconds_to_committed":S,
+// "peak_rss_kb":K}. Exit status 0, or 1 with the error on stderr.
 'use strict';
 const { Kafka, logLevel } = require('kafkajs');
 const { Pool } = require('pg');
@@ -39,6 +44,7 @@ const topic = required('PEER_TOPIC');
 const groupId = required('PEER_GROUP');
 const expect = Number(required('PEER_EXPECT'));
 const concurrency = Number(process.env.PEER_CONCURRENCY || 8);
+const maxWaitTimeInMs = Number(process.env.PEER_MAX_WAIT_MS || 20);
 const pool = new Pool({
     connectionString: required('PEER_PG_URI'),
     options: `-c search_path=${required('PEER_SCHEMA')}`,
@@ -100,7 +106,13 @@ async function apply(payments) {
 async function main() {
     await pool.query(INBOX);
     const kafka = new Kafka({ brokers, clientId: 'inbox-peer', logLevel: logLevel.ERROR });
-    const consumer = kafka.consumer({ groupId });
+    const consumer = kafka.consumer({ groupId, maxWaitTimeInMs });
+    let announced = false;
+    consumer.on(consumer.events.GROUP_JOIN, () => {
+        if (announced) return;
+        announced = true;
+        process.stdout.write(JSON.stringify({ ready: true }) + '\n');
+    });
     await consumer.connect();
     await consumer.subscribe({ topic, fromBeginning: true });
     let records = 0;
