@@ -8,8 +8,9 @@
 
 namespace exo {
 
-// {"live":{"ok":..,"reason":..},"ready":{..},"joined":..,"dependencies":{"redis":..,
-//  "postgres":..,"kafka":..},"workers":[{"index","healthy","busy_ms"}],
+// {"live":{"ok":..,"reason":..},"ready":{..},"joined":..,"dependencies":{"redis":..
+//  (absent with claim.store:
+//  postgres),"postgres":..,"kafka":..},"workers":[{"index","healthy","busy_ms"}],
 //  "partitions":[{"topic","partition","paused","stalled","committed","queued",
 //  "in_flight","parked","lag"}]}; committed, lag and busy_ms are null when unknown.
 std::string status_json(const DaemonStatus& status, const HealthVerdict& live,
