@@ -81,7 +81,8 @@ TEST_CASE(
     REQUIRE(workload.duplicates > 200);
     h.produce(workload);
 
-    RunningDaemon daemon(without_redis(h, trap), h.registry(), h.bootstrap());
+    const exo::Config config = without_redis(h, trap);  // the daemon keeps a reference
+    RunningDaemon daemon(config, h.registry(), h.bootstrap());
     REQUIRE(h.wait_until_consumed(90s));
     CHECK_MESSAGE(exo::testing::eventually([&] { return daemon.ready(); }, 10000ms),
                   "not ready without Redis");
