@@ -176,3 +176,36 @@ TEST_CASE(
     CHECK(inspected["claim"].is_null());
     CHECK(inspected["claim_error"].is_null());
 }
+
+TEST_CASE(
+    "with claim.store postgres a key another transaction is applying waits on its dedup row: "
+    "NACKed after lock_timeout while that transaction is open, a duplicate once it commits") {
+    PipelineHarness h({.name = "pgclaim_lock", .partitions = 1, .with_sequence = false});
+    RedisTrap trap;
+    h.mutable_config() = without_redis(h, trap);
+    h.mutable_config().postgres.lock_timeout = 300ms;
+    // Another copy of the key in flight elsewhere (another daemon, with no claim
+    // to keep this one off it): its transaction holds the dedup row.
+    pqxx::connection other(h.postgres_uri());
+    pqxx::nontransaction holder(other);
+    holder.exec("BEGIN");
+    holder.exec_params(
+        "INSERT INTO exo_processed (consumer_group, idempotency_key, fencing_token, topic,"
+        " kafka_partition, kafka_offset, outcome) VALUES ($1, 'held-1', 0, 't', 0, 0, 'APPLIED')",
+        h.config().kafka.group_id);
+    h.produce({payment("held-1", "acc-1", 7, 1), payment("free-2", "acc-2", 2, 1)});
+
+    RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());
+    CHECK(exo::testing::eventually([&] { return daemon.stats().conflicts >= 2; }, 30000ms));
+    CHECK(daemon.stats().applied == 0);  // free-2 waits behind held-1 in its partition
+    holder.exec("COMMIT");
+    REQUIRE(h.wait_until_consumed(60s));
+    daemon.stop();
+
+    // held-1 was the other copy's to apply: this daemon answered it from the row.
+    CHECK(h.balances() == std::map<std::string, std::int64_t>{{"acc-2", 2}});
+    CHECK(daemon.stats().duplicates_postgres == 1);
+    CHECK(daemon.stats().applied == 1);
+    CHECK(daemon.stats().dead_lettered == 0);
+    CHECK(trap.connections() == 0);
+}
