@@ -10,6 +10,7 @@
 
 #include <fstream>
 
+#include "dedup_rows.hpp"
 #include "kafka/group_progress.hpp"
 #include "operations_cli.hpp"
 #include "pipeline_harness.hpp"
@@ -186,19 +187,13 @@ TEST_CASE(
     h.mutable_config().postgres.lock_timeout = 300ms;
     // Another copy of the key in flight elsewhere (another daemon, with no claim
     // to keep this one off it): its transaction holds the dedup row.
-    pqxx::connection other(h.postgres_uri());
-    pqxx::nontransaction holder(other);
-    holder.exec("BEGIN");
-    holder.exec_params(
-        "INSERT INTO exo_processed (consumer_group, idempotency_key, fencing_token, topic,"
-        " kafka_partition, kafka_offset, outcome) VALUES ($1, 'held-1', 0, 't', 0, 0, 'APPLIED')",
-        h.config().kafka.group_id);
+    exo::testing::HeldDedupRow other(h, "held-1");
     h.produce({payment("held-1", "acc-1", 7, 1), payment("free-2", "acc-2", 2, 1)});
 
     RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());
     CHECK(exo::testing::eventually([&] { return daemon.stats().conflicts >= 2; }, 30000ms));
     CHECK(daemon.stats().applied == 0);  // free-2 waits behind held-1 in its partition
-    holder.exec("COMMIT");
+    other.commit();
     REQUIRE(h.wait_until_consumed(60s));
     daemon.stop();
 
