@@ -204,3 +204,30 @@ TEST_CASE(
     CHECK(daemon.stats().dead_lettered == 0);
     CHECK(trap.connections() == 0);
 }
+
+TEST_CASE(
+    "with claim.store postgres exo dlq replay opens no Redis, and the replayed dead letter "
+    "applies exactly once") {
+    using namespace exo::testing::ops;
+    PipelineHarness h({.name = "pgclaim_replay", .partitions = 1});
+    RedisTrap trap;
+    h.mutable_config() = without_redis(h, trap);
+    h.produce({payment("ok-1", "acc-1", 50, 1), payment("big-2", "acc-2", 500, 1)});
+    consume_refusing_large_payments(h);
+    REQUIRE(outcome(h, "big-2") == "DEAD_LETTERED");
+
+    // The file has no redis section: a replay that opened Redis would fail on
+    // the default address, where nothing listens.
+    const std::string config = write_config(h);
+    const auto replayed =
+        exo_cli({"dlq", "replay", "--config", config, "--key", "big-2", "--json"});
+    INFO(replayed.output);
+    REQUIRE(replayed.exit_code == 0);
+    CHECK(json_of(replayed)[0]["status"] == "replayed");
+
+    consume_fixed(h);
+    CHECK(h.balances() == std::map<std::string, std::int64_t>{{"acc-1", 50}, {"acc-2", 500}});
+    CHECK(h.count("SELECT count(*) FROM ledger_entries WHERE event_id = 'big-2'") == 1);
+    CHECK(outcome(h, "big-2") == "APPLIED");
+    CHECK(trap.connections() == 0);
+}
