@@ -28,6 +28,27 @@ inline Rows processed(const PipelineHarness& h) {
     return out;
 }
 
+// A dedup row inserted by a transaction left open, as another daemon's (or a
+// frozen one's) in the middle of applying the key: the row's lock is held until
+// commit() or rollback().
+class HeldDedupRow {
+public:
+    HeldDedupRow(const PipelineHarness& h, const std::string& key)
+        : connection_(h.postgres_uri()), session_(connection_) {
+        session_.exec("BEGIN");
+        session_.exec_params(
+            "INSERT INTO exo_processed (consumer_group, idempotency_key, fencing_token, topic,"
+            " kafka_partition, kafka_offset, outcome) VALUES ($1, $2, 0, 't', 0, 0, 'APPLIED')",
+            h.config().kafka.group_id, key);
+    }
+    void commit() { session_.exec("COMMIT"); }
+    void rollback() { session_.exec("ROLLBACK"); }
+
+private:
+    pqxx::connection connection_;
+    pqxx::nontransaction session_;
+};
+
 // Deadlocks PostgreSQL detected in the tests' database so far (pg_stat_database;
 // a transaction's statistics arrive there a little after it ends).
 inline std::int64_t deadlocks_detected() {

@@ -136,9 +136,9 @@ std::string PipelineHarness::config_yaml() const {
         "  group_id: {}\n"
         "  commit_interval_ms: 200\n"
         "  properties: {{{}}}\n"
-        "redis: {{host: {}, port: {}, key_prefix: {}}}\n"
+        "{}"
         "postgres: {{uri: \"{}\"}}\n"
-        "claim: {{lease_ms: {}}}\n"
+        "{}"
         "pipeline: {{workers: {}, batch_size: {}, linger_ms: 2}}\n"
         "logging: {{level: info}}\n"
         "outbox: {{enabled: {}, batch_size: {}, poll_interval_ms: {}}}\n"
@@ -147,10 +147,17 @@ std::string PipelineHarness::config_yaml() const {
         "    handler: ledger\n"
         "    key: {{json: /eventId}}\n"
         "{}",
-        bootstrap(), group_, properties, config_.redis.host, config_.redis.port, prefix_, uri_,
-        config_.claim.lease.count(), config_.pipeline.workers, config_.pipeline.batch_size,
-        config_.outbox.enabled, config_.outbox.batch_size, config_.outbox.poll_interval.count(),
-        topic_,
+        bootstrap(), group_, properties,
+        // Without Redis claims the Redis keys are refused (config_parser.cpp).
+        config_.claim.in_redis() ? fmt::format("redis: {{host: {}, port: {}, key_prefix: {}}}\n",
+                                               config_.redis.host, config_.redis.port, prefix_)
+                                 : std::string(),
+        uri_,
+        config_.claim.in_redis()
+            ? fmt::format("claim: {{lease_ms: {}}}\n", config_.claim.lease.count())
+            : std::string("claim: {store: postgres}\n"),
+        config_.pipeline.workers, config_.pipeline.batch_size, config_.outbox.enabled,
+        config_.outbox.batch_size, config_.outbox.poll_interval.count(), topic_,
         b.sequence
             ? fmt::format("    sequence: {{entity: /accountId, value: /sequenceId, mode: {}}}\n",
                           b.sequence->mode == SequenceMode::strict ? "strict" : "latest")

@@ -97,6 +97,7 @@ public:
     void stop();
     const PipelineStats& stats() const { return daemon_->stats(); }
     bool ready() const { return daemon_->ready(); }
+    DaemonStatus status() const { return daemon_->status(); }
 
 private:
     Failpoints failpoints_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <optional>
 #include <set>
 
 #include "app/arguments.hpp"
@@ -232,9 +233,12 @@ int dlq_replay(int argc, char** argv, const AppSetup& setup) {
 
     int exit_code = 0;
     if (!entries.empty()) {
-        RedisConnection redis(operator_redis(config.redis));
+        // With claim.store: postgres there is no claim to forget and no Redis to open.
+        std::optional<RedisConnection> redis;
+        if (config.claim.in_redis()) redis.emplace(operator_redis(config.redis));
         KafkaProducer producer(operator_producer(bootstrap, config.kafka));
-        DeadLetterReplayer replayer({config, *pg, redis, reader, topics, producer, failpoints});
+        DeadLetterReplayer replayer(
+            {config, *pg, redis ? &*redis : nullptr, reader, topics, producer, failpoints});
         if (selection.entity)
             entries = entity_in_order(std::move(entries), *selection.entity, config, *pg, replayer,
                                       results);

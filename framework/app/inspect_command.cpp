@@ -47,6 +47,17 @@ std::optional<SequenceView> sequence_of(const Config& config, const DedupRow& ro
     return view;
 }
 
+void read_redis_claim(const Config& config, InspectReport& report) {
+    try {
+        RedisConnection redis(operator_redis(config.redis));
+        report.claim =
+            read_claim(redis, claim_key(config.redis.key_prefix, report.group, report.key));
+    } catch (const RedisError& e) {
+        // What PostgreSQL says is still worth printing: it is the truth.
+        report.claim_error = e.what();
+    }
+}
+
 }  // namespace
 
 int inspect_command(int argc, char** argv, const AppSetup& setup) {
@@ -61,13 +72,9 @@ int inspect_command(int argc, char** argv, const AppSetup& setup) {
     report.key = key;
     report.row = find_dedup_row(*pg, group, key);
     report.replay = find_replay_ticket(*pg, group, key);
-    try {
-        RedisConnection redis(operator_redis(config.redis));
-        report.claim = read_claim(redis, claim_key(config.redis.key_prefix, group, key));
-    } catch (const RedisError& e) {
-        // What PostgreSQL says is still worth printing: it is the truth.
-        report.claim_error = e.what();
-    }
+    // With claim.store: postgres there is no claim to read and no Redis to ask.
+    report.claims_in_redis = config.claim.in_redis();
+    if (report.claims_in_redis) read_redis_claim(config, report);
     if (report.row) report.sequence = sequence_of(config, *report.row, *pg);
 
     if (args.has("json"))

@@ -98,8 +98,17 @@ struct PostgresConfig {
 };
 
 struct ClaimConfig {
+    // Where a key's claim is kept (docs/design.md section 2). redis: the Redis
+    // claim in front of the dedup row (the efficiency fence). postgres: no Redis
+    // at all; the dedup row, which always was the fence, is the only one, as
+    // under on_redis_down: postgres_only while Redis is down. The redis section,
+    // lease_ms, completed_ttl_ms and pipeline.on_redis_down are then refused.
+    enum class Store { redis, postgres };
+    Store store = Store::redis;
     milliseconds lease{30000};                     // PROCESSING older than this may be taken over
     milliseconds completed_ttl{24 * 3600 * 1000};  // how long Redis answers DUPLICATE itself
+
+    bool in_redis() const { return store == Store::redis; }
 };
 
 // How a transaction's framework statements run when nothing fails

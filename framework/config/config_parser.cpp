@@ -44,26 +44,47 @@ void check_retention(const Config& config, const Reader& claim, const Reader& po
             "or raise dedup_retention_days");
 }
 
+// claim.store: postgres never connects to Redis (docs/design.md section 2): a
+// key that only configures Redis would do nothing, and whoever reads the file
+// would believe a Redis fence stands in front of the dedup row. Refused, not
+// ignored, each with the way out.
+void check_claim_store(const Config& config, const Reader& top, const Reader& claim,
+                       const Reader& pipeline) {
+    if (config.claim.in_redis()) return;
+    const std::string why = " claim.store is postgres, so exo never connects to Redis: remove ";
+    const std::string or_redis = ", or set claim.store: redis to keep claims in Redis";
+    if (top.has("redis")) top.problem("redis", "is given, but" + why + "the section" + or_redis);
+    for (const std::string_view key : {"lease_ms", "completed_ttl_ms"})
+        if (claim.has(key))
+            claim.problem(key, "is a setting of Redis claims, but" + why + "the key" + or_redis);
+    if (pipeline.has("on_redis_down"))
+        pipeline.problem("on_redis_down",
+                         "says what to do while Redis is down, but" + why + "the key" + or_redis);
+}
+
 Config read_config(Context& ctx, const YAML::Node& root, const std::vector<std::string>& handlers) {
     using namespace config_reading;
     const Reader top(ctx, root, "", 0, kTopKeys);
     Config config;
     if (!top.is_map()) return config;
-    // Each mapping is opened once (opening reports its unknown keys); claim and
-    // postgres are kept for the rule that spans both.
+    // Each mapping is opened once (opening reports its unknown keys); claim,
+    // postgres and pipeline are kept for the rules that span sections.
     const Reader claim = top.map("claim", kClaimKeys);
     const Reader postgres = top.map("postgres", kPostgresKeys);
+    const Reader pipeline = top.map("pipeline", kPipelineKeys);
     config.kafka = read_kafka(top.map("kafka", kKafkaKeys));
     config.redis = read_redis(top.map("redis", kRedisKeys));
     config.postgres = read_postgres(postgres);
     config.claim = read_claim(claim);
-    config.pipeline = read_pipeline(top.map("pipeline", kPipelineKeys));
+    config.pipeline = read_pipeline(pipeline);
     config.logging = read_logging(top.map("logging", kLoggingKeys));
     config.observability = read_observability(top.map("observability", kObservabilityKeys));
     config.outbox = read_outbox(top.map("outbox", kOutboxKeys), config.kafka);
     config.retention = read_retention(top.map("retention", kRetentionKeys));
     config.bindings = read_bindings(top, handlers);
-    check_retention(config, claim, postgres);
+    // Without Redis there is no COMPLETED record for the dedup row to outlive.
+    if (config.claim.in_redis()) check_retention(config, claim, postgres);
+    check_claim_store(config, top, claim, pipeline);
     return config;
 }
 

@@ -84,14 +84,19 @@ public:
         end();
     }
 
+    // With claim.store: postgres the Redis-only keys are left out: the parser
+    // refuses them there (they would configure nothing).
     void claim(const ClaimConfig& c) {
         begin("claim");
-        ms("lease_ms", c.lease);
-        ms("completed_ttl_ms", c.completed_ttl);
+        text("store", c.in_redis() ? "redis" : "postgres");
+        if (c.in_redis()) {
+            ms("lease_ms", c.lease);
+            ms("completed_ttl_ms", c.completed_ttl);
+        }
         end();
     }
 
-    void pipeline(const PipelineConfig& p) {
+    void pipeline(const PipelineConfig& p, const ClaimConfig& c) {
         begin("pipeline");
         number("workers", p.workers);
         number("batch_size", p.batch_size);
@@ -100,8 +105,9 @@ public:
         ms("shutdown_timeout_ms", p.shutdown_timeout);
         ms("retry_backoff_initial_ms", p.retry_backoff_initial);
         ms("retry_backoff_max_ms", p.retry_backoff_max);
-        text("on_redis_down",
-             p.on_redis_down == RedisDownPolicy::pause ? "pause" : "postgres_only");
+        if (c.in_redis())
+            text("on_redis_down",
+                 p.on_redis_down == RedisDownPolicy::pause ? "pause" : "postgres_only");
         text("framework_sql",
              p.framework_sql == FrameworkSql::set_based ? "set_based" : "per_record");
         end();
@@ -207,10 +213,10 @@ private:
 std::string effective_config_yaml(const Config& config) {
     Printer p;
     p.kafka(config.kafka);
-    p.redis(config.redis);
+    if (config.claim.in_redis()) p.redis(config.redis);
     p.postgres(config.postgres);
     p.claim(config.claim);
-    p.pipeline(config.pipeline);
+    p.pipeline(config.pipeline, config.claim);
     p.logging(config.logging);
     p.observability(config.observability);
     p.outbox(config.outbox);

@@ -15,9 +15,12 @@ const Keys kPostgresKeys = {"uri",
                             "keepalives_interval_ms",
                             "keepalives_count",
                             "tcp_user_timeout_ms"};
-const Keys kClaimKeys = {"lease_ms", "completed_ttl_ms"};
+const Keys kClaimKeys = {"store", "lease_ms", "completed_ttl_ms"};
 
 namespace {
+
+const Choices<ClaimConfig::Store> kClaimStores = {{"redis", ClaimConfig::Store::redis},
+                                                  {"postgres", ClaimConfig::Store::postgres}};
 
 // libpq takes connect_timeout and the keepalive times in whole seconds: a value
 // it would round is refused rather than silently changed.
@@ -99,6 +102,7 @@ PostgresConfig read_postgres(const Reader& postgres) {
 
 ClaimConfig read_claim(const Reader& claim) {
     ClaimConfig out;
+    claim.read("store", out.store, kClaimStores);
     claim.read("lease_ms", out.lease, kPositiveMs);
     claim.read("completed_ttl_ms", out.completed_ttl, kPositiveMs);
     return out;

@@ -45,6 +45,9 @@ struct DaemonStatus {
     // As last observed: Redis and PostgreSQL by every worker's last use of
     // them, Kafka by librdkafka's statistics (a broker connection up).
     bool redis_up = true;
+    // False with claim.store: postgres: the daemon has no Redis to be up or
+    // down, so /metrics and /status do not list it.
+    bool redis_used = true;
     bool postgres_up = true;
     bool kafka_up = false;
 };

@@ -33,7 +33,8 @@ HealthVerdict readiness(const DaemonStatus& status, DaemonStatus::Clock::time_po
     if (!status.kafka_up) return {false, "no Kafka broker connection is up"};
     // Redis and PostgreSQL count through the workers: with on_redis_down:
     // postgres_only a Redis outage does not stop the pipeline, so it does not
-    // make the member unready either (exo_dependency_up still shows it).
+    // make the member unready either (exo_dependency_up still shows it); with
+    // claim.store: postgres no Redis is asked at all.
     for (const auto& p : status.partitions)
         if (p.stalled)
             return {false, "partition " + p.partition.topic.value + "[" +

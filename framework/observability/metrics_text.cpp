@@ -192,7 +192,8 @@ std::string render_metrics(const PipelineStats& stats, const DaemonStatus& statu
     w.sample("exo_partitions_paused", "", paused);
     w.family("exo_dependency_up", "gauge",
              "1 when the dependency answered on its last use, else 0.");
-    w.sample("exo_dependency_up", "dependency=\"redis\"", std::uint64_t{status.redis_up});
+    if (status.redis_used)
+        w.sample("exo_dependency_up", "dependency=\"redis\"", std::uint64_t{status.redis_up});
     w.sample("exo_dependency_up", "dependency=\"postgres\"", std::uint64_t{status.postgres_up});
     w.sample("exo_dependency_up", "dependency=\"kafka\"", std::uint64_t{status.kafka_up});
     // Shown once this daemon's relay has looked (none runs with outbox.enabled false).

@@ -22,8 +22,8 @@ std::string status_json(const DaemonStatus& status, const HealthVerdict& live,
     out["live"] = verdict(live);
     out["ready"] = verdict(ready);
     out["joined"] = status.joined;
-    out["dependencies"] = {
-        {"redis", status.redis_up}, {"postgres", status.postgres_up}, {"kafka", status.kafka_up}};
+    out["dependencies"] = {{"postgres", status.postgres_up}, {"kafka", status.kafka_up}};
+    if (status.redis_used) out["dependencies"]["redis"] = status.redis_up;
     out["workers"] = nlohmann::json::array();
     for (const auto& w : status.workers) {
         std::optional<long long> busy_ms;

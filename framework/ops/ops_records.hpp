@@ -59,6 +59,9 @@ struct InspectReport {
     std::string group;
     std::string key;
     std::optional<DedupRow> row;
+    // False with claim.store: postgres: no claim exists anywhere, Redis is not
+    // asked, and the dedup row is all there is to show.
+    bool claims_in_redis = true;
     std::optional<ClaimView> claim;
     // Set when Redis could not be asked: the claim is unknown, the row still
     // decides (Redis is only the efficiency fence).

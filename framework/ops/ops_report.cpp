@@ -69,6 +69,7 @@ json to_json(const InspectReport& r) {
             {"key", r.key},
             {"known", r.known()},
             {"row", optional_json(r.row)},
+            {"claim_store", r.claims_in_redis ? "redis" : "postgres"},
             {"claim", optional_json(r.claim)},
             {"claim_error", or_null(r.claim_error)},
             {"sequence", optional_json(r.sequence)},
@@ -92,7 +93,10 @@ std::string to_text(const InspectReport& r) {
     } else {
         out << "dedup row (PostgreSQL): none\n";
     }
-    if (r.claim) {
+    if (!r.claims_in_redis) {
+        out << "claim: none kept (claim.store is postgres: Redis is not used, the dedup row is "
+               "the only record of the key)\n";
+    } else if (r.claim) {
         const auto& c = *r.claim;
         out << "claim (Redis " << c.redis_key << "):\n";
         line(out, "state", c.state);

@@ -163,7 +163,8 @@ ReplayResult DeadLetterReplayer::replay(const DeadLetterEntry& entry, bool dry_r
         case DeadLetterState::replay_sent:
             break;  // the ticket exists: resume at step 2
     }
-    forget_claim(s_.redis, claim_key(s_.config.redis.key_prefix, group, key));
+    if (s_.redis != nullptr)
+        forget_claim(*s_.redis, claim_key(s_.config.redis.key_prefix, group, key));
     s_.failpoints.hit("replay_after_claim_forgotten");
     s_.producer.produce(out, kKafkaTimeout);
     s_.producer.flush(kKafkaTimeout);

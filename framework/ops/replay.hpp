@@ -5,7 +5,8 @@
 //      nothing is changed if it cannot be found (a clear error instead)
 //   1. PostgreSQL, one statement: the DEAD_LETTERED row becomes a replay ticket
 //      (the key is new to the daemon again)          failpoint replay_after_ticket
-//   2. Redis: the claim is deleted                    failpoint replay_after_claim_forgotten
+//   2. Redis: the claim is deleted (nothing to do with claim.store: postgres)
+//                                                     failpoint replay_after_claim_forgotten
 //   3. Kafka: the record is produced to its original topic and partition with
 //      exo-replayed-from, and acknowledged           failpoint replay_after_produce
 //   4. PostgreSQL: the ticket records that it was sent
@@ -39,7 +40,7 @@ namespace exo {
 struct ReplayServices {
     const Config& config;
     pqxx::connection& postgres;
-    RedisConnection& redis;
+    RedisConnection* redis;  // nullptr with claim.store: postgres: no claim to forget
     TopicReader& reader;
     DeadLetterTopics& letters;
     KafkaProducer& producer;

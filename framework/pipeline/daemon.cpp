@@ -295,6 +295,7 @@ void Daemon::publish_status(bool now) {
     DaemonStatus s;
     s.running = true;
     s.joined = joined_;
+    s.redis_used = config_.claim.in_redis();
     for (const auto& tp : assigned_) {
         auto& inbox = worker_for(tp).inbox();
         PartitionStatus p;

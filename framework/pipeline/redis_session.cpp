@@ -9,6 +9,8 @@ RedisSession::RedisSession(const Config& config, std::string owner, spdlog::logg
     : config_(config), owner_(std::move(owner)), log_(log), backoff_(std::move(backoff)) {}
 
 ClaimStore* RedisSession::claims() {
+    // The one place a worker opens Redis: with claim.store: postgres it never does.
+    if (!config_.claim.in_redis()) return nullptr;
     if (claims_) return &*claims_;
     if (std::chrono::steady_clock::now() < retry_at_) return nullptr;
     try {

@@ -24,7 +24,8 @@ public:
                  std::function<std::chrono::milliseconds(int)> backoff);
 
     // The claim store, connecting first if the backoff has passed; nullptr while
-    // Redis is down. Never throws.
+    // Redis is down, and always with claim.store: postgres (no connection is
+    // ever attempted, so no failure is counted). Never throws.
     ClaimStore* claims();
     // The claim store only if connected now (to settle claims already taken).
     ClaimStore* connected() { return claims_ ? &*claims_ : nullptr; }

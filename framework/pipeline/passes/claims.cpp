@@ -18,7 +18,10 @@ void Claims::claim(Batch& batch) {
             keys.push_back(record.key);
         }
     if (keys.empty()) return;
-    const bool postgres_only = config_.pipeline.on_redis_down == RedisDownPolicy::postgres_only;
+    // claim.store: postgres is this path always (RedisSession hands out no
+    // store): no token, the dedup row the only fence.
+    const bool postgres_only = !config_.claim.in_redis() ||
+                               config_.pipeline.on_redis_down == RedisDownPolicy::postgres_only;
     ClaimStore* claims = redis_.claims();
     if (claims == nullptr) {
         if (postgres_only) return;

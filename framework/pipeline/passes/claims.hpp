@@ -26,7 +26,9 @@ public:
     // DEAD_LETTERED: finished; CONFLICT: NACKed; a key in error: that record
     // fails alone. Redis unreachable or a whole call failing throws RedisError
     // under on_redis_down: pause, and claims nothing under postgres_only (the
-    // dedup row alone, token 0).
+    // dedup row alone, token 0). With claim.store: postgres it claims nothing,
+    // always, and never asks Redis: then complete() and release() have no token
+    // to settle, and the lease keeper nothing to renew.
     void claim(Batch& batch);
     // Settles the claims of the finished records (COMPLETED with the result, or
     // DEAD_LETTERED for a duplicate whose row says so). Never throws.
