@@ -269,23 +269,3 @@ TEST_CASE("with Kafka down emitted rows wait, and are published in order once it
             first.push_back(std::move(r));
     CHECK(check_per_key_order(first) == 40);
 }
-
-TEST_CASE("a relay with a long poll interval publishes a commit at once, woken by NOTIFY") {
-    PipelineHarness h({.name = "outbox_notify", .partitions = 1});
-    const std::string out = h.out_topic();
-    h.cluster().create_topic(out, 1);
-    h.mutable_config().outbox.poll_interval = 60s;
-    exo::PipelineStats stats;
-    exo::Failpoints none;
-    exo::OutboxRelay relay(h.config(), stats, none, relay_producer(h));
-    relay.start();
-    wait_until(
-        "the relay's first round", 30s, [&] { return stats.outbox_pending.load(); },
-        [](std::int64_t n) { return n == 0; });
-    std::this_thread::sleep_for(300ms);  // it now waits for a NOTIFY (or 60 s)
-    emit_committed(h, numbered(out, 1, 3));
-    wait_until(
-        "the emitted rows to be published", 10s, [&] { return pending(h); },
-        [](std::int64_t n) { return n == 0; });
-    CHECK(partition_end(h.bootstrap(), out) == 3);
-}

@@ -4,6 +4,7 @@
 // worker thread. What the passes decide is read off each record's fate and off
 // the dedup rows.
 #include <doctest/doctest.h>
+#include <poll.h>
 #include <spdlog/spdlog.h>
 
 #include <map>
@@ -16,6 +17,7 @@
 
 #include "config/config.hpp"
 #include "metrics/pipeline_stats.hpp"
+#include "outbox/outbox_doorbell.hpp"
 #include "outbox/outbox_writer.hpp"
 #include "pg/framework_statements.hpp"
 #include "pg/migrations.hpp"
@@ -67,6 +69,9 @@ public:
         config_.bindings.push_back(b);
         registry_.add("misbehaving_ledger", [](const exo::HandlerOptions&) {
             return std::make_unique<exo::testing::MisbehavingLedger>(0ms);
+        });
+        registry_.add("emitting_ledger", [](const exo::HandlerOptions&) {
+            return std::make_unique<exo::testing::EmittingLedger>(0ms);
         });
         registry_.add("cue_batch_ledger", [](const exo::HandlerOptions&) {
             return std::make_unique<exo::testing::CueBatchLedger>();
@@ -260,4 +265,54 @@ TEST_CASE(
     CHECK(pass.named->record == &record_of(*batch, "poison-2"));
     CHECK(pass.named->failure == exo::Failure::permanent);
     CHECK(bench.processed().empty());
+}
+
+TEST_CASE(
+    "an optimistic pass writes its per-record handler's emits in one statement at COMMIT and "
+    "rings the relay's doorbell; the careful pass leaves out a record rolled back to its "
+    "savepoint") {
+    PassBench bench("emitting_ledger");
+    // Counts the statements that insert into exo_outbox.
+    pqxx::nontransaction(bench.connection())
+        .exec(
+            "CREATE TABLE outbox_statements (n int);"
+            " CREATE FUNCTION outbox_statement() RETURNS trigger LANGUAGE plpgsql AS"
+            " $$BEGIN INSERT INTO outbox_statements VALUES (1); RETURN NULL; END$$;"
+            " CREATE TRIGGER outbox_statement AFTER INSERT ON exo_outbox"
+            " FOR EACH STATEMENT EXECUTE FUNCTION outbox_statement()");
+    exo::OutboxDoorbell doorbell;
+    const auto rung = [&] {
+        pollfd fd{doorbell.fd(), POLLIN, 0};
+        const bool was = ::poll(&fd, 1, 0) == 1;
+        doorbell.clear();
+        return was;
+    };
+    auto context = bench.context();
+    context.outbox_doorbell = &doorbell;
+
+    auto batch = bench.batch(
+        {{"ok-1", "acc-a", 1}, {"ok-2", "acc-b", 1}, {"ok-3", "acc-a", 2}, {"ok-4", "acc-c", 1}});
+    CHECK(exo::run_optimistic_pass(context, bench.connection(), PassBench::records_of(*batch))
+              .committed);
+    // Each record emits twice (its own topic, and the ledger's ledger.applied).
+    CHECK(bench.count("SELECT count(*) FROM exo_outbox") == 8);
+    CHECK(bench.count("SELECT count(*) FROM outbox_statements") == 1);
+    CHECK(rung());
+
+    // poison-6 emits, then fails: its savepoint takes its row along.
+    auto careful = bench.batch({{"ok-5", "acc-d", 1}, {"poison-6", "acc-e", 1}});
+    CHECK(exo::run_careful_pass(context, bench.connection(), *careful,
+                                PassBench::records_of(*careful))
+              .committed);
+    CHECK(bench.count("SELECT count(*) FROM exo_outbox") == 10);
+    CHECK(bench.count("SELECT count(*) FROM exo_outbox WHERE convert_from(value, 'UTF8') LIKE "
+                      "'%poison-6%'") == 0);
+    CHECK(rung());
+
+    // A transaction that emitted nothing (duplicates: no handler runs) does not
+    // wake the relay.
+    auto again = bench.batch({{"ok-1", "acc-a", 1}, {"ok-2", "acc-b", 1}});
+    CHECK(exo::run_optimistic_pass(context, bench.connection(), PassBench::records_of(*again))
+              .committed);
+    CHECK_FALSE(rung());
 }

@@ -166,7 +166,9 @@ struct OutboxConfig {
     // Not a key of its own: kafka.properties' message.max.bytes, else
     // librdkafka's default; an emit whose wire size is over it is refused.
     std::size_t max_message_bytes = kDefaultMaxMessageBytes;
-    // How long the relay sleeps when no NOTIFY comes (a NOTIFY wakes it at once).
+    // How long the relay sleeps at most between rounds that found nothing: rows
+    // another daemon committed wait this long at worst (a commit of this daemon
+    // that emitted, or a NOTIFY, wakes it at once).
     milliseconds poll_interval{1000};
     // How long sent rows are kept (for inspection); 0: deleted once published.
     std::chrono::hours retention{24 * 7};

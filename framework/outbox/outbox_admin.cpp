@@ -153,6 +153,7 @@ OutboxProblemRow reroute_outbox_row(pqxx::connection& pg, const std::string& gro
                                  printable_text(topic, 300) + "': " + *problem);
     remove_head(tx, id);
     write_outbox(tx, group, {&message, 1});
+    notify_outbox_relays(tx);  // the relays publish it at once, not at their next poll
     tx.commit();
     return row;
 }

@@ -1,11 +1,15 @@
 #include "outbox/outbox_relay.hpp"
 
+#include <poll.h>
 #include <spdlog/spdlog.h>
 
+#include <array>
+#include <cerrno>
 #include <map>
 #include <pqxx/pqxx>
 #include <random>
 #include <set>
+#include <system_error>
 
 #include <exo/outbox.hpp>
 #include "core/backoff.hpp"
@@ -81,6 +85,9 @@ void OutboxRelay::run(std::stop_token stop) {
                 listener = std::make_unique<Listener>(*connection);
             }
             update_backlog_when_due(*connection);
+            // Rings from here on wake the next wait: their rows may have
+            // committed after this round's snapshot.
+            doorbell_.clear();
             const auto claimed = relay_once(*connection);
             if (failures > 0) spdlog::info("outbox relay: publishing again");
             failures = 0;
@@ -191,9 +198,11 @@ std::size_t OutboxRelay::relay_once(pqxx::connection& connection) {
     }
     log_failures(rows, failures, parked);
     for (std::size_t i = 0; i < recovered.size() && i < kKeysLoggedPerRound; ++i)
-        spdlog::info(
-            "outbox relay: topic {} key {} publishes again", recovered[i].topic,
-            recovered[i].ordering_key.empty() ? "(none)" : "sha256:" + recovered[i].ordering_key);
+        spdlog::info("outbox relay: topic {} key {} publishes again", recovered[i].topic,
+                     // A key's unit is its sha256 (64 hex digits); a keyless one the
+                     // emitting session's pid, or '' (rows of exo 0.2.0 and before).
+                     recovered[i].ordering_key.size() == 64 ? "sha256:" + recovered[i].ordering_key
+                                                            : "(none)");
     if (recovered.size() > kKeysLoggedPerRound)
         spdlog::info("outbox relay: {} more keys publish again",
                      recovered.size() - kKeysLoggedPerRound);
@@ -227,15 +236,22 @@ void OutboxRelay::log_failures(const std::vector<OutboxRow>& rows,
 
 void OutboxRelay::await_wake(pqxx::connection& connection, std::chrono::milliseconds timeout,
                              const std::stop_token& stop) {
-    // In slices, so a stop is noticed within a quarter of a second.
+    if (connection.get_notifs() > 0) return;  // a NOTIFY read with the last round's results
+    const std::stop_callback on_stop(stop, [this] { doorbell_.ring(); });
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (!stop.stop_requested()) {
-        const auto left = std::chrono::duration_cast<std::chrono::microseconds>(
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(
             deadline - std::chrono::steady_clock::now());
         if (left.count() <= 0) return;
-        const auto slice =
-            std::min<std::chrono::microseconds>(left, std::chrono::milliseconds(250));
-        if (connection.await_notification(0, static_cast<long>(slice.count())) > 0) return;
+        std::array<pollfd, 2> fds{pollfd{connection.sock(), POLLIN, 0},
+                                  pollfd{doorbell_.fd(), POLLIN, 0}};
+        if (::poll(fds.data(), fds.size(), static_cast<int>(left.count())) < 0) {
+            if (errno == EINTR) continue;
+            throw std::system_error(errno, std::generic_category(), "outbox relay: poll()");
+        }
+        if (fds[1].revents != 0) return;  // rung: a commit of this process emitted (or a stop)
+        // Readable: a NOTIFY, or the server closing the session (get_notifs throws then).
+        if (fds[0].revents != 0 && connection.get_notifs() > 0) return;
     }
 }
 

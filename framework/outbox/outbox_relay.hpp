@@ -15,8 +15,10 @@
 // exo-outbox-id, and a downstream binding keyed by it applies them once.
 // Failpoint outbox_after_ack sits in that window.
 //
-// Wakes on NOTIFY exo_outbox (sent by the writer at commit), at the latest
-// every outbox.poll_interval, and at once while rounds find rows.
+// Wakes when its doorbell rings (a transaction of this process that emitted
+// committed: outbox_doorbell.hpp), on NOTIFY exo_outbox (`exo outbox reroute`,
+// writers of older versions), at the latest every outbox.poll_interval (rows
+// another process committed), and at once while rounds find rows.
 //
 // Lifecycle: start() once; stop() (or the destructor) stops and joins. The
 // daemon starts it beside the workers and stops it after them.
@@ -34,6 +36,7 @@
 #include "core/failpoints.hpp"
 #include "kafka/producer.hpp"
 #include "metrics/pipeline_stats.hpp"
+#include "outbox/outbox_doorbell.hpp"
 #include "outbox/outbox_rows.hpp"
 
 namespace exo {
@@ -51,6 +54,10 @@ public:
     void start();
     void stop();
 
+    // Rung by whoever commits outbox rows in this process (the workers), so the
+    // relay publishes them at once. Lives as long as the relay.
+    OutboxDoorbell& doorbell() { return doorbell_; }
+
     // One round on `connection` (not in a transaction). Returns the rows
     // claimed. A row Kafka does not take (produce() refuses it, or its delivery
     // report is an error, or none came within the flush) fails its unit alone:
@@ -61,7 +68,7 @@ public:
 
 private:
     void run(std::stop_token stop);
-    // Sleeps up to `timeout`, returning early on a NOTIFY or a stop.
+    // Sleeps up to `timeout`, returning early on a ring, a NOTIFY or a stop.
     void await_wake(pqxx::connection& connection, std::chrono::milliseconds timeout,
                     const std::stop_token& stop);
     void update_backlog_when_due(pqxx::connection& connection);
@@ -79,6 +86,7 @@ private:
     OutboxUnit cursor_;  // the last unit claimed: the next round starts after it
     std::mutex mutex_;
     std::condition_variable_any wake_;
+    OutboxDoorbell doorbell_;
     // Destroyed before the report slots it writes to (declared after them).
     std::unique_ptr<KafkaProducer> producer_;
     std::jthread thread_;  // last: stopped and joined before the members it uses go

@@ -12,15 +12,25 @@ namespace {
 constexpr const char* kWriteOutbox = "exo_outbox_write";
 
 // $1: the emitting group (its relays alone publish the rows).
-// m: the records in emit order (n). c: how many per ordering unit. s: each
+// m: the records in emit order (n), each with its ordering unit (ok): the
+// sha256 of its key, or for a record without a key the emitting session's
+// backend pid (4 bytes, never a 32-byte sha256). c: how many per unit. s: each
 // unit's last seq after adding its count, its row locked until the transaction
 // ends (sorted: one global lock order). The records of a unit then take the
 // seqs s - c + 1 .. s in emit order. Keys and values travel as hex (bytea: any
-// bytes pass); the NOTIFY is delivered at COMMIT only.
+// bytes pass).
+//
+// A session runs one transaction at a time, so no two open transactions ever
+// hold the same keyless unit: keyless emits never wait for each other, where
+// one counter row per (group, topic) made every emitting transaction wait for
+// the one before it to commit. And no NOTIFY: PostgreSQL takes one
+// database-wide lock for a transaction that notified and holds it through the
+// commit's WAL flush, so every emitting commit waited for the previous one's
+// flush. The committer rings its relay's doorbell instead (outbox_doorbell.hpp).
 constexpr const char* kWriteOutboxSql =
     "WITH m AS (SELECT u.n, u.t, CASE WHEN u.hk THEN decode(u.k, 'hex') END AS k,"
     " decode(u.v, 'hex') AS v, u.h::jsonb AS h,"
-    " CASE WHEN u.hk THEN sha256(decode(u.k, 'hex')) ELSE ''::bytea END AS ok"
+    " CASE WHEN u.hk THEN sha256(decode(u.k, 'hex')) ELSE int4send(pg_backend_pid()) END AS ok"
     " FROM unnest($2::text[], $3::boolean[], $4::text[], $5::text[], $6::text[])"
     " WITH ORDINALITY AS u(t, hk, k, v, h, n)),"
     " c AS (SELECT t, ok, count(*) AS c FROM m GROUP BY t, ok),"
@@ -35,7 +45,7 @@ constexpr const char* kWriteOutboxSql =
     " s.last_seq - c.c + row_number() OVER (PARTITION BY m.t, m.ok ORDER BY m.n)"
     " FROM m JOIN c ON c.t = m.t AND c.ok = m.ok"
     " JOIN s ON s.topic = m.t AND s.ordering_key = m.ok ORDER BY m.n RETURNING 1)"
-    " SELECT (SELECT count(*) FROM ins), pg_notify('exo_outbox', '')";
+    " SELECT count(*) FROM ins";
 
 std::string headers_json(const std::vector<RecordHeader>& headers) {
     auto out = nlohmann::json::array();
@@ -66,6 +76,10 @@ void write_outbox(pqxx::transaction_base& tx, const std::string& group,
     has_key += "}";
     tx.exec_prepared(kWriteOutbox, group, text_array(topics), has_key, text_array(keys),
                      text_array(values), text_array(headers));
+}
+
+void notify_outbox_relays(pqxx::transaction_base& tx) {
+    tx.exec(std::string("NOTIFY ") + kOutboxChannel);
 }
 
 }  // namespace exo

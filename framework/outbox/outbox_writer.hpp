@@ -1,15 +1,19 @@
 #pragma once
-// The write side of the outbox: a handler run's emitted records inserted into
-// exo_outbox in its own transaction, in ONE statement, with a NOTIFY that
-// wakes the relays when (and only if) the transaction commits.
+// The write side of the outbox: a transaction's emitted records inserted into
+// exo_outbox in that transaction, in ONE statement (transaction_outbox.hpp
+// decides when). Nothing wakes a relay from here: whoever commits rings its
+// relay's doorbell (outbox_doorbell.hpp); a writer outside a daemon calls
+// notify_outbox_relays.
 //
-// Ordering (docs/outbox.md): each record draws the next `seq` of its (group,
-// topic, key) from exo_outbox_keys, whose row stays locked by this transaction until
-// it ends, so a second transaction emitting to the same key waits for this one
-// and numbers its records after ours: the committed rows of a key are numbered
-// in commit order without gaps. The keys are locked in one global order
-// (topic, sha256 of key), so two transactions emitting to several keys do not
-// deadlock on them.
+// Ordering (docs/outbox.md section 2): each record draws the next `seq` of its
+// (group, topic, key) from exo_outbox_keys, whose row stays locked by this
+// transaction until it ends, so a second transaction emitting to the same key
+// waits for this one and numbers its records after ours: the committed rows of
+// a key are numbered in commit order without gaps. The keys are locked in one
+// global order (topic, sha256 of key), so two transactions emitting to several
+// keys do not deadlock on them. Records without a key have no order to keep:
+// their unit is (group, topic, emitting session), which no other open
+// transaction can hold, so they never wait.
 //
 // Errors: pqxx exceptions, classified like the handler's own statements
 // (classify_pg_error): a lock wait past lock_timeout is contention, a deadlock
@@ -24,7 +28,8 @@
 
 namespace exo {
 
-// The channel the writer NOTIFYs and the relay LISTENs on.
+// The channel the relay LISTENs on: `exo outbox reroute` and writers of exo
+// versions before the doorbell NOTIFY it.
 inline constexpr const char* kOutboxChannel = "exo_outbox";
 
 // Prepares the writer's statement on a connection (every connection that runs
@@ -36,5 +41,10 @@ void prepare_outbox_statements(pqxx::connection_base& connection);
 // its brokers and credentials). Does nothing for none. One round trip.
 void write_outbox(pqxx::transaction_base& tx, const std::string& group,
                   std::span<const OutboxMessage> messages);
+
+// For a writer outside a daemon (no doorbell to ring): NOTIFY the relays, on
+// `tx`'s COMMIT. Never on a pipeline transaction (the lock it takes at COMMIT
+// serializes the database's commits).
+void notify_outbox_relays(pqxx::transaction_base& tx);
 
 }  // namespace exo

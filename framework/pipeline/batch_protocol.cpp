@@ -7,7 +7,8 @@ namespace exo {
 
 BatchProtocol::BatchProtocol(const Config& config, const HandlerRegistry& registry,
                              const ProducerOptions& dead_letter_producer, PipelineStats& stats,
-                             Failpoints& failpoints, const std::string& owner, spdlog::logger& log)
+                             Failpoints& failpoints, const std::string& owner, spdlog::logger& log,
+                             OutboxDoorbell* outbox_doorbell)
     : config_(config),
       stats_(stats),
       failpoints_(failpoints),
@@ -20,7 +21,8 @@ BatchProtocol::BatchProtocol(const Config& config, const HandlerRegistry& regist
       dead_letters_(config, dead_letter_producer, stats, log, postgres_, redis_,
                     [this](int failures) { return fate_.delay(failures); }),
       claims_(config, redis_, stats, log, fate_),
-      transactions_(PassContext{config, handlers_, stats, log, fate_}, postgres_) {}
+      transactions_(PassContext{config, handlers_, stats, log, fate_, outbox_doorbell}, postgres_) {
+}
 
 BatchEnd BatchProtocol::transact(Batch& batch, LeaseKeeper& leases) {
     try {

@@ -46,11 +46,13 @@ enum class BatchEnd {
 
 class BatchProtocol {
 public:
-    // All references outlive the protocol. Throws what creating a handler or
-    // the dead-letter producer throws.
+    // All references outlive the protocol, and `outbox_doorbell` (rung after a
+    // COMMIT that emitted; nullptr: no relay in this process) too. Throws what
+    // creating a handler or the dead-letter producer throws.
     BatchProtocol(const Config& config, const HandlerRegistry& registry,
                   const ProducerOptions& dead_letter_producer, PipelineStats& stats,
-                  Failpoints& failpoints, const std::string& owner, spdlog::logger& log);
+                  Failpoints& failpoints, const std::string& owner, spdlog::logger& log,
+                  OutboxDoorbell* outbox_doorbell = nullptr);
     BatchProtocol(const BatchProtocol&) = delete;
     BatchProtocol& operator=(const BatchProtocol&) = delete;
 

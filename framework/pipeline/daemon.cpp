@@ -86,7 +86,8 @@ Daemon::Daemon(const Config& config, const HandlerRegistry& handlers, Failpoints
                               std::lock_guard lock(offsets_mutex_);
                               for (const auto& f : done) offsets_.finish(f.partition, f.offset);
                           },
-                          prefix};
+                          prefix,
+                          relay_ ? &relay_->doorbell() : nullptr};
         workers_.push_back(std::make_unique<Worker>(i, std::move(ctx)));
     }
 }

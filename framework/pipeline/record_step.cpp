@@ -3,7 +3,6 @@
 #include <exo/errors.hpp>
 #include "core/context_access.hpp"
 #include "core/text.hpp"
-#include "outbox/outbox_writer.hpp"
 #include "pg/framework_statements.hpp"
 #include "pipeline/failure_matrix.hpp"
 
@@ -69,7 +68,7 @@ RecordStepResult run_handler_step(pqxx::transaction_base& tx, const RecordStepIn
     const auto& binding = in.binding;
     auto ctx = detail::ContextAccess::record(tx, in.record, in.key, in.payload, in.log, in.attempt,
                                              in.handler_ran, in.max_emit_bytes, in.trace);
-    const auto& emitted = detail::ContextAccess::emitted(ctx);
+    auto& emitted = detail::ContextAccess::emitted(ctx);
     const auto& result = detail::ContextAccess::result(ctx);
     ++out.round_trips;  // a handler's statements, at least one
     in.handler_ran = true;
@@ -78,11 +77,9 @@ RecordStepResult run_handler_step(pqxx::transaction_base& tx, const RecordStepIn
     if (in.handler_took)
         *in.handler_took = std::chrono::duration_cast<std::chrono::microseconds>(
             std::chrono::steady_clock::now() - started);
-    if (!emitted.empty()) {
-        // In the record's transaction (and savepoint): published only if it commits.
-        write_outbox(tx, in.consumer_group, emitted);
-        ++out.round_trips;
-    }
+    // In the record's transaction (and savepoint): published only if it commits.
+    TransactionOutbox own(tx, in.consumer_group, TransactionOutbox::Write::per_record);
+    out.round_trips += (in.outbox ? *in.outbox : own).add(std::move(emitted));
     if (!result.empty()) {
         if (!is_postgres_text(result))
             throw PermanentError("handler '" + binding.handler +

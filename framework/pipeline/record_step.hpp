@@ -21,6 +21,7 @@
 #include "core/fencing_token.hpp"
 #include "core/key_derivation.hpp"
 #include "core/outcome.hpp"
+#include "outbox/transaction_outbox.hpp"
 
 namespace exo {
 
@@ -47,6 +48,10 @@ struct RecordStepInput {
     // HandlerContext::trace(): the delivery's (PendingRecord::trace); nullptr: the
     // context starts one from the record (the handler test kit).
     const TraceContext* trace = nullptr;
+    // Where the handler's emits go: gathered for one statement at COMMIT, or
+    // written after the handler (TransactionOutbox). nullptr: written after the
+    // handler (the handler test kit).
+    TransactionOutbox* outbox = nullptr;
 };
 
 // How a strict sequence gap takes back the record's dedup row: inside a

@@ -18,7 +18,7 @@ Worker::Worker(int index, WorkerContext context)
       owner_(ctx_.owner_prefix + "/w" + std::to_string(index)),
       log_(worker_logger(index)),
       protocol_(ctx_.config, ctx_.handlers, ctx_.dead_letter_producer, ctx_.stats, ctx_.failpoints,
-                owner_, *log_),
+                owner_, *log_, ctx_.outbox_doorbell),
       lease_keeper_(ctx_.config, owner_, ctx_.stats, log_) {}
 
 Worker::~Worker() {

@@ -20,6 +20,7 @@
 #include "core/failpoints.hpp"
 #include "kafka/producer.hpp"
 #include "metrics/pipeline_stats.hpp"
+#include "outbox/outbox_doorbell.hpp"
 #include "pipeline/batch_protocol.hpp"
 #include "pipeline/handler_registry.hpp"
 #include "pipeline/lease_keeper.hpp"
@@ -38,6 +39,9 @@ struct WorkerContext {
     // Called from the worker thread with offsets whose outcome is durable.
     std::function<void(const std::vector<FinishedOffset>&)> on_finished;
     std::string owner_prefix;  // unique per process: worker owners are <prefix>/w<index>
+    // The relay's, rung after a COMMIT that emitted; nullptr: no relay in this
+    // process. Outlives the worker.
+    OutboxDoorbell* outbox_doorbell = nullptr;
 };
 
 class Worker {

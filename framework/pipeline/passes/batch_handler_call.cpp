@@ -2,7 +2,6 @@
 
 #include "core/context_access.hpp"
 #include "core/text.hpp"
-#include "outbox/outbox_writer.hpp"
 #include "pg/pg_errors.hpp"
 #include "pg/record_start.hpp"
 
@@ -48,7 +47,7 @@ std::pair<Failure, std::string> cause_of(const BatchRecordFailed& e, const std::
 }  // namespace
 
 RunResult call_batch_handler(const PassContext& ctx, pqxx::transaction_base& tx,
-                             BatchHandler& handler, const Run& run) {
+                             BatchHandler& handler, const Run& run, TransactionOutbox& outbox) {
     const auto& binding = *run.front()->binding;
     auto entries = entries_of(tx, ctx, run);
     auto context = detail::ContextAccess::batch(tx, entries, ctx.log);
@@ -58,18 +57,13 @@ RunResult call_batch_handler(const PassContext& ctx, pqxx::transaction_base& tx,
     try {
         handler.handle_batch(context);
         took = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started);
-        // Its emits, every record's in batch order, in one statement of its
-        // transaction: failing like one of its statements (a handler that
-        // swallowed a database error left the transaction aborted) sends the
-        // records to the careful pass, which finds the record alone.
-        std::vector<OutboxMessage> emitted;
+        // Its emits, every record's in batch order, to the transaction's
+        // outbox; if one were written here, its failure would be one of the
+        // handler's statements (a handler that swallowed a database error left
+        // the transaction aborted): the careful pass finds the record alone.
         for (auto& entry : entries)
-            for (auto& message : detail::ContextAccess::emitted(entry))
-                emitted.push_back(std::move(message));
-        if (!emitted.empty()) {
-            write_outbox(tx, ctx.config.kafka.group_id, emitted);
-            ctx.stats.postgres_round_trips++;
-        }
+            ctx.stats.postgres_round_trips += static_cast<std::uint64_t>(
+                outbox.add(std::move(detail::ContextAccess::emitted(entry))));
     } catch (const BatchRecordFailed& e) {
         auto [failure, why] = cause_of(e, binding.handler);
         if (e.index() < run.size())

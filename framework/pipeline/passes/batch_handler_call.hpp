@@ -2,8 +2,8 @@
 // The batch-handler call of the optimistic pass (docs/design.md section 5.3,
 // "Batch handlers"): one handle_batch() over a run, the consecutive records of
 // one binding whose framework SQL the set-based start already did. Their emits
-// go to the outbox in one statement, their results to their dedup rows in
-// another.
+// go to the transaction's outbox (written with every other record's at
+// COMMIT), their results to their dedup rows in one statement.
 #include <optional>
 #include <string>
 
@@ -33,6 +33,6 @@ struct RunResult {
 // Throws what pauses the worker (pauses_the_worker); every other failure is
 // returned.
 RunResult call_batch_handler(const PassContext& ctx, pqxx::transaction_base& tx,
-                             BatchHandler& handler, const Run& run);
+                             BatchHandler& handler, const Run& run, TransactionOutbox& outbox);
 
 }  // namespace exo

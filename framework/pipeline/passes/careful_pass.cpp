@@ -66,6 +66,8 @@ PassResult run_careful_pass(const PassContext& ctx, pqxx::connection& connection
                             const TransactionRecords& records) {
     ExplicitTransaction transaction(connection);
     auto& tx = transaction.statements();
+    // Each record's emits in its savepoint: a record rolled back takes its rows along.
+    TransactionOutbox outbox(tx, ctx.config.kafka.group_id, TransactionOutbox::Write::per_record);
     lock_entities_of(ctx, tx, records);
     BatchRecord* previous = nullptr;  // the record whose savepoint is open
     for (auto* record : records) {
@@ -73,7 +75,7 @@ PassResult run_careful_pass(const PassContext& ctx, pqxx::connection& connection
         savepoint(ctx, tx, batch, previous ? kNextSavepoint : kFirstSavepoint, previous);
         previous = record;
         if (record->fate != Fate::pending) continue;  // held behind the record just blamed
-        if (auto failed = run_record(ctx, tx, *record, GapUndo::rollback_to_savepoint)) {
+        if (auto failed = run_record(ctx, tx, *record, GapUndo::rollback_to_savepoint, outbox)) {
             tx.exec(kRollbackRecord);
             ctx.stats.postgres_round_trips++;
             ctx.fate.record_failed(batch, *record, failed->failure, failed->why);
@@ -81,7 +83,7 @@ PassResult run_careful_pass(const PassContext& ctx, pqxx::connection& connection
     }
     // The last record's handler may have left the transaction aborted too.
     if (previous) savepoint(ctx, tx, batch, kReleaseSavepoint, previous);
-    return commit_records(transaction, records, ctx.stats);
+    return commit_records(ctx, transaction, records, outbox);
 }
 
 }  // namespace exo

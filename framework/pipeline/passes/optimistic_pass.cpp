@@ -89,6 +89,8 @@ PassResult run_optimistic_pass(const PassContext& ctx, pqxx::connection& connect
                                const TransactionRecords& records) {
     ExplicitTransaction transaction(connection);
     auto& tx = transaction.statements();
+    // The records commit or roll back together: their emits go in one statement at COMMIT.
+    TransactionOutbox outbox(tx, ctx.config.kafka.group_id, TransactionOutbox::Write::at_commit);
     if (ctx.config.pipeline.framework_sql == FrameworkSql::set_based)
         if (auto why = start_set_based(ctx, tx, records))
             return roll_back(transaction, ctx.stats, std::move(*why));
@@ -100,7 +102,7 @@ PassResult run_optimistic_pass(const PassContext& ctx, pqxx::connection& connect
         auto ran = RunResult::ran();
         if (!run.empty())
             ran = call_batch_handler(ctx, tx, *ctx.handlers.batch_handler(*run.front()->binding),
-                                     run);
+                                     run, outbox);
         run.clear();
         return ran;
     };
@@ -115,12 +117,12 @@ PassResult run_optimistic_pass(const PassContext& ctx, pqxx::connection& connect
         }
         if (auto ran = call_run(); !ran.applied)
             return roll_back(transaction, ctx.stats, ran.why, std::move(ran.named));
-        if (auto failed = run_record(ctx, tx, *record, GapUndo::delete_row))
+        if (auto failed = run_record(ctx, tx, *record, GapUndo::delete_row, outbox))
             return roll_back(transaction, ctx.stats, failed->why);
     }
     if (auto ran = call_run(); !ran.applied)
         return roll_back(transaction, ctx.stats, ran.why, std::move(ran.named));
-    return commit_records(transaction, records, ctx.stats);
+    return commit_records(ctx, transaction, records, outbox);
 }
 
 }  // namespace exo

@@ -9,7 +9,8 @@
 namespace exo {
 
 std::optional<RecordFailure> run_record(const PassContext& ctx, pqxx::transaction_base& tx,
-                                        BatchRecord& record, GapUndo undo) {
+                                        BatchRecord& record, GapUndo undo,
+                                        TransactionOutbox& outbox) {
     const auto& binding = *record.binding;
     const auto& r = record.pending.record;
     // The handler's log lines and exo's about this record carry its coordinates.
@@ -40,7 +41,8 @@ std::optional<RecordFailure> run_record(const PassContext& ctx, pqxx::transactio
                                     record.handler_ran,
                                     &handler_took,
                                     ctx.config.outbox.max_message_bytes,
-                                    &record.pending.trace};
+                                    &record.pending.trace,
+                                    &outbox};
         auto step = record.framework_started ? run_handler_step(tx, input)
                                              : run_record_step(tx, input, undo);
         ctx.stats.postgres_round_trips += static_cast<std::uint64_t>(step.round_trips);
@@ -72,9 +74,15 @@ std::optional<RecordFailure> run_record(const PassContext& ctx, pqxx::transactio
     }
 }
 
-PassResult commit_records(ExplicitTransaction& transaction, const TransactionRecords& records,
-                          PipelineStats& stats) {
-    stats.postgres_round_trips += 2;  // BEGIN and COMMIT
+PassResult commit_records(const PassContext& ctx, ExplicitTransaction& transaction,
+                          const TransactionRecords& records, TransactionOutbox& outbox) {
+    try {
+        ctx.stats.postgres_round_trips += static_cast<std::uint64_t>(outbox.flush());
+    } catch (const std::exception& e) {
+        if (pauses_the_worker(classify(e))) throw;  // the whole batch waits for the dependency
+        return roll_back(transaction, ctx.stats, printable_text(e.what()));
+    }
+    ctx.stats.postgres_round_trips += 2;  // BEGIN and COMMIT
     try {
         transaction.commit();
     } catch (const std::exception& e) {
@@ -82,6 +90,7 @@ PassResult commit_records(ExplicitTransaction& transaction, const TransactionRec
         return PassResult::rolled_back(e.what());
     }
     for (auto* record : records) record->committed = true;
+    if (outbox.emitted() && ctx.outbox_doorbell) ctx.outbox_doorbell->ring();
     return PassResult::done();
 }
 

@@ -12,6 +12,8 @@
 
 #include "config/config.hpp"
 #include "metrics/pipeline_stats.hpp"
+#include "outbox/outbox_doorbell.hpp"
+#include "outbox/transaction_outbox.hpp"
 #include "pg/explicit_transaction.hpp"
 #include "pipeline/batch.hpp"
 #include "pipeline/binding_handlers.hpp"
@@ -28,6 +30,9 @@ struct PassContext {
     PipelineStats& stats;
     spdlog::logger& log;
     FatePolicy& fate;
+    // Rung after a COMMIT whose transaction emitted, so this process's relay
+    // publishes at once; nullptr: no relay here (outbox.enabled false, tests).
+    OutboxDoorbell* outbox_doorbell = nullptr;
 };
 
 // A batch handler said which record it failed on (BatchRecordFailed).
@@ -62,16 +67,22 @@ struct RecordFailure {
 
 // One record's part in the transaction (pipeline/record_step.hpp), its answer
 // made the record's fate: finished, parked for a gap, or a dead letter. A
-// record whose set-based start is done runs only its handler. Throws what
-// pauses the worker (pauses_the_worker); any other failure is returned.
+// record whose set-based start is done runs only its handler; its emits go to
+// `outbox`. Throws what pauses the worker (pauses_the_worker); any other
+// failure is returned.
 std::optional<RecordFailure> run_record(const PassContext& ctx, pqxx::transaction_base& tx,
-                                        BatchRecord& record, GapUndo undo);
+                                        BatchRecord& record, GapUndo undo,
+                                        TransactionOutbox& outbox);
 
-// COMMIT: whatever the transaction decided for `records` is durable after it.
-// A COMMIT that fails for any reason but a lost connection (which throws: the
-// outcome is unknown) is returned, with the transaction rolled back.
-PassResult commit_records(ExplicitTransaction& transaction, const TransactionRecords& records,
-                          PipelineStats& stats);
+// The emits `outbox` gathered, then COMMIT: whatever the transaction decided
+// for `records` is durable after it, and the relay's doorbell rings if it
+// emitted. A failure of either but a lost connection (which throws: the
+// outcome is unknown) is returned, with the transaction rolled back: the
+// gathered emits' statement names no record (a key's lock wait, a deadlock, a
+// handler that swallowed a database error), so the careful pass writes each
+// record's alone.
+PassResult commit_records(const PassContext& ctx, ExplicitTransaction& transaction,
+                          const TransactionRecords& records, TransactionOutbox& outbox);
 
 // ROLLBACK, and the result that says why.
 PassResult roll_back(ExplicitTransaction& transaction, PipelineStats& stats, std::string why,
