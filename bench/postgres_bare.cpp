@@ -13,9 +13,9 @@
 #include "core/key_derivation.hpp"
 #include "core/payload.hpp"
 #include "ledger.hpp"
-#include "outbox/outbox_writer.hpp"
 #include "pg/framework_statements.hpp"
 #include "pg_round_trips.hpp"
+#include "pipeline/record_connection.hpp"
 #include "set_based_prototype.hpp"
 
 namespace exo::bench {
@@ -105,8 +105,7 @@ void run_thread(const Isolation& iso, const TopicWorkload& w,
     handlers::LedgerRecordHandler handler(bench_ledger_options());
     try {
         conn = std::make_unique<pqxx::connection>(iso.uri);
-        prepare_framework_statements(*conn);
-        prepare_outbox_statements(*conn);
+        prepare_record_connection(*conn);
         handler.prepare(*conn);
         prepare_set_based(*conn);
     } catch (const std::exception& e) {

@@ -57,14 +57,25 @@ inline std::string write_config(const PipelineHarness& h) {
 }
 
 // The cause: a ledger that refuses payments above 100 dead-letters them at once.
-// (The harness's own ledger takes no options.)
-inline void consume_refusing_large_payments(const PipelineHarness& h) {
+// (The harness's own ledger takes no options.) The config and registry of its daemon,
+// for a test that keeps one running over several rounds (each daemon start is a
+// group join, about 3 s on the mock cluster).
+inline exo::Config refusing_config(const PipelineHarness& h) {
     exo::Config config = h.config();
     config.bindings[0].options = exo::testing::handler_options({{"max_amount", "100"}});
+    return config;
+}
+inline exo::HandlerRegistry refusing_registry() {
     exo::HandlerRegistry registry;
     registry.add("ledger", [](const exo::HandlerOptions& options) {
         return std::make_unique<exo::handlers::LedgerHandler>(options);
     });
+    return registry;
+}
+
+inline void consume_refusing_large_payments(const PipelineHarness& h) {
+    const auto config = refusing_config(h);
+    const auto registry = refusing_registry();
     RunningDaemon d(config, registry, h.bootstrap());
     REQUIRE(h.wait_until_consumed(60s));
     d.stop();

@@ -185,7 +185,7 @@ std::map<std::string, std::int64_t> PipelineHarness::balances() const {
 std::int64_t PipelineHarness::count(const std::string& sql) const {
     pqxx::connection c(uri_);
     pqxx::nontransaction tx(c);
-    return tx.exec(sql)[0][0].as<std::int64_t>();
+    return single_number(tx, sql);
 }
 
 void PipelineHarness::check_exactly_once(const PaymentWorkload& workload) const {

@@ -8,7 +8,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
+#include <pqxx/pqxx>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -58,6 +60,17 @@ inline std::vector<Migration> ledger_migrations() {
     for (const auto& m : handlers::kLedgerMigrations)
         out.push_back({std::string(m.name), std::string(m.sql)});
     return out;
+}
+
+// The one number `sql` selects (a count, a sequence). A result without exactly one
+// row throws, naming the query, so the test case fails alone: libpqxx 6's field of a
+// row that is not there reads a null pointer (SIGSEGV), which ended the whole suite.
+inline std::int64_t single_number(pqxx::transaction_base& tx, const std::string& sql) {
+    const auto rows = tx.exec(sql);
+    if (rows.size() != 1)
+        throw std::runtime_error(sql + " returned " + std::to_string(rows.size()) +
+                                 " rows, not one");
+    return rows[0][0].as<std::int64_t>();
 }
 
 // Polls `pred` every 20 ms until it holds or `timeout` passes; returns its last answer.

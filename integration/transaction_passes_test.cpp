@@ -18,8 +18,6 @@
 #include "config/config.hpp"
 #include "metrics/pipeline_stats.hpp"
 #include "outbox/outbox_doorbell.hpp"
-#include "outbox/outbox_writer.hpp"
-#include "pg/framework_statements.hpp"
 #include "pg/migrations.hpp"
 #include "pipeline/batch.hpp"
 #include "pipeline/binding_handlers.hpp"
@@ -28,6 +26,7 @@
 #include "pipeline/passes/fate_policy.hpp"
 #include "pipeline/passes/keys.hpp"
 #include "pipeline/passes/optimistic_pass.hpp"
+#include "pipeline/record_connection.hpp"
 #include "support.hpp"
 #include "test_handlers.hpp"
 
@@ -77,10 +76,8 @@ public:
             return std::make_unique<exo::testing::CueBatchLedger>();
         });
         handlers_ = std::make_unique<exo::BindingHandlers>(config_, registry_);
-        // What the worker's PostgresSession prepares: the framework's statements
-        // and the outbox writer's (the handlers emit).
-        exo::prepare_framework_statements(*connection_);
-        exo::prepare_outbox_statements(*connection_);
+        // As the worker's PostgresSession prepares its connection.
+        exo::prepare_record_connection(*connection_);
         handlers_->prepare(*connection_);
         log_ = spdlog::default_logger()->clone("passes-test");
         fate_ = std::make_unique<exo::FatePolicy>(config_.pipeline, stats_, *log_);
@@ -116,10 +113,14 @@ public:
         return records;
     }
 
-    // Applies the payments in one careful pass.
+    // Applies the payments in one careful pass: each of them, or the test case stops
+    // here, naming the record and why (the pass commits without a failed record).
     void apply(const std::vector<std::tuple<std::string, std::string, int>>& payments) {
         auto done = batch(payments);
         REQUIRE(exo::run_careful_pass(context(), *connection_, *done, records_of(*done)).committed);
+        for (const auto& record : *done)
+            REQUIRE_MESSAGE(record.outcome == exo::Outcome::applied,
+                            record.key << " was not applied: " << record.error);
     }
 
     exo::PassContext context() { return {config_, *handlers_, stats_, *log_, *fate_}; }
@@ -134,7 +135,8 @@ public:
         return rows;
     }
     std::int64_t count(const std::string& sql) {
-        return pqxx::nontransaction(*connection_).exec(sql)[0][0].as<std::int64_t>();
+        pqxx::nontransaction tx(*connection_);
+        return exo::testing::single_number(tx, sql);
     }
 
 private:

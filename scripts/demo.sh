@@ -24,12 +24,13 @@ DAEMON_LOG_KEPT="$EXO_BUILD_DIR/demo-daemon.log"
 BOOTSTRAP_TIMEOUT=60  # s for the daemon to start its embedded Kafka
 STOP_TIMEOUT=60       # s for the daemon to drain and exit after SIGTERM
 
-SVC_DIR=""
 DAEMON_PID=""
 DAEMON_LOG=""
 
 banner() { printf '\n==================== %s ====================\n' "$*"; }
 note() { printf '[demo] %s\n' "$*"; }
+# shellcheck source=scripts/suites.sh
+source "$SCRIPTS/suites.sh"  # start_services, stop_services
 
 # alive PID: running and not a zombie
 alive() {
@@ -79,9 +80,7 @@ on_exit() {
         stop_daemon
     fi
     keep_daemon_log
-    if [[ -n "$SVC_DIR" ]]; then
-        "$SCRIPTS/services.sh" stop "$SVC_DIR" || note "WARNING: stopping the services in $SVC_DIR failed"
-    fi
+    stop_services
     exit "$rc"
 }
 trap on_exit EXIT
@@ -106,11 +105,8 @@ EXO="$("$SCRIPTS/build-example.sh")"
 [[ -f "$CONFIG" ]] || fail "config $CONFIG not found"
 
 banner "3/7 start Redis and PostgreSQL"
-SVC_DIR="$(mktemp -d "${TMPDIR:-/tmp}/exo-demo.XXXXXX")"
 # The daemon runs its own embedded mock Kafka (config/exo.yaml): no standalone one needed.
-EXO_SERVICES_KAFKA=0 "$SCRIPTS/services.sh" start "$SVC_DIR" || fail "the services did not start (see above)"
-# shellcheck source=/dev/null
-source "$SVC_DIR/services.env"
+EXO_SERVICES_KAFKA=0 start_services exo-demo || fail "the services did not start (see above)"
 BOOTSTRAP_FILE="$EXO_SERVICES_DIR/demo-kafka.bootstrap"
 EXPECTED_FILE="$EXO_SERVICES_DIR/expected.json"
 DAEMON_LOG="$EXO_SERVICES_DIR/daemon.log"

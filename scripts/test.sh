@@ -30,7 +30,6 @@ FUZZ_SECONDS="${EXO_FUZZ_SECONDS:-20}"
 PASSED=0
 FAILED=0
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/exo-test.XXXXXX")"  # suite logs
-SVC_DIR=""                                             # set once services.sh start runs
 SUITE_PIDFILE=""                                       # set while a suite runs
 STAGE_START=$SECONDS
 
@@ -39,14 +38,8 @@ banner() {
     STAGE_START=$SECONDS
 }
 note() { printf '[test] %s\n' "$*"; }
-
-stop_services() {
-    if [[ -n "$SVC_DIR" ]]; then
-        local dir="$SVC_DIR"
-        SVC_DIR=""
-        "$SCRIPTS/services.sh" stop "$dir" || note "WARNING: stopping the services in $dir failed"
-    fi
-}
+# shellcheck source=scripts/suites.sh
+source "$SCRIPTS/suites.sh"  # start_services, stop_services, doctest_counts
 
 # Runs on every exit: stop a running suite and the services, remove temporaries, print the
 # summary line last.
@@ -77,7 +70,7 @@ trap 'exit 143' TERM
 run_suite() {
     local name="$1" limit="$2" bin="$3"
     shift 3
-    local log="$WORK/$name.log" rcfile="$WORK/$name.rc" rc=1 line p=0 f=0
+    local log="$WORK/$name.log" rcfile="$WORK/$name.rc" rc=1 counts="" p=0 f=0
     if [[ ! -x "$bin" ]]; then
         note "ERROR: $bin was not built"
         FAILED=$((FAILED + 1))
@@ -97,14 +90,10 @@ run_suite() {
     SUITE_PIDFILE=""
     [[ -s "$rcfile" ]] && rc="$(cat "$rcfile")"
 
-    line="$(sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -a '\[doctest\] test cases:' | tail -n 1 || true)"
-    if [[ "$line" =~ test\ cases:\ *([0-9]+)\ *\|\ *([0-9]+)\ passed\ *\|\ *([0-9]+)\ failed ]]; then
-        p="${BASH_REMATCH[2]}"
-        f="${BASH_REMATCH[3]}"
-    fi
+    counts="$(doctest_counts "$log")" && read -r p f <<<"$counts"
     if ((rc == 124 || rc == 137)); then
         note "ERROR: $name tests timed out after ${limit}s (raise EXO_${name^^}_TIMEOUT if that is expected)"
-    elif ((rc != 0)) && [[ -z "$line" ]]; then
+    elif ((rc != 0)) && [[ -z "$counts" ]]; then
         note "ERROR: $name tests exited with status $rc without a doctest summary (crashed?)"
     fi
     if ((rc != 0 && f == 0)); then f=1; fi
@@ -193,13 +182,10 @@ banner "4/8 fuzz targets, ${FUZZ_SECONDS} s each (scripts/fuzz.sh)"
 run_fuzz || overall=1
 
 banner "5/8 start Redis, PostgreSQL, mock Kafka (scripts/services.sh)"
-SVC_DIR="$(mktemp -d "${TMPDIR:-/tmp}/exo-services.XXXXXX")"
-if ! "$SCRIPTS/services.sh" start "$SVC_DIR"; then
+if ! start_services exo-services; then
     note "ERROR: the services did not start (see above); the integration tests cannot run"
     exit 1
 fi
-# shellcheck source=/dev/null
-source "$SVC_DIR/services.env"
 note "Redis 127.0.0.1:$EXO_REDIS_PORT, PostgreSQL $EXO_POSTGRES_URI, Kafka ${EXO_KAFKA_BOOTSTRAP:-?}"
 
 banner "6/8 integration tests ($EXO_BUILD_DIR/exo_integration_tests${*:+ $*})"

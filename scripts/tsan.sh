@@ -33,14 +33,16 @@ UNIT_TIMEOUT="${EXO_TSAN_UNIT_TIMEOUT:-1800}"
 INTEGRATION_TIMEOUT="${EXO_TSAN_INTEGRATION_TIMEOUT:-5400}"
 LOG_DIR="${EXO_TSAN_LOG_DIR:-$BUILD_DIR/tsan-logs}"
 SUPPRESSIONS="$REPO_ROOT/scripts/tsan.supp"
+SERVICES_LOG="$LOG_DIR/services.log"  # scripts/suites.sh: services.sh's output
 
 PASSED=0
 FAILED=0
-SVC_DIR=""       # set once services.sh start runs
 SUITE_PID=""     # the timeout(1) running a suite, while one runs
 SUMMARY_DONE=0   # the report summary was printed
 
 note() { printf '[tsan] %s\n' "$*"; }
+# shellcheck source=scripts/suites.sh
+source "$SCRIPTS/suites.sh"  # start_services, stop_services, doctest_counts
 
 for suite in $SUITES; do
     [[ "$suite" == unit || "$suite" == integration ]] || {
@@ -58,15 +60,6 @@ tsan_options() {
     opts+=" log_path=$LOG_DIR/$1"
     [[ -f "$SUPPRESSIONS" ]] && opts+=" suppressions=$SUPPRESSIONS"
     printf '%s %s' "$opts" "${EXO_TSAN_OPTIONS:-}"
-}
-
-stop_services() {
-    if [[ -n "$SVC_DIR" ]]; then
-        local dir="$SVC_DIR"
-        SVC_DIR=""
-        "$SCRIPTS/services.sh" stop "$dir" >>"$LOG_DIR/services.log" 2>&1 ||
-            note "WARNING: stopping the services in $dir failed (see $LOG_DIR/services.log)"
-    fi
 }
 
 # shellcheck disable=SC2317  # reached through the EXIT trap
@@ -98,7 +91,7 @@ reports() { compgen -G "$LOG_DIR/$1.[0-9]*" || true; }
 run_suite() {
     local name="$1" limit="$2" bin="$3"
     shift 3
-    local log="$LOG_DIR/$name.log" rc=0 line p=0 f=0 started=$SECONDS
+    local log="$LOG_DIR/$name.log" rc=0 counts="" p=0 f=0 started=$SECONDS
     if [[ ! -x "$bin" ]]; then
         note "ERROR: $bin was not built"
         FAILED=$((FAILED + 1))
@@ -111,15 +104,11 @@ run_suite() {
     wait "$SUITE_PID" || rc=$?
     SUITE_PID=""
 
-    line="$(sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -a '\[doctest\] test cases:' | tail -n 1 || true)"
-    if [[ "$line" =~ test\ cases:\ *([0-9]+)\ *\|\ *([0-9]+)\ passed\ *\|\ *([0-9]+)\ failed ]]; then
-        p="${BASH_REMATCH[2]}"
-        f="${BASH_REMATCH[3]}"
-    fi
+    counts="$(doctest_counts "$log")" && read -r p f <<<"$counts"
     if ((rc == 124 || rc == 137)); then
         note "ERROR: $name tests timed out after ${limit}s (raise EXO_TSAN_${name^^}_TIMEOUT if that is expected)"
         ((f == 0)) && f=1
-    elif [[ -z "$line" ]]; then
+    elif [[ -z "$counts" ]]; then
         note "ERROR: $name tests exited with status $rc without a doctest summary (crashed?): $log"
         tail -n 40 "$log"
         f=1
@@ -252,16 +241,13 @@ if wants unit; then
 fi
 
 if wants integration; then
-    SVC_DIR="$(mktemp -d "${TMPDIR:-/tmp}/exo-tsan-services.XXXXXX")"
     # The mock Kafka broker is this build's `exo mock-kafka`: its reports go to services.<pid>.
     if ! TSAN_OPTIONS="$(tsan_options services)" EXO_BUILD_DIR="$BUILD_DIR" \
-        "$SCRIPTS/services.sh" start "$SVC_DIR" >"$LOG_DIR/services.log" 2>&1; then
+        start_services exo-tsan-services; then
         cat "$LOG_DIR/services.log"
         note "ERROR: the services did not start (see above); the integration tests cannot run"
         exit 1
     fi
-    # shellcheck source=/dev/null
-    source "$SVC_DIR/services.env"
     export EXO_BINARY="$BUILD_DIR/exo"
     run_suite integration "$INTEGRATION_TIMEOUT" "$BUILD_DIR/exo_integration_tests" "$@"
     stop_services

@@ -19,8 +19,9 @@
 
 namespace exo {
 
-// A record's transaction also needs the outbox writer's statement
-// (prepare_outbox_statements): the caller prepares both, since pg sits below outbox.
+// A record's transaction also needs the outbox writer's statement, which pg (below
+// outbox) cannot prepare: prepare_record_connection (pipeline/record_connection.hpp)
+// prepares both, and is what a connection that runs records calls.
 void prepare_framework_statements(pqxx::connection_base& connection);
 
 struct ProcessedRow {

@@ -1,8 +1,7 @@
 #include "pipeline/postgres_session.hpp"
 
-#include "outbox/outbox_writer.hpp"
-#include "pg/framework_statements.hpp"
 #include "pg/session.hpp"
+#include "pipeline/record_connection.hpp"
 
 namespace exo {
 
@@ -15,8 +14,7 @@ pqxx::connection& PostgresSession::connection() {
     if (connection_ && connection_->is_open()) return *connection_;
     connection_.reset();
     auto fresh = open_postgres_session(config_);
-    prepare_framework_statements(*fresh);
-    prepare_outbox_statements(*fresh);
+    prepare_record_connection(*fresh);
     prepare_(*fresh);
     connection_ = std::move(fresh);
     if (prepare_failing_) log_.info("handlers prepared again");

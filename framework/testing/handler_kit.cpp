@@ -23,13 +23,13 @@
 #include "config/config.hpp"
 #include "core/key_derivation.hpp"
 #include "core/text.hpp"
-#include "outbox/outbox_writer.hpp"
 #include "pg/explicit_transaction.hpp"
 #include "pg/framework_statements.hpp"
 #include "pg/migrations.hpp"
 #include "pg/pg_errors.hpp"
 #include "pg/session.hpp"
 #include "pipeline/failure_matrix.hpp"
+#include "pipeline/record_connection.hpp"
 #include "pipeline/record_step.hpp"
 
 namespace exo::testing {
@@ -408,8 +408,7 @@ HandlerKit::HandlerKit(const std::string& postgres_uri, std::unique_ptr<Handler>
 
     s.connection = open_postgres_session(s.postgres);
     s.use_schema(*s.connection);
-    prepare_framework_statements(*s.connection);
-    prepare_outbox_statements(*s.connection);
+    prepare_record_connection(*s.connection);
     try {
         s.handler->prepare(*s.connection);
     } catch (const std::exception& e) {
