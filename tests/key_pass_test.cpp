@@ -125,7 +125,8 @@ TEST_CASE(
          StoredOutcome::dead_lettered, "poison"},
     };
     for (const auto& c : cases) {
-        CAPTURE(c.name);
+        const std::string name = c.name;
+        CAPTURE(name);
         // The later copy in the first's partition, and in another: the key is the group's.
         auto batch = keyed_batch({{0, "a", 10}, {0, "a", 11}, {0, "b", 12}, {1, "a", 20}});
         c.settle(at(*batch, 0));
@@ -166,7 +167,8 @@ TEST_CASE(
          }},
     };
     for (const auto& c : cases) {
-        CAPTURE(c.name);
+        const std::string name = c.name;
+        CAPTURE(name);
         auto batch = keyed_batch({{0, "a", 10}, {1, "a", 20}, {1, "b", 21}});
         c.leave(at(*batch, 0));
         at(*batch, 2).finish(Outcome::applied);  // the record behind the later copy went on
