@@ -27,9 +27,9 @@
 using namespace std::chrono_literals;
 using exo::Fate;
 using exo::Outcome;
+using exo::PaymentMessage;
 using exo::StoredOutcome;
 using exo::testing::payment;
-using exo::PaymentMessage;
 using exo::testing::PipelineHarness;
 using exo::testing::processed;
 using exo::testing::RunningDaemon;
