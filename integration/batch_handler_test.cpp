@@ -145,7 +145,7 @@ TEST_CASE("results a batch handler sets are stored with the dedup rows, one stat
     RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());
     REQUIRE(h.wait_until_consumed(60s));
     daemon.stop();
-    CHECK(daemon.stats().duplicates_redis + daemon.stats().duplicates_postgres == 2);
+    CHECK(daemon.stats().duplicates() == 2);
     CHECK(counted.calls() == 0);
     CHECK(h.balances() == Balances{{"acc-r", 3}, {"acc-s", 4}});
 }

@@ -50,7 +50,7 @@ TEST_CASE(
     h.check_exactly_once(workload);
     const auto& s = daemon.stats();
     CHECK(s.applied == workload.unique_events);
-    CHECK(s.duplicates_redis + s.duplicates_postgres == workload.duplicates);
+    CHECK(s.duplicates() == workload.duplicates);
     CHECK(s.dead_lettered == 0);
 }
 

@@ -1,21 +1,33 @@
-// The key pass (pipeline/passes/keys.hpp) and the batch it works on, without
-// servers: which records go on to their claims, and which wait.
+// The key pass (pipeline/passes/keys.hpp), the settling of the keys it found
+// repeated (pipeline/passes/repeated_keys.hpp) and the batch they work on,
+// without servers: which records go on to their claims, which wait for the
+// first copy of their key, and how those end.
 #include <doctest/doctest.h>
 
+#include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "metrics/pipeline_stats.hpp"
 #include "pipeline/batch.hpp"
+#include "pipeline/passes/hand_back.hpp"
 #include "pipeline/passes/keys.hpp"
+#include "pipeline/passes/repeated_keys.hpp"
 
 using namespace std::chrono_literals;
+using exo::Fate;
+using exo::Outcome;
+using exo::StoredOutcome;
 
 namespace {
 
-exo::PendingRecord record(const std::string& topic, int partition, const std::string& event) {
+exo::PendingRecord record(const std::string& topic, int partition, const std::string& event,
+                          std::int64_t offset = 0) {
     exo::PendingRecord p;
     p.record.topic = exo::Topic{topic};
     p.record.partition = exo::Partition{partition};
+    p.record.offset = exo::Offset{offset};
     p.record.value = "{\"eventId\":\"" + event + "\"}";
     return p;
 }
@@ -28,32 +40,149 @@ std::vector<exo::BindingConfig> bindings() {
     return {b};
 }
 
+// A batch of (partition, event id, offset) records of "payments", keys derived.
+std::unique_ptr<exo::Batch> keyed_batch(
+    const std::vector<std::tuple<int, std::string, std::int64_t>>& records) {
+    std::vector<exo::PendingRecord> taken;
+    for (const auto& [partition, event, offset] : records)
+        taken.push_back(record("payments", partition, event, offset));
+    auto batch = std::make_unique<exo::Batch>(std::move(taken));
+    exo::key_pass(*batch, bindings(), 5ms);
+    return batch;
+}
+
+exo::BatchRecord& at(exo::Batch& batch, std::size_t n) {
+    return *(batch.begin() + n);
+}
+
 }  // namespace
 
 TEST_CASE(
-    "the key pass sends a key seen twice in one batch, and the rest of its partition, to the "
-    "next batch, dead-letters a record without a key, and lets other partitions go on") {
+    "the key pass lets a key seen twice in one batch, in its partition or another, await its "
+    "first copy without holding anything behind it, and dead-letters a record without a key") {
     std::vector<exo::PendingRecord> taken;
     taken.push_back(record("payments", 0, "a"));
     taken.push_back(record("payments", 0, "a"));  // the same key again
     taken.push_back(record("payments", 0, "b"));  // behind it in its partition
     taken.push_back(record("payments", 1, "c"));
-    taken.push_back(record("payments", 1, ""));  // no storable key
+    taken.push_back(record("payments", 1, ""));   // no storable key
+    taken.push_back(record("payments", 1, "a"));  // the same key in another partition
     taken.push_back(record("payments", 1, "d"));
     exo::Batch batch(std::move(taken));
     const auto all = bindings();
     exo::key_pass(batch, all, 5ms);
 
-    std::vector<exo::Fate> fates;
+    std::vector<Fate> fates;
     std::vector<std::string> keys;
     for (const auto& r : batch) {
         fates.push_back(r.fate);
         keys.push_back(r.key);
     }
-    using F = exo::Fate;
-    CHECK(fates == std::vector<F>{F::pending, F::requeue, F::requeue, F::pending, F::dead_letter,
-                                  F::pending});
-    // b waits behind the repeated key before its own key is derived.
-    CHECK(keys == std::vector<std::string>{"a", "a", "", "c", "", "d"});
+    CHECK(fates == std::vector<Fate>{Fate::pending, Fate::awaits_first, Fate::pending,
+                                     Fate::pending, Fate::dead_letter, Fate::awaits_first,
+                                     Fate::pending});
+    CHECK(keys == std::vector<std::string>{"a", "a", "b", "c", "", "a", "d"});
+    // Both later copies wait for the first, not for each other.
+    CHECK(at(batch, 1).first_copy == &at(batch, 0));
+    CHECK(at(batch, 5).first_copy == &at(batch, 0));
+    CHECK(at(batch, 0).first_copy == nullptr);
     CHECK(batch.open_claims().empty());  // nothing claimed yet
+}
+
+TEST_CASE(
+    "a later copy of a key whose first copy settled the key ends as its duplicate, with the "
+    "first's stored outcome and result, and both offsets are handed back finished") {
+    struct Case {
+        const char* name;
+        void (*settle)(exo::BatchRecord&);
+        StoredOutcome stored;
+        std::string result;
+    };
+    const std::vector<Case> cases{
+        {"applied",
+         [](exo::BatchRecord& r) {
+             r.result = "receipt-1";
+             r.finish(Outcome::applied);
+         },
+         StoredOutcome::applied, "receipt-1"},
+        {"stale", [](exo::BatchRecord& r) { r.finish(Outcome::stale); }, StoredOutcome::stale, ""},
+        {"a duplicate of a dead-lettered key (Redis)",
+         [](exo::BatchRecord& r) {
+             r.finish_duplicate(Outcome::duplicate_redis, StoredOutcome::dead_lettered, "bad");
+         },
+         StoredOutcome::dead_lettered, "bad"},
+        {"a duplicate of an applied key (PostgreSQL)",
+         [](exo::BatchRecord& r) {
+             r.finish_duplicate(Outcome::duplicate_postgres, StoredOutcome::applied, "receipt-0");
+         },
+         StoredOutcome::applied, "receipt-0"},
+        {"dead-lettered with its dedup row",
+         [](exo::BatchRecord& r) {
+             r.dead_letter("poison");
+             r.result = "poison";  // what the dead-letter step stores
+             r.finish(Outcome::dead_lettered);
+         },
+         StoredOutcome::dead_lettered, "poison"},
+    };
+    for (const auto& c : cases) {
+        const std::string name = c.name;
+        CAPTURE(name);
+        // The later copy in the first's partition, and in another: the key is the group's.
+        auto batch = keyed_batch({{0, "a", 10}, {0, "a", 11}, {0, "b", 12}, {1, "a", 20}});
+        c.settle(at(*batch, 0));
+        at(*batch, 2).finish(Outcome::applied);
+        exo::settle_repeated_keys(*batch);
+        for (std::size_t n : {1, 3}) {
+            const auto& later = at(*batch, n);
+            CHECK(later.fate == Fate::finished);
+            CHECK(later.outcome == Outcome::duplicate_in_batch);
+            CHECK(later.stored == c.stored);
+            CHECK(later.result == c.result);
+            CHECK_FALSE(later.token);  // it never claimed: nothing to complete or release
+        }
+        exo::PipelineStats stats({"payments"});
+        const auto back = exo::hand_back(*batch, stats);
+        CHECK(back.requeue.empty());
+        CHECK(back.finished.size() == 4);
+        CHECK(stats.duplicates_in_batch == 2);
+    }
+}
+
+TEST_CASE(
+    "a later copy of a key whose first copy did not settle the key is requeued at once, as if it "
+    "had waited for the next batch, and its offset is not handed back finished") {
+    struct Case {
+        const char* name;
+        void (*leave)(exo::BatchRecord&);
+    };
+    const std::vector<Case> cases{
+        {"requeued (a retry, a NACK, a failed batch)",
+         [](exo::BatchRecord& r) { r.requeue(300ms, "retry"); }},
+        {"parked for a sequence gap", [](exo::BatchRecord& r) { r.park(200ms, "gap"); }},
+        {"a dead letter not recorded yet", [](exo::BatchRecord& r) { r.dead_letter("poison"); }},
+        {"dead-lettered without a dedup row (a gap timeout)",
+         [](exo::BatchRecord& r) {
+             r.dead_letter("gap timed out", /*record_key=*/false, /*clears_gap=*/true);
+             r.finish(Outcome::dead_lettered);
+         }},
+    };
+    for (const auto& c : cases) {
+        const std::string name = c.name;
+        CAPTURE(name);
+        auto batch = keyed_batch({{0, "a", 10}, {1, "a", 20}, {1, "b", 21}});
+        c.leave(at(*batch, 0));
+        at(*batch, 2).finish(Outcome::applied);  // the record behind the later copy went on
+        exo::settle_repeated_keys(*batch);
+        const auto& later = at(*batch, 1);
+        CHECK(later.fate == Fate::requeue);
+        CHECK(later.delay == 0ms);
+        CHECK_FALSE(later.outcome);
+        exo::PipelineStats stats({"payments"});
+        const auto back = exo::hand_back(*batch, stats);
+        bool later_finished = false;
+        for (const auto& f : back.finished)
+            later_finished |= f.partition.partition.value == 1 && f.offset.value == 20;
+        CHECK_FALSE(later_finished);  // partition 1 commits no further than offset 20
+        CHECK(stats.duplicates_in_batch == 0);
+    }
 }

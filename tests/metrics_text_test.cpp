@@ -43,6 +43,7 @@ TEST_CASE("records are exported per topic and outcome, parked included") {
     CHECK(has_line(text, "exo_records_total{topic=\"payments\",outcome=\"applied\"} 2"));
     CHECK(has_line(text, "exo_records_total{topic=\"payments\",outcome=\"dead_lettered\"} 1"));
     CHECK(has_line(text, "exo_records_total{topic=\"payments\",outcome=\"duplicate_redis\"} 0"));
+    CHECK(has_line(text, "exo_records_total{topic=\"payments\",outcome=\"duplicate_in_batch\"} 0"));
     CHECK(has_line(text, "exo_records_total{topic=\"payments\",outcome=\"parked\"} 1"));
     // The catch-all "" topic appears only once something was counted under it.
     CHECK(text.find("topic=\"\"") == std::string::npos);

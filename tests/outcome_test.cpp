@@ -13,7 +13,7 @@ TEST_CASE("every delivery outcome has a distinct metric label") {
     std::set<std::string> labels;
     for (auto o : exo::kOutcomes) labels.insert(exo::to_string(o));
     CHECK(labels == std::set<std::string>{"applied", "duplicate_redis", "duplicate_postgres",
-                                          "stale", "dead_lettered"});
+                                          "duplicate_in_batch", "stale", "dead_lettered"});
 }
 
 TEST_CASE("a stored outcome reads back from its dedup row spelling, and nothing else does") {

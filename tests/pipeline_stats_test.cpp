@@ -13,12 +13,15 @@ TEST_CASE("a finished record is counted once, in its topic and in the totals") {
     stats.record_finished("orders", Outcome::dead_lettered, microseconds(10), std::nullopt);
     stats.record_finished("orders", Outcome::duplicate_postgres, microseconds(10), std::nullopt);
     stats.record_finished("orders", Outcome::stale, microseconds(10), std::nullopt);
+    stats.record_finished("orders", Outcome::duplicate_in_batch, microseconds(10), std::nullopt);
     CHECK(stats.applied == 1);
     CHECK(stats.duplicates_redis == 1);
     CHECK(stats.duplicates_postgres == 1);
+    CHECK(stats.duplicates_in_batch == 1);
+    CHECK(stats.duplicates() == 3);
     CHECK(stats.stale == 1);
     CHECK(stats.dead_lettered == 1);
-    CHECK(stats.finished() == 5);
+    CHECK(stats.finished() == 6);
     const auto& payments = *stats.topics().at("payments");
     const auto& orders = *stats.topics().at("orders");
     CHECK(payments.count(Outcome::applied) == 1);
@@ -26,6 +29,7 @@ TEST_CASE("a finished record is counted once, in its topic and in the totals") {
     CHECK(payments.count(Outcome::dead_lettered) == 0);
     CHECK(orders.count(Outcome::dead_lettered) == 1);
     CHECK(orders.count(Outcome::applied) == 0);
+    CHECK(orders.count(Outcome::duplicate_in_batch) == 1);
 }
 
 TEST_CASE("a record of a topic nobody bound is counted under the empty topic, not lost") {

@@ -10,6 +10,8 @@ const char* to_string(Outcome outcome) {
             return "duplicate_redis";
         case Outcome::duplicate_postgres:
             return "duplicate_postgres";
+        case Outcome::duplicate_in_batch:
+            return "duplicate_in_batch";
         case Outcome::stale:
             return "stale";
         case Outcome::dead_lettered:

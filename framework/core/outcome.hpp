@@ -18,11 +18,15 @@ enum class Outcome {
     applied,             // the handler ran and its transaction committed
     duplicate_redis,     // the Redis claim was settled already: nothing ran
     duplicate_postgres,  // the dedup row existed already: rolled back, nothing ran
+    duplicate_in_batch,  // a later copy of a key in one batch: ends as the first copy did
     stale,               // the sequence is not newer than the entity's: recorded, no effect
     dead_lettered,       // recorded as a dead letter now, and produced to its topic
 };
-inline constexpr std::array kOutcomes{Outcome::applied, Outcome::duplicate_redis,
-                                      Outcome::duplicate_postgres, Outcome::stale,
+inline constexpr std::array kOutcomes{Outcome::applied,
+                                      Outcome::duplicate_redis,
+                                      Outcome::duplicate_postgres,
+                                      Outcome::duplicate_in_batch,
+                                      Outcome::stale,
                                       Outcome::dead_lettered};
 // "applied", "duplicate_redis", ...: log and metric label values.
 const char* to_string(Outcome outcome);

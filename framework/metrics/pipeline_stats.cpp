@@ -31,6 +31,9 @@ void PipelineStats::record_finished(const std::string& topic, Outcome outcome,
         case Outcome::duplicate_postgres:
             duplicates_postgres++;
             break;
+        case Outcome::duplicate_in_batch:
+            duplicates_in_batch++;
+            break;
         case Outcome::stale:
             stale++;
             break;
@@ -42,10 +45,11 @@ void PipelineStats::record_finished(const std::string& topic, Outcome outcome,
 
 std::string PipelineStats::summary() const {
     return fmt::format(
-        "polled={} applied={} duplicates={} (redis={} postgres={}) stale={} conflicts={} "
-        "retries={} dead_lettered={} lost_completions={} batches={} batch_failures={}",
-        polled.load(), applied.load(), duplicates_redis + duplicates_postgres,
-        duplicates_redis.load(), duplicates_postgres.load(), stale.load(), conflicts.load(),
+        "polled={} applied={} duplicates={} (redis={} postgres={} in_batch={}) stale={} "
+        "conflicts={} retries={} dead_lettered={} lost_completions={} batches={} "
+        "batch_failures={}",
+        polled.load(), applied.load(), duplicates(), duplicates_redis.load(),
+        duplicates_postgres.load(), duplicates_in_batch.load(), stale.load(), conflicts.load(),
         retries.load(), dead_lettered.load(), lost_completions.load(), batches.load(),
         batch_failures.load());
 }

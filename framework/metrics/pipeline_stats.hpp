@@ -79,6 +79,7 @@ public:
     std::atomic<std::uint64_t> applied{0};              // handler ran and committed
     std::atomic<std::uint64_t> duplicates_redis{0};     // answered by the Redis claim
     std::atomic<std::uint64_t> duplicates_postgres{0};  // caught by the dedup row
+    std::atomic<std::uint64_t> duplicates_in_batch{0};  // a later copy of a key in its batch
     std::atomic<std::uint64_t> stale{0};                // older sequence: recorded, no effect
     std::atomic<std::uint64_t> dead_lettered{0};        // recorded and produced as dead letters
     // Events.
@@ -111,9 +112,10 @@ public:
     RetentionStats retention;
     LatencyHistogram latency;  // poll -> durable outcome, per finished record (percentiles)
 
-    std::uint64_t finished() const {
-        return applied + duplicates_redis + duplicates_postgres + stale + dead_lettered;
+    std::uint64_t duplicates() const {
+        return duplicates_redis + duplicates_postgres + duplicates_in_batch;
     }
+    std::uint64_t finished() const { return applied + duplicates() + stale + dead_lettered; }
     std::string summary() const;
 
 private:

@@ -2,6 +2,7 @@
 
 #include "core/text.hpp"
 #include "pipeline/passes/keys.hpp"
+#include "pipeline/passes/repeated_keys.hpp"
 
 namespace exo {
 
@@ -57,6 +58,8 @@ void BatchProtocol::settle(Batch& batch, LeaseKeeper& leases) {
     leases.clear();
     // A batch in hand is always finished, even when stopping: its claims and offsets settle.
     claims_.release(batch);
+    // Every first copy has its durable fate now: its later copies end with it.
+    settle_repeated_keys(batch);
 }
 
 BatchEnd BatchProtocol::batch_failed(Batch& batch, const std::exception& e) {

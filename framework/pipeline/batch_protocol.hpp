@@ -60,7 +60,8 @@ public:
     // transaction step. Never throws: a failure is the batch's (fate policy).
     BatchEnd transact(Batch& batch, LeaseKeeper& leases);
     // Sections 5.4 and 5.6, whatever transact() answered: claims of settled
-    // records completed, dead letters recorded, the other claims released.
+    // records completed, dead letters recorded, the other claims released,
+    // then later copies of a key settled with their first copy (5.1).
     // Never throws.
     void settle(Batch& batch, LeaseKeeper& leases);
 

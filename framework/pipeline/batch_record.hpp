@@ -15,11 +15,12 @@
 namespace exo {
 
 enum class Fate {
-    pending,      // still to run
-    finished,     // durable outcome: its offset may be committed
-    requeue,      // NACK / retry: back to the front of its partition after `delay`
-    park,         // sequence gap: set aside for `delay`; records behind it go on
-    dead_letter,  // to the DLQ with `error`, then finished
+    pending,       // still to run
+    awaits_first,  // its key came earlier in the batch: ends with that first copy (section 5.1)
+    finished,      // durable outcome: its offset may be committed
+    requeue,       // NACK / retry: back to the front of its partition after `delay`
+    park,          // sequence gap: set aside for `delay`; records behind it go on
+    dead_letter,   // to the DLQ with `error`, then finished
 };
 
 struct BatchRecord {
@@ -31,7 +32,10 @@ struct BatchRecord {
     JsonPayload payload;
     const std::size_t position;  // in its batch, which is in partition order
     const BindingConfig* binding = nullptr;
-    std::string key;                    // empty if it could not be derived
+    std::string key;  // empty if it could not be derived
+    // Fate::awaits_first: the batch's first record with this key, which claims
+    // and runs for both; this one is settled after it (passes/repeated_keys.hpp).
+    const BatchRecord* first_copy = nullptr;
     std::optional<FencingToken> token;  // set while we hold the Redis claim
     Fate fate = Fate::pending;
     std::optional<Outcome> outcome;  // set with Fate::finished
@@ -49,6 +53,15 @@ struct BatchRecord {
     std::chrono::milliseconds delay{0};  // requeue: hold the partition this long
 
     const TopicPartition partition() const { return pending.record.topic_partition(); }
+    // Finished with an outcome that is durable for its key, so a later copy of
+    // the key is a duplicate of it: applied, stale, a dead letter with its dedup
+    // row, or a duplicate itself. A dead letter without a dedup row (a gap
+    // timeout) says nothing of the event: a later copy may still apply.
+    bool settled_key() const {
+        const bool unrecorded_letter = outcome == Outcome::dead_lettered && pending.dead_letter &&
+                                       !pending.dead_letter->record_key;
+        return fate == Fate::finished && !unrecorded_letter;
+    }
     // Forgets what an aborted transaction decided about this record.
     void reset_to_pending() {
         fate = Fate::pending;
@@ -74,6 +87,11 @@ struct BatchRecord {
         outcome = o;
         stored = first;
         result = std::move(stored_result);
+    }
+    // A later copy of `first`'s key in the same batch: no claim, no handler.
+    void await_first(const BatchRecord& first) {
+        fate = Fate::awaits_first;
+        first_copy = &first;
     }
     void requeue(std::chrono::milliseconds d, std::string why) {
         fate = Fate::requeue;

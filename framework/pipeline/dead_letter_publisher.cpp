@@ -120,13 +120,13 @@ void DeadLetterPublisher::publish(Batch& batch) {
             log_.error("dead-lettered {}[{}]@{} (key '{}'): {}", r.topic.value, r.partition.value,
                        r.offset.value, item->key, verdict.reason);
             item->finish(Outcome::dead_lettered);
+            // What its dedup row stores, and a later copy of its key gets back.
+            item->result = printable_text(verdict.reason);
         } else {
             item->finish_duplicate(Outcome::duplicate_postgres, item->stored, item->result);
         }
         if (item->token && verdict.record_key) {
-            requests.push_back({item->key, *item->token,
-                                was_produced ? printable_text(verdict.reason) : item->result,
-                                item->stored});
+            requests.push_back({item->key, *item->token, item->result, item->stored});
             item->token.reset();
         }
     };

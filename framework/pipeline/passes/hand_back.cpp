@@ -32,7 +32,8 @@ HandBack hand_back(Batch& batch, PipelineStats& stats) {
                 stats.parked_record(record.pending.record.topic.value);
                 out.parked.push_back({std::move(record.pending), now + record.delay});
                 break;
-            case Fate::pending:  // not reached: every step leaves a fate
+            case Fate::pending:       // not reached: every step leaves a fate
+            case Fate::awaits_first:  // not reached: settle_repeated_keys decides
             case Fate::dead_letter:
             case Fate::requeue: {
                 auto until = now + record.delay;

@@ -1,6 +1,7 @@
 #include "pipeline/passes/keys.hpp"
 
-#include <unordered_set>
+#include <string_view>
+#include <unordered_map>
 
 #include <exo/errors.hpp>
 #include "core/key_derivation.hpp"
@@ -20,7 +21,9 @@ const BindingConfig* binding_for(const std::vector<BindingConfig>& bindings,
 
 void key_pass(Batch& batch, const std::vector<BindingConfig>& bindings,
               std::chrono::milliseconds no_binding_delay) {
-    std::unordered_set<std::string> keys_in_batch;
+    // The first record of each key; keys live in their records, which the batch
+    // never moves.
+    std::unordered_map<std::string_view, const BatchRecord*> first_copies;
     for (auto& record : batch) {
         if (record.fate != Fate::pending) continue;
         const auto& r = record.pending.record;
@@ -39,12 +42,11 @@ void key_pass(Batch& batch, const std::vector<BindingConfig>& bindings,
             record.dead_letter(e.what(), /*record_key=*/false);
             continue;
         }
-        // One claim per key per batch: a repeated key waits for the next batch,
-        // where it will be a duplicate of this one.
-        if (!keys_in_batch.insert(record.key).second) {
-            record.requeue(std::chrono::milliseconds(0), "same key earlier in the batch");
-            batch.hold_behind(record);
-        }
+        // One claim per key per batch: a later copy claims nothing and runs no
+        // handler; it ends as the first copy did (settle_repeated_keys), and the
+        // records behind it go on.
+        const auto [first, inserted] = first_copies.try_emplace(record.key, &record);
+        if (!inserted) record.await_first(*first->second);
     }
 }
 
