@@ -280,6 +280,8 @@ StatsCopy StatsCopy::of(const PipelineStats& s) {
     c.applied = s.applied;
     c.duplicates_redis = s.duplicates_redis;
     c.duplicates_postgres = s.duplicates_postgres;
+    c.duplicates_in_batch = s.duplicates_in_batch;
+    c.transactions = s.set_based_transactions;
     c.stale = s.stale;
     c.conflicts = s.conflicts;
     c.retries = s.retries;

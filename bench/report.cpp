@@ -202,10 +202,11 @@ void print_scenario(std::ostream& out, const std::string& name,
     }
     const auto& s = runs.back().stats;
     out << fmt::format(
-        "{} outcomes (last run) applied={} duplicates_redis={} duplicates_postgres={} stale={} "
-        "conflicts={} retries={} dead_lettered={} batch_failures={}\n",
-        name, s.applied, s.duplicates_redis, s.duplicates_postgres, s.stale, s.conflicts, s.retries,
-        s.dead_lettered, s.batch_failures);
+        "{} outcomes (last run) applied={} duplicates_redis={} duplicates_postgres={} "
+        "duplicates_in_batch={} stale={} conflicts={} retries={} dead_lettered={} batches={} "
+        "set_based_transactions={} batch_failures={}\n",
+        name, s.applied, s.duplicates_redis, s.duplicates_postgres, s.duplicates_in_batch, s.stale,
+        s.conflicts, s.retries, s.dead_lettered, s.batches, s.transactions, s.batch_failures);
     print_cpu(out, name, runs);
     std::string verdicts;
     bool all = true;

@@ -18,9 +18,10 @@ constexpr double kNotMeasured = std::numeric_limits<double>::quiet_NaN();
 
 // PipelineStats copied into plain numbers.
 struct StatsCopy {
-    std::uint64_t polled = 0, applied = 0, duplicates_redis = 0, duplicates_postgres = 0, stale = 0,
-                  conflicts = 0, retries = 0, dead_lettered = 0, batches = 0, batch_failures = 0,
-                  redis_round_trips = 0, postgres_round_trips = 0;
+    std::uint64_t polled = 0, applied = 0, duplicates_redis = 0, duplicates_postgres = 0,
+                  duplicates_in_batch = 0, stale = 0, conflicts = 0, retries = 0, dead_lettered = 0,
+                  batches = 0, transactions = 0, batch_failures = 0, redis_round_trips = 0,
+                  postgres_round_trips = 0;
     static StatsCopy of(const PipelineStats& s);
 };
 
