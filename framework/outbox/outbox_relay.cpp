@@ -14,6 +14,7 @@
 #include <exo/outbox.hpp>
 #include "core/backoff.hpp"
 #include "core/text.hpp"
+#include "outbox/backlog_pacing.hpp"
 #include "outbox/outbox_rows.hpp"
 #include "outbox/outbox_writer.hpp"
 #include "pg/explicit_transaction.hpp"
@@ -29,8 +30,6 @@ constexpr rd_kafka_resp_err_t kNoReport = RD_KAFKA_RESP_ERR__IN_PROGRESS;
 // A unit whose head failed retries after 500 ms, doubling per failure in a
 // row up to this: a refused row costs a log line every half minute.
 constexpr std::chrono::milliseconds kMaxUnitBackoff{30000};
-// The backlog gauges: a skip scan over the pending units, at most this often.
-constexpr std::chrono::seconds kBacklogInterval{1};
 // Keys logged one by one per round: with Kafka down every key of a round
 // fails, and thousands of lines would hide the one that names the cause.
 constexpr std::size_t kKeysLoggedPerRound = 10;
@@ -258,9 +257,11 @@ void OutboxRelay::await_wake(pqxx::connection& connection, std::chrono::millisec
 void OutboxRelay::update_backlog_when_due(pqxx::connection& connection) {
     const auto now = std::chrono::steady_clock::now();
     if (now < next_backlog_) return;
-    next_backlog_ = now + kBacklogInterval;
     pqxx::nontransaction tx(connection);
     const auto backlog = outbox_backlog(tx, config_.kafka.group_id);
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - now);
+    next_backlog_ = now + next_backlog_reading(took);
     stats_.outbox_pending = backlog.pending;
     stats_.outbox_oldest_pending_ms = backlog.oldest.count();
     stats_.outbox_parked_units = backlog.parked_units;
