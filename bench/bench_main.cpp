@@ -79,6 +79,28 @@ private:
         return false;
     }
     static std::string extra_name(const PipelineOverrides& e) { return "exo[" + e.spec + "]"; }
+    // The latency run with an --extra scenario's settings.
+    static std::string paced_name(const PipelineOverrides& e) {
+        return "exo-paced[" + e.spec + "]";
+    }
+    bool wants_paced_extra() const {
+        for (const auto& e : o_.extras)
+            if (o_.wants(paced_name(e))) return true;
+        return false;
+    }
+
+    static std::function<void(Config&)> tune_for(const PipelineOverrides& e) {
+        return [&e](Config& c) {
+            if (e.workers) c.pipeline.workers = *e.workers;
+            if (e.batch_size) c.pipeline.batch_size = *e.batch_size;
+            if (e.linger_ms) c.pipeline.linger = std::chrono::milliseconds(*e.linger_ms);
+            if (e.commit_interval_ms)
+                c.kafka.commit_interval = std::chrono::milliseconds(*e.commit_interval_ms);
+            if (e.observability)
+                c.observability.listen = ObservabilityConfig::Listen{"127.0.0.1", free_port()};
+            c = apply_config_overrides(c, e.config);
+        };
+    }
 
     Config default_config(BenchWorld& world, const Isolation& iso, const std::string& topic) const {
         auto c = world.pipeline_config(iso, topic);
@@ -206,16 +228,7 @@ private:
         }
         for (const auto& e : o_.extras) {
             if (!o_.wants(extra_name(e))) continue;
-            pipeline(world, run, extra_name(e), *main, [&e](Config& c) {
-                if (e.workers) c.pipeline.workers = *e.workers;
-                if (e.batch_size) c.pipeline.batch_size = *e.batch_size;
-                if (e.linger_ms) c.pipeline.linger = std::chrono::milliseconds(*e.linger_ms);
-                if (e.commit_interval_ms)
-                    c.kafka.commit_interval = std::chrono::milliseconds(*e.commit_interval_ms);
-                if (e.observability)
-                    c.observability.listen = ObservabilityConfig::Listen{"127.0.0.1", free_port()};
-                c = apply_config_overrides(c, e.config);
-            });
+            pipeline(world, run, extra_name(e), *main, tune_for(e));
         }
         if (o_.wants("per-record"))
             pipeline(world, run, "per-record", *baseline, [](Config& c) {
@@ -231,7 +244,7 @@ private:
         bare(world, run, *main, "proto-set-framework", BareMode::set_framework);
         bare(world, run, *main, "proto-set-all", BareMode::set_all);
 
-        if ((o_.wants("exo-paced") || o_.wants("inbox-peer-paced")) && o_.paced_seconds > 0) {
+        if ((o_.wants("exo-paced") || o_.wants("inbox-peer-paced") || wants_paced_extra()) && o_.paced_seconds > 0) {
             double rate = o_.paced_rate.value_or(kNotMeasured);
             if (!o_.paced_rate)
                 // Half of exo-default's median over the runs so far: runs interleave, so
@@ -246,6 +259,9 @@ private:
             int count = std::max(1000, static_cast<int>(rate * (o_.paced_seconds + 1)));
             auto paced = world.make_workload("paced", count);
             if (o_.wants("exo-paced")) pipeline(world, run, "exo-paced", paced, keep, rate);
+            for (const auto& e : o_.extras)
+                if (o_.wants(paced_name(e)))
+                    pipeline(world, run, paced_name(e), paced, tune_for(e), rate);
             // The peer at the same rate, its latency measured the same way.
             if (o_.wants("inbox-peer-paced")) {
                 auto peer_paced = world.make_workload("peerpaced", count);
