@@ -175,7 +175,7 @@ private:
 
         if (o_.wants("inbox-peer")) {
             auto iso = world.isolate("inbox-peer");
-            auto r = run_inbox_peer(world, iso, *main, o_);
+            auto r = run_inbox_peer(world, iso, *main, o_, servers_);
             world.clean_up(iso);
             record(std::move(r), run);
         }
@@ -266,7 +266,7 @@ private:
             if (o_.wants("inbox-peer-paced")) {
                 auto peer_paced = world.make_workload("peerpaced", count);
                 auto iso = world.isolate("inbox-peer-paced");
-                auto r = run_inbox_peer(world, iso, peer_paced, o_, "inbox-peer-paced", rate);
+                auto r = run_inbox_peer(world, iso, peer_paced, o_, servers_, "inbox-peer-paced", rate);
                 world.clean_up(iso);
                 record(std::move(r), run);
             }

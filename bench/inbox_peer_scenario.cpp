@@ -1,5 +1,7 @@
 #include "inbox_peer_scenario.hpp"
 
+#include <sys/resource.h>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -30,10 +32,16 @@ struct PipeCloser {
     void operator()(FILE* f) const { ::pclose(f); }
 };
 
+double cpu_seconds(const rusage& u) {
+    auto s = [](const timeval& t) { return double(t.tv_sec) + double(t.tv_usec) / 1e6; };
+    return s(u.ru_utime) + s(u.ru_stime);
+}
+
 }  // namespace
 
 ScenarioResult run_inbox_peer(BenchWorld& world, const Isolation& iso, const TopicWorkload& w,
-                              const BenchOptions& options, const std::string& name,
+                              const BenchOptions& options, const ServerProcesses& servers,
+                              const std::string& name,
                               double paced_rate, double warm_up_seconds) {
     ScenarioResult r;
     r.name = name;
@@ -55,22 +63,32 @@ ScenarioResult run_inbox_peer(BenchWorld& world, const Isolation& iso, const Top
     std::string line, result;
     std::array<char, 4096> chunk{};
     PacedSend sent;
+    CpuSnapshot cpu_start, cpu_end;
+    rusage children_start{};
     while (std::fgets(chunk.data(), chunk.size(), pipe.get()) != nullptr) {
         line += chunk.data();
         if (line.empty() || line.back() != '\n') continue;
         if (line.find("\"ready\"") != std::string::npos) {
+            cpu_start = cpu_snapshot({}, servers);
+            ::getrusage(RUSAGE_CHILDREN, &children_start);
             if (paced) {
                 r.offered_rate = paced_rate;
                 sent = produce_paced(world.bootstrap(), w, paced_rate);
                 r.produced_rate = sent.achieved_rate;
             }
         } else {
+            // The result comes before the peer closes its pool: its backends (and
+            // their CPU time) are still there.
+            if (result.empty()) cpu_end = cpu_snapshot({}, servers);
             result += line;
         }
         line.clear();
     }
     result += line;
     int status = ::pclose(pipe.release());
+    // The shell, timeout and node were waited for: RUSAGE_CHILDREN now holds node's CPU.
+    rusage children_end{};
+    ::getrusage(RUSAGE_CHILDREN, &children_end);
     if (status != 0) {
         r.failure = fmt::format(
             "the peer exited with status {} (its stderr is above; is node installed and "
@@ -88,6 +106,10 @@ ScenarioResult run_inbox_peer(BenchWorld& world, const Isolation& iso, const Top
         r.seconds_to_finished = r.seconds_to_committed;
         r.postgres_round_trips_reported = j.at("queries").get<double>();
         r.peak_rss_kb = j.at("peak_rss_kb").get<long>();
+        if (cpu_start.at != std::chrono::steady_clock::time_point{}) {
+            r.cpu = cpu_between(cpu_start, cpu_end);
+            r.cpu.self_by_role["node"] = cpu_seconds(children_end) - cpu_seconds(children_start);
+        }
     } catch (const std::exception& e) {
         r.failure =
             fmt::format("the peer's output is not its JSON line ({}): {}", e.what(), result);

@@ -13,15 +13,19 @@
 // paced_producer.hpp). Either way its exactly-once check is the exo scenarios' one
 // with the peer's inbox table in place of exo_processed.
 #include "bench_world.hpp"
+#include "measure.hpp"
 #include "scenario_result.hpp"
 
 namespace exo::bench {
 
 // Failures (node missing, the peer failing, a wrong result) are reported in
 // ScenarioResult::failure. `paced_rate` > 0: produce `w` during the run at that rate,
-// events produced in the first `warm_up_seconds` left out of the percentiles.
+// events produced in the first `warm_up_seconds` left out of the percentiles. CPU is
+// measured as for exo's scenarios, from the peer's "ready" to its exit: the node
+// process as the role "node", PostgreSQL's and Redis's processes from `servers`.
 ScenarioResult run_inbox_peer(BenchWorld& world, const Isolation& iso, const TopicWorkload& w,
-                              const BenchOptions& options, const std::string& name = "inbox-peer",
+                              const BenchOptions& options, const ServerProcesses& servers,
+                              const std::string& name = "inbox-peer",
                               double paced_rate = 0, double warm_up_seconds = 1);
 
 }  // namespace exo::bench
