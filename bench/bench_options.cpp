@@ -120,7 +120,7 @@ PipelineOverrides parse_extra(const std::string& spec) {
             o.commit_interval_ms = to_int("--extra commit_interval_ms", value, 1);
         else if (name == "observability")
             o.observability = to_int("--extra observability", value, 0) != 0;
-        else if (name.find('.') != std::string::npos)
+        else if (name.find('.') != std::string::npos || value == "~")  // "redis=~": no section
             o.config.push_back(parse_config_override(item));
         else
             throw std::invalid_argument("--extra: unknown field '" + name +
