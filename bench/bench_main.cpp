@@ -244,7 +244,8 @@ private:
         bare(world, run, *main, "proto-set-framework", BareMode::set_framework);
         bare(world, run, *main, "proto-set-all", BareMode::set_all);
 
-        if ((o_.wants("exo-paced") || o_.wants("inbox-peer-paced") || wants_paced_extra()) && o_.paced_seconds > 0) {
+        if ((o_.wants("exo-paced") || o_.wants("inbox-peer-paced") || wants_paced_extra()) &&
+            o_.paced_seconds > 0) {
             double rate = o_.paced_rate.value_or(kNotMeasured);
             if (!o_.paced_rate)
                 // Half of exo-default's median over the runs so far: runs interleave, so
@@ -266,7 +267,8 @@ private:
             if (o_.wants("inbox-peer-paced")) {
                 auto peer_paced = world.make_workload("peerpaced", count);
                 auto iso = world.isolate("inbox-peer-paced");
-                auto r = run_inbox_peer(world, iso, peer_paced, o_, servers_, "inbox-peer-paced", rate);
+                auto r =
+                    run_inbox_peer(world, iso, peer_paced, o_, servers_, "inbox-peer-paced", rate);
                 world.clean_up(iso);
                 record(std::move(r), run);
             }

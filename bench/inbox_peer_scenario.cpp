@@ -41,8 +41,7 @@ double cpu_seconds(const rusage& u) {
 
 ScenarioResult run_inbox_peer(BenchWorld& world, const Isolation& iso, const TopicWorkload& w,
                               const BenchOptions& options, const ServerProcesses& servers,
-                              const std::string& name,
-                              double paced_rate, double warm_up_seconds) {
+                              const std::string& name, double paced_rate, double warm_up_seconds) {
     ScenarioResult r;
     r.name = name;
     r.records = w.size();

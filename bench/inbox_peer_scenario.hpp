@@ -25,7 +25,7 @@ namespace exo::bench {
 // process as the role "node", PostgreSQL's and Redis's processes from `servers`.
 ScenarioResult run_inbox_peer(BenchWorld& world, const Isolation& iso, const TopicWorkload& w,
                               const BenchOptions& options, const ServerProcesses& servers,
-                              const std::string& name = "inbox-peer",
-                              double paced_rate = 0, double warm_up_seconds = 1);
+                              const std::string& name = "inbox-peer", double paced_rate = 0,
+                              double warm_up_seconds = 1);
 
 }  // namespace exo::bench

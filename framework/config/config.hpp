@@ -118,7 +118,7 @@ struct ClaimConfig {
 enum class FrameworkSql { set_based, per_record };
 
 struct PipelineConfig {
-    int workers = 2;         // threads, each with its own Redis and PostgreSQL connection
+    int workers = 2;  // threads, each with its own Redis and PostgreSQL connection
     // Records a worker takes at once, at most: one claim call and (when nothing
     // fails) one transaction. A worker takes what is ready up to this cap, so a
     // backlog fills batches (fewer round trips and commits per record) while a
