@@ -75,13 +75,17 @@ private:
               "proto-set-all"})
             if (o_.wants(name)) return true;
         for (const auto& e : o_.extras)
-            if (o_.wants(extra_name(e))) return true;
+            if (o_.wants(extra_name(e)) || o_.wants(emits_name(e))) return true;
         return false;
     }
     static std::string extra_name(const PipelineOverrides& e) { return "exo[" + e.spec + "]"; }
     // The latency run with an --extra scenario's settings.
     static std::string paced_name(const PipelineOverrides& e) {
         return "exo-paced[" + e.spec + "]";
+    }
+    // exo-emits with an --extra scenario's settings.
+    static std::string emits_name(const PipelineOverrides& e) {
+        return "exo-emits[" + e.spec + "]";
     }
     bool wants_paced_extra() const {
         for (const auto& e : o_.extras)
@@ -187,6 +191,15 @@ private:
             const std::string applied = main->topic + ".applied";
             world.create_topic(applied);
             pipeline(world, run, "exo-emits", *main, keep, 0,
+                     [&applied](PipelineScenario& s) { s.applied_topic = applied; });
+        }
+        for (std::size_t i = 0; i < o_.extras.size(); ++i) {
+            const auto& e = o_.extras[i];
+            if (!o_.wants(emits_name(e))) continue;
+            // Its own output topic: every emits scenario counts what it published.
+            const std::string applied = main->topic + ".applied-" + std::to_string(i + 1);
+            world.create_topic(applied);
+            pipeline(world, run, emits_name(e), *main, tune_for(e), 0,
                      [&applied](PipelineScenario& s) { s.applied_topic = applied; });
         }
         if (o_.wants("exo-no-redis") && !results_.why_skipped("exo-no-redis")) {

@@ -85,7 +85,7 @@ TEST_SUITE("outbox") {
         CHECK(c.outbox.retention.count() == 0);
         const auto d = parse(kMinimal);
         CHECK(d.outbox.enabled);
-        CHECK(d.outbox.batch_size == 500);
+        CHECK(d.outbox.batch_size == 2000);
         CHECK(d.outbox.max_round_bytes == 16u * 1024 * 1024);
         CHECK(d.outbox.max_message_bytes == kDefaultMaxMessageBytes);
         CHECK(d.outbox.retention == std::chrono::hours(24 * 7));

@@ -158,8 +158,11 @@ struct ObservabilityConfig {
 // The outbox relay (docs/outbox.md): publishes the records handlers emit. Every
 // daemon with it enabled shares the work; rows are published by one at a time.
 struct OutboxConfig {
-    bool enabled = true;   // run a relay in this daemon
-    int batch_size = 500;  // rows claimed, produced and marked per round, at most
+    bool enabled = true;  // run a relay in this daemon
+    // Rows claimed, produced and marked per round, at most (max_round_bytes bounds
+    // their memory). 2,000: a relay at 500 fell behind a pipeline emitting one row
+    // per record (docs/performance.md); each round costs a few statements.
+    int batch_size = 2000;
     // Bytes of keys, values and headers a round reads and produces, at most
     // (a round always takes at least one row, however large).
     std::size_t max_round_bytes = std::size_t{16} * 1024 * 1024;
