@@ -539,3 +539,81 @@ TEST_SUITE("WorkerInbox waiting") {
         CHECK(batch.size() == 5);
     }
 }
+
+// pipeline.claim_ahead: a worker takes its next batch while the last one is
+// still out, and finishes them in the order taken.
+TEST_SUITE("WorkerInbox two batches out") {
+    TEST_CASE("a batch taken while another is out gets none of that batch's partitions") {
+        WorkerInbox inbox;
+        inbox.push(pending_range(kP0, 0, 1));
+        auto first = take_now(inbox);
+        REQUIRE(names(first) == std::vector<std::string>{"orders[0]@0", "orders[0]@1"});
+        inbox.push(pending_range(kP0, 2, 3));
+        inbox.push({pending(kP1, 0)});
+        // p0 has records queued, but the first batch may yet put its records
+        // back in front of them: only p1 is ready.
+        auto second = take_now(inbox);
+        CHECK(names(second) == std::vector<std::string>{"orders[1]@0"});
+        inbox.finish_batch(std::move(first), {});  // the first batch: both put back
+        inbox.finish_batch({}, {});                // the second
+        auto third = take_now(inbox);
+        CHECK(offsets_of(third, kP0) == seq(0, 3));
+        finish_all(inbox);
+    }
+
+    TEST_CASE("the next batch waits for a partition until the batch holding it finished") {
+        WorkerInbox inbox;
+        inbox.push({pending(kP0, 0)});
+        auto first = take_now(inbox);
+        REQUIRE(first.size() == 1);
+        inbox.push({pending(kP0, 1)});
+        std::vector<PendingRecord> second;
+        std::atomic<bool> taken{false};
+        {
+            Background claimer([&] {
+                second = inbox.take_batch(10, 0ms, never_stopped.get_token());
+                taken = true;
+            });
+            std::this_thread::sleep_for(50ms);
+            CHECK_FALSE(taken.load());   // p0@1 is queued but its partition is out
+            inbox.finish_batch({}, {});  // p0@0 finished
+        }
+        CHECK(names(second) == std::vector<std::string>{"orders[0]@1"});
+        finish_all(inbox);
+    }
+
+    TEST_CASE("finish_batch ends the oldest batch out, and only its partitions") {
+        WorkerInbox inbox;
+        inbox.push({pending(kP0, 0)});
+        auto first = take_now(inbox);
+        inbox.push({pending(kP1, 0)});
+        auto second = take_now(inbox);
+        REQUIRE(names(second) == std::vector<std::string>{"orders[1]@0"});
+        inbox.push({pending(kP0, 1)});
+        inbox.push({pending(kP1, 1)});
+        inbox.finish_batch({}, {});  // the first: p0 free again, p1 still out
+        auto third = take_now(inbox);
+        CHECK(names(third) == std::vector<std::string>{"orders[0]@1"});
+        CHECK(inbox.batch_in_progress());
+        inbox.finish_batch({}, {});  // the second
+        inbox.finish_batch({}, {});  // the third
+        CHECK(names(take_now(inbox)) == std::vector<std::string>{"orders[1]@1"});
+        finish_all(inbox);
+        CHECK_FALSE(inbox.batch_in_progress());
+    }
+
+    TEST_CASE("dropping partitions waits for every batch out that holds one of them") {
+        WorkerInbox inbox;
+        inbox.push({pending(kP0, 0)});
+        auto first = take_now(inbox);
+        inbox.push({pending(kP1, 0)});
+        auto second = take_now(inbox);
+        REQUIRE(second.size() == 1);
+        inbox.finish_batch({}, {});  // the first
+        // p1 is in the second batch, still out.
+        CHECK_FALSE(inbox.drop_partitions({kP0, kP1}, Clock::now() + 10ms));
+        inbox.finish_batch(std::move(second), {});  // put back, but p1 was dropped
+        CHECK(inbox.drop_partitions({kP0, kP1}, Clock::now() + 10ms));
+        CHECK(inbox.queued(kP1) == 0);
+    }
+}

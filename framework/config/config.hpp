@@ -125,6 +125,10 @@ struct PipelineConfig {
     // trickle runs in small ones after `linger` (latency).
     int batch_size = 1000;
     milliseconds linger{5};  // wait this long for a batch to fill; 0: take what is there
+    // Claim the next batch (keys, Redis claims) on a second thread while this
+    // one's transaction runs, so a worker's Redis and PostgreSQL round trips
+    // overlap. The two batches never share a partition.
+    bool claim_ahead = true;
     int max_queued_per_partition = 1000;   // the partition is paused above this
     milliseconds shutdown_timeout{10000};  // drain deadline on SIGTERM and on revoke
     milliseconds retry_backoff_initial{100};

@@ -101,6 +101,7 @@ public:
         number("workers", p.workers);
         number("batch_size", p.batch_size);
         ms("linger_ms", p.linger);
+        out_ << YAML::Key << "claim_ahead" << YAML::Value << p.claim_ahead;
         number("max_queued_per_partition", p.max_queued_per_partition);
         ms("shutdown_timeout_ms", p.shutdown_timeout);
         ms("retry_backoff_initial_ms", p.retry_backoff_initial);

@@ -5,12 +5,12 @@
 
 namespace exo::config_reading {
 
+const Choices<bool> kSwitch = {{"true", true}, {"false", false}};
+
 const Keys kOutboxKeys = {"enabled", "batch_size", "max_round_bytes", "poll_interval_ms",
                           "retention_days"};
 
 namespace {
-
-const Choices<bool> kSwitch = {{"true", true}, {"false", false}};
 
 // The relay's producer takes kafka.properties (the dead-letter producer's), so
 // its message.max.bytes is the limit an emit is checked against. A value that

@@ -7,6 +7,7 @@ namespace exo::config_reading {
 const Keys kPipelineKeys = {"workers",
                             "batch_size",
                             "linger_ms",
+                            "claim_ahead",
                             "max_queued_per_partition",
                             "shutdown_timeout_ms",
                             "retry_backoff_initial_ms",
@@ -33,6 +34,7 @@ PipelineConfig read_pipeline(const Reader& pipeline) {
     pipeline.read("workers", out.workers, kPositive);
     pipeline.read("batch_size", out.batch_size, kPositive);
     pipeline.read("linger_ms", out.linger, kNonNegativeMs);
+    pipeline.read("claim_ahead", out.claim_ahead, kSwitch);
     pipeline.read("max_queued_per_partition", out.max_queued_per_partition, kPositive);
     pipeline.read("shutdown_timeout_ms", out.shutdown_timeout, kPositiveMs);
     pipeline.read("retry_backoff_initial_ms", out.retry_backoff_initial, kPositiveMs);

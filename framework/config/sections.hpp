@@ -21,6 +21,9 @@ extern const Keys kObservabilityKeys;
 extern const Keys kOutboxKeys;
 extern const Keys kRetentionKeys;
 
+// A key that is on or off: true | false.
+extern const Choices<bool> kSwitch;
+
 // kafka_section.cpp: brokers or the mock cluster, the group, librdkafka properties.
 KafkaConfig read_kafka(const Reader& kafka);
 

@@ -6,6 +6,12 @@
 
 namespace exo {
 
+BatchProtocol::Lane::Lane(const Config& config, const std::string& owner, PipelineStats& stats,
+                          spdlog::logger& log)
+    : fate(config.pipeline, stats, log),
+      redis(config, owner, log, [this](int failures) { return fate.delay(failures); }),
+      claims(config, redis, stats, log, fate) {}
+
 BatchProtocol::BatchProtocol(const Config& config, const HandlerRegistry& registry,
                              const ProducerOptions& dead_letter_producer, PipelineStats& stats,
                              Failpoints& failpoints, const std::string& owner, spdlog::logger& log,
@@ -14,30 +20,43 @@ BatchProtocol::BatchProtocol(const Config& config, const HandlerRegistry& regist
       stats_(stats),
       failpoints_(failpoints),
       log_(log),
-      fate_(config.pipeline, stats, log),
       handlers_(config, registry),
-      redis_(config, owner, log, [this](int failures) { return fate_.delay(failures); }),
+      lane_(config, owner, stats, log),
+      ahead_(config.pipeline.claim_ahead ? std::make_unique<Lane>(config, owner, stats, log)
+                                         : nullptr),
       postgres_(
           config.postgres, [this](pqxx::connection& c) { handlers_.prepare(c); }, log),
-      dead_letters_(config, dead_letter_producer, stats, log, postgres_, redis_,
-                    [this](int failures) { return fate_.delay(failures); }),
-      claims_(config, redis_, stats, log, fate_),
-      transactions_(PassContext{config, handlers_, stats, log, fate_, outbox_doorbell}, postgres_) {
-}
+      dead_letters_(config, dead_letter_producer, stats, log, postgres_, lane_.redis,
+                    [this](int failures) { return lane_.fate.delay(failures); }),
+      transactions_(PassContext{config, handlers_, stats, log, lane_.fate, outbox_doorbell},
+                    postgres_) {}
 
-BatchEnd BatchProtocol::transact(Batch& batch, LeaseKeeper& leases) {
+BatchEnd BatchProtocol::prepare(Batch& batch, LeaseKeeper& leases) {
+    Lane& lane = claiming();
     try {
-        key_pass(batch, config_.bindings, fate_.delay(1));
-        claims_.claim(batch);
+        key_pass(batch, config_.bindings, lane.fate.delay(1));
+        lane.claims.claim(batch);
         failpoints_.hit("after_claim");
         leases.hold(batch.open_claims());
+    } catch (const std::exception& e) {
+        return batch_failed(batch, e, lane);
+    } catch (...) {
+        return batch_failed(batch, std::runtime_error("an exception that is not a std::exception"),
+                            lane);
+    }
+    return BatchEnd::went_through;
+}
+
+BatchEnd BatchProtocol::apply(Batch& batch) {
+    try {
         transactions_.run(batch);
     } catch (const std::exception& e) {
-        return batch_failed(batch, e);
+        return batch_failed(batch, e, lane_);
     } catch (...) {
         // Nothing exo throws gets here; a handler's foreign exception escaping a
         // step must not end the worker thread (and the process) all the same.
-        return batch_failed(batch, std::runtime_error("an exception that is not a std::exception"));
+        return batch_failed(batch, std::runtime_error("an exception that is not a std::exception"),
+                            lane_);
     }
     failpoints_.hit("after_pg_commit");
     dependency_failures_ = 0;
@@ -45,10 +64,15 @@ BatchEnd BatchProtocol::transact(Batch& batch, LeaseKeeper& leases) {
     return BatchEnd::went_through;
 }
 
+BatchEnd BatchProtocol::transact(Batch& batch, LeaseKeeper& leases) {
+    const BatchEnd prepared = prepare(batch, leases);
+    return prepared == BatchEnd::went_through ? apply(batch) : prepared;
+}
+
 void BatchProtocol::settle(Batch& batch, LeaseKeeper& leases) {
     // What a committed transaction settled is completed even when later records
     // of the batch failed (batch_failed leaves it alone).
-    claims_.complete(batch);
+    lane_.claims.complete(batch);
     // Completed claims need no renewal; abandoned ones (a revoke's deadline
     // passed) are not renewed again: the keeper ignores this hold() then.
     leases.hold(batch.open_claims());
@@ -57,12 +81,14 @@ void BatchProtocol::settle(Batch& batch, LeaseKeeper& leases) {
     dead_letters_.publish(batch);
     leases.clear();
     // A batch in hand is always finished, even when stopping: its claims and offsets settle.
-    claims_.release(batch);
+    lane_.claims.release(batch);
     // Every first copy has its durable fate now: its later copies end with it.
     settle_repeated_keys(batch);
 }
 
-BatchEnd BatchProtocol::batch_failed(Batch& batch, const std::exception& e) {
+// On either thread; `lane` is that thread's. PostgreSQL failures and a
+// handler's come only from apply(), on the applying thread.
+BatchEnd BatchProtocol::batch_failed(Batch& batch, const std::exception& e, Lane& lane) {
     stats_.batch_failures++;
     const Failure failure = classify(e);
     const bool prepare_failed = failure == Failure::handler_unprepared;
@@ -70,10 +96,10 @@ BatchEnd BatchProtocol::batch_failed(Batch& batch, const std::exception& e) {
     if (pg_gone || prepare_failed) postgres_.drop();
     // Each dependency has its own backoff; a handler that cannot prepare is
     // retried slowly, at the longest.
-    std::chrono::milliseconds delay = fate_.delay(1);
-    if (pg_gone) delay = fate_.delay(postgres_.failed());
-    if (failure == Failure::redis_down) delay = fate_.delay(std::max(1, redis_.failures()));
-    if (failure == Failure::dependency_down) delay = fate_.delay(++dependency_failures_);
+    std::chrono::milliseconds delay = lane.fate.delay(1);
+    if (pg_gone) delay = lane.fate.delay(postgres_.failed());
+    if (failure == Failure::redis_down) delay = lane.fate.delay(std::max(1, lane.redis.failures()));
+    if (failure == Failure::dependency_down) delay = lane.fate.delay(++dependency_failures_);
     if (prepare_failed) delay = config_.pipeline.retry_backoff_max;
 
     const std::string why = printable_text(e.what());
@@ -93,7 +119,7 @@ BatchEnd BatchProtocol::batch_failed(Batch& batch, const std::exception& e) {
                   why);
     }
     if (pg_gone) postgres_.mark_outage_logged();
-    fate_.batch_failed(batch, failure, delay, why);
+    lane.fate.batch_failed(batch, failure, delay, why);
     return pauses_the_worker(failure) ? BatchEnd::paused : BatchEnd::failed;
 }
 

@@ -15,7 +15,12 @@
 // Connections are opened lazily and reopened with backoff after failures, so a
 // dependency down at start-up pauses the worker instead of failing the process.
 //
-// Thread-safety: none; the worker's thread only.
+// Thread-safety: two threads at most. prepare() runs on the claiming thread;
+// apply() and settle() on the applying thread (the same thread when the
+// worker does not claim ahead). Each has its own lane: its fate policy, Redis
+// session and claims, so neither waits for the other's round trip.
+#include <atomic>
+#include <memory>
 #include <string>
 
 #include <spdlog/logger.h>
@@ -56,8 +61,13 @@ public:
     BatchProtocol(const BatchProtocol&) = delete;
     BatchProtocol& operator=(const BatchProtocol&) = delete;
 
-    // Sections 5.1 to 5.3: keys, claims (held by `leases` from then on), the
-    // transaction step. Never throws: a failure is the batch's (fate policy).
+    // Sections 5.1 and 5.2: keys, then claims (held by `leases` from then on).
+    // On the claiming thread. Never throws: a failure is the batch's (fate policy).
+    BatchEnd prepare(Batch& batch, LeaseKeeper& leases);
+    // Section 5.3, the transaction step, for a batch prepare() let through. On
+    // the applying thread. Never throws.
+    BatchEnd apply(Batch& batch);
+    // prepare() and, if it went through, apply(): one thread does both.
     BatchEnd transact(Batch& batch, LeaseKeeper& leases);
     // Sections 5.4 and 5.6, whatever transact() answered: claims of settled
     // records completed, dead letters recorded, the other claims released,
@@ -65,25 +75,38 @@ public:
     // Never throws.
     void settle(Batch& batch, LeaseKeeper& leases);
 
-    // Whether Redis / PostgreSQL answered on their last use.
-    bool redis_up() const { return redis_.failures() == 0; }
+    // Whether Redis answered on the claiming / applying thread's last use of
+    // it, and PostgreSQL on the applying thread's. Each from its own thread.
+    bool claiming_redis_up() const { return claiming().redis.failures() == 0; }
+    bool redis_up() const { return lane_.redis.failures() == 0; }
     bool postgres_up() const { return postgres_.failures() == 0; }
 
 private:
-    BatchEnd batch_failed(Batch& batch, const std::exception& e);
+    // What one thread of the protocol uses of its own: the fate policy (it
+    // draws jitter), a Redis session and the claims on it.
+    struct Lane {
+        Lane(const Config& config, const std::string& owner, PipelineStats& stats,
+             spdlog::logger& log);
+        FatePolicy fate;
+        RedisSession redis;
+        Claims claims;
+    };
+    Lane& claiming() { return ahead_ ? *ahead_ : lane_; }
+    const Lane& claiming() const { return ahead_ ? *ahead_ : lane_; }
+    BatchEnd batch_failed(Batch& batch, const std::exception& e, Lane& lane);
 
     const Config& config_;
     PipelineStats& stats_;
     Failpoints& failpoints_;
     spdlog::logger& log_;
-    FatePolicy fate_;
     BindingHandlers handlers_;
-    RedisSession redis_;
+    Lane lane_;                    // the applying thread's
+    std::unique_ptr<Lane> ahead_;  // the claiming thread's; null: it is lane_
     PostgresSession postgres_;
     DeadLetterPublisher dead_letters_;  // after the sessions it uses
-    Claims claims_;
     TransactionStep transactions_;
-    int dependency_failures_ = 0;  // batches in a row a handler's DependencyError put back
+    // Batches in a row a handler's DependencyError put back (applying thread).
+    int dependency_failures_ = 0;
 };
 
 }  // namespace exo

@@ -132,8 +132,9 @@ void DeadLetterPublisher::publish(Batch& batch) {
     };
     for (auto* item : produced) settle(item, true);
     for (auto* item : known) settle(item, false);
-    ClaimStore* claims = redis_.connected();
-    if (requests.empty() || claims == nullptr) return;
+    if (requests.empty()) return;
+    ClaimStore* claims = redis_.claims();
+    if (claims == nullptr) return;
     try {
         claims->complete(requests, config_.claim.completed_ttl);
     } catch (const RedisError& e) {

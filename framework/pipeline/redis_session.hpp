@@ -25,9 +25,10 @@ public:
 
     // The claim store, connecting first if the backoff has passed; nullptr while
     // Redis is down, and always with claim.store: postgres (no connection is
-    // ever attempted, so no failure is counted). Never throws.
+    // ever attempted, so no failure is counted). Never throws. Settling claims
+    // calls it too: with pipeline.claim_ahead another session took them.
     ClaimStore* claims();
-    // The claim store only if connected now (to settle claims already taken).
+    // The claim store only if connected now; never connects.
     ClaimStore* connected() { return claims_ ? &*claims_ : nullptr; }
     // A call failed: counted for the backoff. A connection an I/O failure
     // closed is forgotten and claims() waits out the backoff; one that only

@@ -18,8 +18,12 @@ Worker::Worker(int index, WorkerContext context)
       owner_(ctx_.owner_prefix + "/w" + std::to_string(index)),
       log_(worker_logger(index)),
       protocol_(ctx_.config, ctx_.handlers, ctx_.dead_letter_producer, ctx_.stats, ctx_.failpoints,
-                owner_, *log_, ctx_.outbox_doorbell),
-      lease_keeper_(ctx_.config, owner_, ctx_.stats, log_) {}
+                owner_, *log_, ctx_.outbox_doorbell) {
+    const int keepers = ctx_.config.pipeline.claim_ahead ? 2 : 1;
+    for (int i = 0; i < keepers; ++i)
+        lease_keepers_.push_back(
+            std::make_unique<LeaseKeeper>(ctx_.config, owner_, ctx_.stats, log_));
+}
 
 Worker::~Worker() {
     request_stop();
@@ -27,31 +31,89 @@ Worker::~Worker() {
 }
 
 void Worker::start() {
-    thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
+    if (!ctx_.config.pipeline.claim_ahead) {
+        applying_ = std::jthread([this](std::stop_token stop) { run(stop); });
+        return;
+    }
+    applying_ = std::jthread([this] { run_applying(); });
+    claiming_ = std::jthread([this](std::stop_token stop) { run_claiming(stop); });
+}
+
+void Worker::request_stop() {
+    // The applying thread stops once the claiming thread did and nothing waits.
+    claiming_.request_stop();
+    applying_.request_stop();
 }
 
 void Worker::join() {
-    if (thread_.joinable()) thread_.join();
+    if (claiming_.joinable()) claiming_.join();
+    if (applying_.joinable()) applying_.join();
+}
+
+std::optional<Worker::Prepared> Worker::take_and_prepare(std::stop_token stop,
+                                                         LeaseKeeper& leases) {
+    const auto& p = ctx_.config.pipeline;
+    auto taken = inbox_.take_batch(static_cast<std::size_t>(p.batch_size), p.linger, stop);
+    if (taken.empty()) return std::nullopt;  // stopping
+    Prepared prepared{std::make_unique<Batch>(std::move(taken)), BatchEnd::went_through, &leases};
+    ctx_.stats.batches++;
+    leases.start_batch();
+    prepared.end = protocol_.prepare(*prepared.batch, leases);
+    claiming_redis_up_ = protocol_.claiming_redis_up();
+    return prepared;
 }
 
 void Worker::run(std::stop_token stop) {
-    const auto& p = ctx_.config.pipeline;
-    while (!stop.stop_requested()) {
-        auto taken = inbox_.take_batch(static_cast<std::size_t>(p.batch_size), p.linger, stop);
-        if (taken.empty()) continue;
-        busy_since_ = std::chrono::steady_clock::now().time_since_epoch().count();
-        run_batch(std::move(taken));
-        busy_since_ = kIdle;
-        redis_up_ = protocol_.redis_up();
-        postgres_up_ = protocol_.postgres_up();
+    while (!stop.stop_requested())
+        if (auto prepared = take_and_prepare(stop, *lease_keepers_.front()))
+            apply_and_settle(std::move(*prepared));
+}
+
+void Worker::run_claiming(std::stop_token stop) {
+    for (std::size_t turn = 0; !stop.stop_requested(); ++turn) {
+        {
+            // One prepared batch waits at most: its claims' leases run meanwhile.
+            std::unique_lock lock(handover_mutex_);
+            handover_changed_.wait(lock, stop, [&] { return !prepared_.has_value(); });
+        }
+        // The keeper not holding the batch being applied (batches alternate).
+        auto prepared = take_and_prepare(stop, *lease_keepers_[turn % lease_keepers_.size()]);
+        if (!prepared) continue;
+        {
+            std::lock_guard lock(handover_mutex_);
+            prepared_ = std::move(prepared);
+        }
+        handover_changed_.notify_all();
+    }
+    {
+        std::lock_guard lock(handover_mutex_);
+        claiming_done_ = true;
+    }
+    handover_changed_.notify_all();
+}
+
+void Worker::run_applying() {
+    for (;;) {
+        std::optional<Prepared> next;
+        {
+            std::unique_lock lock(handover_mutex_);
+            handover_changed_.wait(lock, [&] { return prepared_.has_value() || claiming_done_; });
+            if (!prepared_) return;  // the claiming thread stopped and nothing waits
+            next = std::move(prepared_);
+            prepared_.reset();
+        }
+        handover_changed_.notify_all();
+        apply_and_settle(std::move(*next));
     }
 }
 
-void Worker::run_batch(std::vector<PendingRecord> taken) {
-    Batch batch(std::move(taken));
-    ctx_.stats.batches++;
-    lease_keeper_.start_batch();
-    switch (protocol_.transact(batch, lease_keeper_)) {
+void Worker::apply_and_settle(Prepared prepared) {
+    busy_since_ = std::chrono::steady_clock::now().time_since_epoch().count();
+    Batch& batch = *prepared.batch;
+    LeaseKeeper& leases = *prepared.leases;
+    BatchEnd end = prepared.end;
+    if (end == BatchEnd::went_through) end = protocol_.apply(batch);
+    switch (end) {
         case BatchEnd::went_through:
             healthy_ = true;
             break;
@@ -61,12 +123,15 @@ void Worker::run_batch(std::vector<PendingRecord> taken) {
         case BatchEnd::failed:
             break;
     }
-    protocol_.settle(batch, lease_keeper_);
+    protocol_.settle(batch, leases);
 
     auto back = hand_back(batch, ctx_.stats);
     for (const auto& tp : back.unstalled) inbox_.clear_stalled(tp);
     if (!back.finished.empty()) ctx_.on_finished(back.finished);
     inbox_.finish_batch(std::move(back.requeue), back.hold_until, std::move(back.parked));
+    busy_since_ = kIdle;
+    redis_up_ = protocol_.redis_up();
+    postgres_up_ = protocol_.postgres_up();
 }
 
 }  // namespace exo

@@ -1,16 +1,26 @@
 #pragma once
-// One pipeline worker: a thread that takes batches from its inbox, runs each
-// through the protocol of docs/design.md section 5 (batch_protocol.hpp: keys,
-// claims, transactions, complete, dead letters, release), and hands the
-// records back: finished offsets to the daemon, the rest to its inbox. It
-// owns the thread, the inbox, its health and the leases of the batch in hand.
+// One pipeline worker: takes batches from its inbox, runs each through the
+// protocol of docs/design.md section 5 (batch_protocol.hpp: keys, claims,
+// transactions, complete, dead letters, release), and hands the records back:
+// finished offsets to the daemon, the rest to its inbox. It owns its threads,
+// the inbox, its health and the leases of its batches.
 //
-// Lifecycle: start() launches the thread; it runs until the stop token is
-// requested, finishing the batch in hand.
+// With pipeline.claim_ahead (the default) a worker has two threads: the
+// claiming thread takes the next batch and runs its keys and claims while the
+// applying thread runs the last one's transaction, complete and release; one
+// prepared batch waits at most. The inbox never gives the two batches a common
+// partition, and batches are applied and finished in the order taken, so
+// partition order and the offsets are as with one thread. Without it, one
+// thread does both, batch after batch.
+//
+// Lifecycle: start() launches the threads; they run until stop is requested,
+// finishing the batches in hand (a prepared batch is applied, not dropped).
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -53,15 +63,17 @@ public:
 
     WorkerInbox& inbox() { return inbox_; }
     void start();
-    void request_stop() { thread_.request_stop(); }
+    void request_stop();
     void join();
-    // Stops renewing the claims of the batch in hand: called when a revoke's
+    // Stops renewing the claims of the batches in hand: called when a revoke's
     // drain deadline passed, so the partition's new owner can take the claims
     // over after one lease instead of waiting for this batch (PostgreSQL then
     // decides which transaction wins).
-    // Sticks until the next batch: the worker's own hold() after its claim
-    // step cannot undo it (LeaseKeeper says how). Thread-safe.
-    void abandon_leases() { lease_keeper_.abandon(); }
+    // Sticks until the keeper's next batch: the worker's own hold() after its
+    // claim step cannot undo it (LeaseKeeper says how). Thread-safe.
+    void abandon_leases() {
+        for (auto& keeper : lease_keepers_) keeper->abandon();
+    }
     // True while the worker's dependencies answered on their last use, its
     // handlers prepared, and none of its partitions is stalled.
     // Thread-safe.
@@ -75,12 +87,22 @@ public:
     }
     // Whether Redis / PostgreSQL answered on this worker's last use of them.
     // Thread-safe.
-    bool redis_up() const { return redis_up_.load(); }
+    bool redis_up() const { return redis_up_.load() && claiming_redis_up_.load(); }
     bool postgres_up() const { return postgres_up_.load(); }
 
 private:
-    void run(std::stop_token stop);
-    void run_batch(std::vector<PendingRecord> taken);
+    // A batch whose keys and claims ran, waiting for the applying thread.
+    struct Prepared {
+        std::unique_ptr<Batch> batch;  // never moves: its records point into it
+        BatchEnd end;                  // of prepare(): only went_through is applied
+        LeaseKeeper* leases;           // holds its claims until it is settled
+    };
+
+    void run(std::stop_token stop);           // one thread: prepare, apply, settle
+    void run_claiming(std::stop_token stop);  // claim ahead: take, prepare, hand over
+    void run_applying();                      // claim ahead: apply and settle what is handed over
+    std::optional<Prepared> take_and_prepare(std::stop_token stop, LeaseKeeper& leases);
+    void apply_and_settle(Prepared prepared);
 
     WorkerContext ctx_;
     std::string owner_;
@@ -90,11 +112,23 @@ private:
     static constexpr std::chrono::steady_clock::rep kIdle = -1;
     std::atomic<std::chrono::steady_clock::rep> busy_since_{kIdle};
     std::atomic<bool> redis_up_{true};
+    std::atomic<bool> claiming_redis_up_{true};
     std::atomic<bool> postgres_up_{true};  // set from the poll thread, for the batch in hand
 
     WorkerInbox inbox_;
-    LeaseKeeper lease_keeper_;
-    std::jthread thread_;  // last: stopped and joined before the members it uses go
+    // One per batch in hand (two when claiming ahead): the prepared batch's
+    // claims are renewed while it waits.
+    std::vector<std::unique_ptr<LeaseKeeper>> lease_keepers_;
+
+    // The hand-over between the claiming and the applying thread.
+    std::mutex handover_mutex_;
+    std::condition_variable_any handover_changed_;
+    std::optional<Prepared> prepared_;  // guarded by handover_mutex_
+    bool claiming_done_ = false;        // guarded by handover_mutex_
+
+    // Last: stopped and joined before the members they use go.
+    std::jthread applying_;  // the only thread without claim_ahead
+    std::jthread claiming_;
 };
 
 }  // namespace exo

@@ -19,15 +19,17 @@ void WorkerInbox::push(std::vector<PendingRecord> records) {
 
 std::size_t WorkerInbox::ready_count(Clock::time_point now, Clock::time_point* next_release) const {
     std::size_t ready = 0;
-    for (const auto& [tp, parked] : parked_)
+    for (const auto& [tp, parked] : parked_) {
+        if (in_batch(tp)) continue;
         for (const auto& p : parked) {
             if (p.due <= now)
                 ++ready;
             else if (next_release && p.due < *next_release)
                 *next_release = p.due;
         }
+    }
     for (const auto& [tp, q] : queues_) {
-        if (q.empty()) continue;
+        if (q.empty() || in_batch(tp)) continue;
         auto held = held_until_.find(tp);
         if (held != held_until_.end() && held->second > now) {
             if (next_release && held->second < *next_release) *next_release = held->second;
@@ -63,13 +65,16 @@ std::vector<PendingRecord> WorkerInbox::take_batch(std::size_t max,
     if (stop.stop_requested()) return batch;
 
     auto now = Clock::now();
+    // A partition in the other batch still out is left alone: its records
+    // may yet be requeued in front of what is queued.
     std::set<TopicPartition> with_work;
     for (const auto& [tp, q] : queues_)
-        if (!q.empty()) with_work.insert(tp);
+        if (!q.empty() && !in_batch(tp)) with_work.insert(tp);
     for (const auto& [tp, parked] : parked_)
-        if (!parked.empty()) with_work.insert(tp);
+        if (!parked.empty() && !in_batch(tp)) with_work.insert(tp);
     std::vector<TopicPartition> order(with_work.begin(), with_work.end());
     if (order.empty()) return batch;
+    auto& taken = batches_taken_.emplace_back();
     std::rotate(order.begin(), order.begin() + static_cast<long>(rotation_++ % order.size()),
                 order.end());
     for (const auto& tp : order) {
@@ -83,7 +88,7 @@ std::vector<PendingRecord> WorkerInbox::take_batch(std::size_t max,
                 }
                 batch.push_back(std::move(it->record));
                 it = list.erase(it);
-                in_batch_.insert(tp);
+                taken.insert(tp);
             }
         }
         auto held = held_until_.find(tp);
@@ -95,10 +100,11 @@ std::vector<PendingRecord> WorkerInbox::take_batch(std::size_t max,
         while (!q.empty() && batch.size() < max) {
             batch.push_back(std::move(q.front()));
             q.pop_front();
-            in_batch_.insert(tp);
+            taken.insert(tp);
         }
         if (batch.size() >= max) break;
     }
+    in_batch_.insert(taken.begin(), taken.end());
     return batch;
 }
 
@@ -125,8 +131,13 @@ void WorkerInbox::finish_batch(std::vector<PendingRecord> requeue,
         }
         for (const auto& [tp, until] : hold_until)
             if (!dropped_during_batch_.contains(tp)) held_until_[tp] = until;
-        in_batch_.clear();
-        dropped_during_batch_.clear();
+        if (!batches_taken_.empty()) {
+            for (const auto& tp : batches_taken_.front()) {
+                in_batch_.erase(tp);
+                dropped_during_batch_.erase(tp);
+            }
+            batches_taken_.pop_front();
+        }
         ++generation_;
     }
     changed_.notify_all();

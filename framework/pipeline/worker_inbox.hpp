@@ -1,9 +1,11 @@
 #pragma once
 // The queue between the poll thread and one worker: a FIFO per partition.
-// Partition order is kept because a worker runs one batch at a time and records
-// that could not finish (NACK, retry, gap) go back to the *front* of their
-// partition's queue, which is then held until their retry time: nothing behind
-// them overtakes them.
+// Partition order is kept because a partition is in at most one batch at a
+// time, and records that could not finish (NACK, retry, gap) go back to the
+// *front* of their partition's queue, which is then held until their retry
+// time: nothing behind them overtakes them. A worker may have two batches out
+// at once (it claims the next while the last one commits, pipeline.claim_ahead);
+// the second never holds a partition of the first.
 //
 // A record waiting for a missing predecessor (strict sequence gap) is instead
 // *parked*: set aside with its own retry time while the records behind it flow
@@ -11,7 +13,8 @@
 // commit passes it.
 //
 // Thread-safety: every method is safe from any thread. take_batch/finish_batch
-// are called by the owning worker only, in alternation.
+// are called by the owning worker only; batches finish in the order they were
+// taken.
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -32,9 +35,10 @@ public:
 
     void push(std::vector<PendingRecord> records);
 
-    // Blocks until a record is ready (its partition not held) or stop is
-    // requested, then waits up to `linger` for `max` ready records. Returns
-    // ready records in partition order (empty only when stopping).
+    // Blocks until a record is ready (its partition neither held nor in a batch
+    // not yet finished) or stop is requested, then waits up to `linger` for
+    // `max` ready records. Returns ready records in partition order (empty only
+    // when stopping).
     std::vector<PendingRecord> take_batch(std::size_t max, std::chrono::milliseconds linger,
                                           std::stop_token stop);
 
@@ -43,16 +47,17 @@ public:
         Clock::time_point due;
     };
 
-    // Ends the batch taken last. `requeue` goes back to the front of its
-    // partitions in the given order; `hold_until` holds partitions until then;
-    // `parked` waits aside until due. Records of partitions dropped meanwhile
-    // are discarded.
+    // Ends the oldest batch not yet finished. `requeue` goes back to the front of
+    // its partitions in the given order; `hold_until` holds partitions until
+    // then; `parked` waits aside until due. Records of partitions dropped
+    // meanwhile are discarded. Everything passed belongs to that batch's
+    // partitions.
     void finish_batch(std::vector<PendingRecord> requeue,
                       const std::map<TopicPartition, Clock::time_point>& hold_until,
                       std::vector<Parked> parked = {});
 
-    // Discards the queued records of these partitions and waits until the batch
-    // in progress (if it holds any of them) finished, or `deadline` passes.
+    // Discards the queued records of these partitions and waits until the
+    // batches in progress that hold any of them finished, or `deadline` passes.
     // Returns false if the deadline passed first.
     bool drop_partitions(const std::vector<TopicPartition>& partitions, Clock::time_point deadline);
 
@@ -74,13 +79,15 @@ public:
 
 private:
     std::size_t ready_count(Clock::time_point now, Clock::time_point* next_release) const;
+    bool in_batch(const TopicPartition& tp) const { return in_batch_.contains(tp); }
 
     mutable std::mutex mutex_;
     std::condition_variable_any changed_;
     std::map<TopicPartition, std::deque<PendingRecord>> queues_;
     std::map<TopicPartition, Clock::time_point> held_until_;
     std::map<TopicPartition, std::vector<Parked>> parked_;  // sorted by offset
-    std::set<TopicPartition> in_batch_;
+    std::set<TopicPartition> in_batch_;                     // of every batch not yet finished
+    std::deque<std::set<TopicPartition>> batches_taken_;    // each one's partitions, oldest first
     std::set<TopicPartition> stalled_;
     std::set<TopicPartition> dropped_during_batch_;
     std::size_t rotation_ = 0;      // first partition of the next batch, for fairness

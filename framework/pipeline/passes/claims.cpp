@@ -91,8 +91,9 @@ void Claims::complete(Batch& batch) {
         requests.push_back({record.key, *record.token, record.result, record.stored});
         record.token.reset();  // the claim is settled one way or the other
     }
-    ClaimStore* claims = redis_.connected();
-    if (requests.empty() || claims == nullptr) return;
+    if (requests.empty()) return;
+    ClaimStore* claims = redis_.claims();
+    if (claims == nullptr) return;
     try {
         auto before = redis_.round_trips();
         auto statuses = claims->complete(requests, config_.claim.completed_ttl);
@@ -115,8 +116,9 @@ void Claims::release(Batch& batch) {
             requests.push_back({record.key, *record.token});
             record.token.reset();
         }
-    ClaimStore* claims = redis_.connected();
-    if (requests.empty() || claims == nullptr) return;
+    if (requests.empty()) return;
+    ClaimStore* claims = redis_.claims();
+    if (claims == nullptr) return;
     try {
         claims->release(requests);
     } catch (const RedisError& e) {

@@ -1,0 +1,100 @@
+// pipeline.claim_ahead (docs/design.md section 5): a worker claims its next
+// batch on a second thread while the last batch's transaction runs, against
+// real Redis, PostgreSQL and a mock Kafka cluster over TCP. A slow handler
+// (test_handlers.hpp, `slow-*`) keeps one batch in its transaction long enough
+// to see what the other thread did meanwhile.
+#include <doctest/doctest.h>
+
+#include "pipeline_harness.hpp"
+#include "records.hpp"
+#include "redis/redis_connection.hpp"
+#include "support.hpp"
+
+using namespace std::chrono_literals;
+using exo::testing::eventually;
+using exo::testing::payment;
+using exo::testing::PipelineHarness;
+using exo::testing::RunningDaemon;
+
+namespace {
+
+std::string claim_state(const PipelineHarness& h, const std::string& key) {
+    exo::RedisConnection redis(exo::testing::redis_options());
+    auto reply = redis.command(
+        {"HGET", h.config().redis.key_prefix + ":" + h.config().kafka.group_id + ":" + key,
+         "state"});
+    return reply.type == exo::RedisReply::Type::nil ? "(none)" : reply.str;
+}
+
+// One worker, two partitions; the slow record's handler sleeps 3 s.
+exo::testing::HarnessOptions one_worker(const char* name) {
+    return {.name = name,
+            .partitions = 2,
+            .workers = 1,
+            .handler = "misbehaving_ledger",
+            .slow_for = 3000ms};
+}
+
+// Produces slow-1 to partition 0 and, once its claim is taken (its batch is
+// in the handler), `next` to partition 1. Returns the state of slow-1's claim
+// when `next`'s claim first appeared.
+std::string slow_state_when_next_claimed(PipelineHarness& h, const std::string& next) {
+    h.produce({payment("slow-1", "acc-1", 100, 1, 0)});
+    REQUIRE(eventually([&] { return claim_state(h, "slow-1") == "PROCESSING"; }, 60s));
+    h.produce({payment(next, "acc-2", 7, 1, 1)});
+    std::string slow_state;
+    REQUIRE(eventually(
+        [&] {
+            slow_state = claim_state(h, "slow-1");  // read first: it can only move on
+            return claim_state(h, next) != "(none)";
+        },
+        60s));
+    return slow_state;
+}
+
+}  // namespace
+
+TEST_CASE("with claim_ahead a worker claims its next batch while the last one's handler runs") {
+    PipelineHarness h(one_worker("ahead"));
+    REQUIRE(h.config().pipeline.claim_ahead);  // the default
+    RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());
+    CHECK(slow_state_when_next_claimed(h, "n-1") == "PROCESSING");
+    REQUIRE(h.wait_until_consumed(90s));
+    daemon.stop();
+    CHECK(h.balances() == std::map<std::string, std::int64_t>{{"acc-1", 100}, {"acc-2", 7}});
+    CHECK(daemon.stats().applied == 2);
+    CHECK(claim_state(h, "slow-1") == "COMPLETED");
+    CHECK(claim_state(h, "n-1") == "COMPLETED");
+}
+
+TEST_CASE("without claim_ahead a worker claims its next batch only once the last one settled") {
+    PipelineHarness h(one_worker("notahead"));
+    h.mutable_config().pipeline.claim_ahead = false;
+    RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());
+    CHECK(slow_state_when_next_claimed(h, "n-1") == "COMPLETED");
+    REQUIRE(h.wait_until_consumed(90s));
+    daemon.stop();
+    CHECK(h.balances() == std::map<std::string, std::int64_t>{{"acc-1", 100}, {"acc-2", 7}});
+    CHECK(daemon.stats().applied == 2);
+}
+
+TEST_CASE(
+    "a key claimed ahead while its first copy is still in its transaction is applied once and "
+    "its copy ends as a duplicate") {
+    PipelineHarness h(one_worker("aheaddup"));
+    RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());
+    // The same event id in partition 1: the claiming thread claims it again
+    // (the worker's own claim, re-entrant) while partition 0's copy sleeps in
+    // its handler, and PostgreSQL's dedup row decides after that commit.
+    h.produce({payment("slow-1", "acc-1", 100, 1, 0)});
+    REQUIRE(eventually([&] { return claim_state(h, "slow-1") == "PROCESSING"; }, 60s));
+    h.produce({payment("slow-1", "acc-1", 100, 1, 1)});
+    REQUIRE(h.wait_until_consumed(90s));
+    REQUIRE(eventually([&] { return daemon.stats().finished() == 2; }, 30s));
+    daemon.stop();
+    CHECK(h.balances() == std::map<std::string, std::int64_t>{{"acc-1", 100}});
+    CHECK(h.count("SELECT count(*) FROM ledger_entries") == 1);
+    CHECK(daemon.stats().applied == 1);
+    CHECK(daemon.stats().duplicates() == 1);
+    CHECK(claim_state(h, "slow-1") == "COMPLETED");
+}
