@@ -65,8 +65,13 @@ void FatePolicy::claim_conflict(Batch& batch, BatchRecord& record, milliseconds 
 }
 
 void FatePolicy::park_for_gap(BatchRecord& record, const std::string& entity) {
-    // Capped at 1 s so a filled gap is noticed soon.
-    const auto wait = std::min(delay(++record.pending.gap_waits), milliseconds(1000));
+    // Capped at 1 s so a filled gap is noticed soon. Without jitter: a gap is
+    // no contention to spread out, and the records of one entity parked together
+    // (a successor run behind a predecessor that did not finish) must come back
+    // together, in offset order, to apply in one batch. Jittered, they came back
+    // one by one in a random order, each ahead of its predecessor parked again
+    // with a longer delay: hundreds of tiny batches for one cascade.
+    const auto wait = std::min(backoff_.delay(++record.pending.gap_waits, 0.0), milliseconds(1000));
     record.park(wait, "waiting for an earlier sequence of " + entity);
 }
 
