@@ -284,19 +284,21 @@ TEST_CASE(
 
 TEST_CASE(
     "the records held behind a CONFLICT give their claims back before the transaction, so "
-    "another worker's copies of their keys apply meanwhile instead of being NACKed") {
+    "another worker's copies of their keys apply meanwhile instead of being NACKed, and only the "
+    "first is counted as a NACK") {
     PipelineHarness h({.name = "heldbehind",
                        .partitions = 2,
                        .handler = "misbehaving_ledger",
                        .slow_for = 5000ms});
     AnotherWorker other(h, "h-1");
-    // This worker: h-1 is NACKed, h-2 behind it waits with it; slow-1 in the
-    // other partition keeps the batch's transaction open for 5 s.
+    AnotherWorker also(h, "h-3");
+    // This worker: h-1 is NACKed, h-3 and h-2 behind it wait with it; slow-1 in
+    // the other partition keeps the batch's transaction open for 5 s.
     ProtocolBench bench(h);
     std::unique_ptr<exo::Batch> batch;
     std::thread running([&] {
-        batch = bench.run({payment("h-1", "acc-h", 1, 1, 0), payment("h-2", "acc-x", 2, 1, 0),
-                           payment("slow-1", "acc-s", 4, 1, 1)});
+        batch = bench.run({payment("h-1", "acc-h", 1, 1, 0), payment("h-3", "acc-y", 3, 1, 0),
+                           payment("h-2", "acc-x", 2, 1, 0), payment("slow-1", "acc-s", 4, 1, 1)});
     });
     const bool claim_step_done =
         exo::testing::eventually([&] { return other.claimed("slow-1"); }, 30000ms);
@@ -314,17 +316,22 @@ TEST_CASE(
     CHECK(at(*copy, 0).outcome == Outcome::applied);
     CHECK(second.stats().conflicts == 0);
 
-    CHECK(at(*batch, 0).fate == Fate::requeue);
-    CHECK(at(*batch, 1).fate == Fate::requeue);
-    CHECK_FALSE(at(*batch, 1).token);
-    CHECK(at(*batch, 2).outcome == Outcome::applied);
+    for (std::size_t n : {0, 1, 2}) CHECK(at(*batch, n).fate == Fate::requeue);
+    CHECK_FALSE(at(*batch, 2).token);
+    CHECK(at(*batch, 3).outcome == Outcome::applied);
+    // h-3's own CONFLICT changed nothing: it already waited behind h-1.
+    CHECK(bench.stats().conflicts == 1);
+    CHECK(at(*batch, 0).pending.nacks == 1);
+    CHECK(at(*batch, 1).pending.nacks == 0);
     auto back = exo::hand_back(*batch, bench.stats());
     other.release();
+    also.release();
     batch = bench.rerun(std::move(back.requeue));
     CHECK(at(*batch, 0).outcome == Outcome::applied);
-    CHECK(at(*batch, 1).outcome == Outcome::duplicate_redis);  // the other worker applied it
+    CHECK(at(*batch, 1).outcome == Outcome::applied);
+    CHECK(at(*batch, 2).outcome == Outcome::duplicate_redis);  // the other worker applied it
     CHECK(ledger_rows(h, "h-2") == 1);
-    CHECK(h.balances() == Balances{{"acc-h", 1}, {"acc-s", 4}, {"acc-x", 2}});
+    CHECK(h.balances() == Balances{{"acc-h", 1}, {"acc-s", 4}, {"acc-x", 2}, {"acc-y", 3}});
 }
 
 TEST_CASE(
@@ -344,8 +351,9 @@ TEST_CASE(
     const auto& s = daemon.stats();
     CAPTURE(s.summary());
     // Measured: 390 to 1,007 batches (most under 20 records, re-parking the
-    // records of one entity one by one) before gap parks lost their jitter and
-    // the records held behind a CONFLICT gave their claims back; 16 to 56 after.
+    // records of one entity one by one) before gap parks lost their jitter, the
+    // records held behind a CONFLICT gave their claims back and only the NACKed
+    // record counted; 15 to 25 batches and 5 to 13 NACKs after.
     CHECK(s.batches <= workload.messages.size() / 25);
-    CHECK(s.conflicts <= workload.messages.size() / 10);
+    CHECK(s.conflicts <= workload.messages.size() / 50);
 }

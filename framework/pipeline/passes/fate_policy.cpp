@@ -55,12 +55,18 @@ void FatePolicy::record_contended(Batch& batch, BatchRecord& record, const std::
 }
 
 void FatePolicy::claim_conflict(Batch& batch, BatchRecord& record, milliseconds lease_left) {
+    // Already held behind a record of its partition NACKed before it: it is not
+    // NACKed itself, so neither counted nor backed off further (the other
+    // worker's batch holds many keys at once; counting each would make one
+    // NACK look like hundreds, and lengthen the next wait of every record
+    // behind it).
+    if (record.fate != Fate::pending) return;
     record.pending.nacks++;
     stats_.conflicts++;
     // The holder usually finishes long before its lease runs out: back off
     // exponentially, never past the remaining lease.
     const auto wait = std::min(lease_left, delay(record.pending.nacks));
-    if (record.fate == Fate::pending) record.requeue(wait, "claimed by another worker (CONFLICT)");
+    record.requeue(wait, "claimed by another worker (CONFLICT)");
     batch.hold_behind(record);
 }
 
