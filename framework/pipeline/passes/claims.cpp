@@ -81,6 +81,14 @@ void Claims::claim(Batch& batch) {
                 break;
         }
     }
+    // The records held behind a CONFLICT or a failed key of their partition
+    // were claimed in the same call but do not run in this batch. Kept until
+    // settle(), their claims would answer CONFLICT to the other workers' copies
+    // of those keys for as long as this batch's transaction runs, and those
+    // workers would hold their partitions behind them in turn: with keys
+    // repeated across partitions and big batches, a storm of NACKs feeding
+    // itself. Given back now, in one more round trip.
+    give_back(batch, [](const BatchRecord& record) { return record.fate != Fate::pending; });
 }
 
 void Claims::complete(Batch& batch) {
@@ -110,9 +118,14 @@ void Claims::complete(Batch& batch) {
 }
 
 void Claims::release(Batch& batch) {
+    // Not settled by complete(): give it back.
+    give_back(batch, [](const BatchRecord&) { return true; });
+}
+
+void Claims::give_back(Batch& batch, const std::function<bool(const BatchRecord&)>& which) {
     std::vector<TokenRequest> requests;
     for (auto& record : batch)
-        if (record.token) {  // not settled by complete(): give it back
+        if (record.token && which(record)) {
             requests.push_back({record.key, *record.token});
             record.token.reset();
         }

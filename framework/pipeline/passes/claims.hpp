@@ -6,6 +6,8 @@
 // latency (the claims expire after their lease), never correctness.
 //
 // Thread-safety: none; the worker's thread only.
+#include <functional>
+
 #include <spdlog/logger.h>
 
 #include "config/config.hpp"
@@ -37,6 +39,9 @@ public:
     void release(Batch& batch);
 
 private:
+    // Releases the open claims of the records `which` picks. Never throws.
+    void give_back(Batch& batch, const std::function<bool(const BatchRecord&)>& which);
+
     const Config& config_;
     RedisSession& redis_;
     PipelineStats& stats_;

@@ -55,18 +55,29 @@ void FatePolicy::record_contended(Batch& batch, BatchRecord& record, const std::
 }
 
 void FatePolicy::claim_conflict(Batch& batch, BatchRecord& record, milliseconds lease_left) {
+    // Already held behind a record of its partition NACKed before it: it is not
+    // NACKed itself, so neither counted nor backed off further (the other
+    // worker's batch holds many keys at once; counting each would make one
+    // NACK look like hundreds, and lengthen the next wait of every record
+    // behind it).
+    if (record.fate != Fate::pending) return;
     record.pending.nacks++;
     stats_.conflicts++;
     // The holder usually finishes long before its lease runs out: back off
     // exponentially, never past the remaining lease.
     const auto wait = std::min(lease_left, delay(record.pending.nacks));
-    if (record.fate == Fate::pending) record.requeue(wait, "claimed by another worker (CONFLICT)");
+    record.requeue(wait, "claimed by another worker (CONFLICT)");
     batch.hold_behind(record);
 }
 
 void FatePolicy::park_for_gap(BatchRecord& record, const std::string& entity) {
-    // Capped at 1 s so a filled gap is noticed soon.
-    const auto wait = std::min(delay(++record.pending.gap_waits), milliseconds(1000));
+    // Capped at 1 s so a filled gap is noticed soon. Without jitter: a gap is
+    // no contention to spread out, and the records of one entity parked together
+    // (a successor run behind a predecessor that did not finish) must come back
+    // together, in offset order, to apply in one batch. Jittered, they came back
+    // one by one in a random order, each ahead of its predecessor parked again
+    // with a longer delay: hundreds of tiny batches for one cascade.
+    const auto wait = std::min(backoff_.delay(++record.pending.gap_waits, 0.0), milliseconds(1000));
     record.park(wait, "waiting for an earlier sequence of " + entity);
 }
 

@@ -34,7 +34,8 @@ public:
     // deadlock): NACKed, uncounted, its partition held behind it.
     void record_contended(Batch& batch, BatchRecord& record, const std::string& why);
     // Another worker holds the record's Redis claim (CONFLICT): NACKed for at
-    // most the rest of that claim's lease.
+    // most the rest of that claim's lease. A record already held behind an
+    // earlier NACK of its partition is left as it is, uncounted.
     void claim_conflict(Batch& batch, BatchRecord& record, std::chrono::milliseconds lease_left);
     // A strict-sequence gap that may still be filled: parked, not held (the
     // predecessor may be right behind it), at most 1 s.
