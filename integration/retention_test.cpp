@@ -41,15 +41,21 @@ std::int64_t keys_like(const PipelineHarness& h, const std::string& prefix) {
                    "-%'");
 }
 
-// An outbox row of unit (topic, key), sent `sent_ago` ago (empty: pending).
+// An outbox row of unit (topic, key), sent and written `written_ago` ago
+// (empty: pending, written 30 days ago).
 void outbox_row(const PipelineHarness& h, const std::string& topic, const std::string& key, int seq,
-                const std::string& sent_ago) {
-    const std::string sent = sent_ago.empty() ? "NULL" : "now() - interval '" + sent_ago + "'";
+                const std::string& written_ago) {
+    const std::string written =
+        "now() - interval '" + (written_ago.empty() ? "30 days" : written_ago) + "'";
     exec(h,
-         "INSERT INTO exo_outbox (consumer_group, topic, message_key, value, ordering_key, seq,"
-         " created_at, sent_at) VALUES ('" +
+         "WITH o AS (INSERT INTO exo_outbox (consumer_group, topic, message_key, value,"
+         " ordering_key, seq, created_at) VALUES ('" +
              h.config().kafka.group_id + "', '" + topic + "', '" + key + "', 'v', sha256('" + key +
-             "'), " + std::to_string(seq) + ", now() - interval '30 days', " + sent + ")");
+             "'), " + std::to_string(seq) + ", " + written +
+             ") RETURNING *) INSERT INTO exo_outbox_pending (id, consumer_group, topic,"
+             " ordering_key, seq) SELECT id, consumer_group, topic, ordering_key, seq FROM o"
+             " WHERE " +
+             (written_ago.empty() ? "true" : "false"));
 }
 
 void counter(const PipelineHarness& h, const std::string& topic, const std::string& key,
@@ -140,7 +146,7 @@ TEST_CASE("every table exo owns is pruned, and nothing within retention or pendi
     counter(h, out, "e", "8 days", "another-group");  // idle, but not this group's to prune
     exec(h,
          "INSERT INTO exo_outbox (consumer_group, topic, message_key, value, ordering_key, seq,"
-         " sent_at) VALUES ('another-group', '" +
+         " created_at) VALUES ('another-group', '" +
              out + "', 'e', 'v', sha256('e'), 1, now() - interval '8 days')");  // theirs too
     ticket(h, "replay-finished", "31 days", false);
     exec(h,
@@ -161,8 +167,7 @@ TEST_CASE("every table exo owns is pruned, and nothing within retention or pendi
                   " ('gap-new', 'gap-theirs')") == 2);
     CHECK(h.count("SELECT count(*) FROM exo_sequence_gaps WHERE idempotency_key = 'gap-old'") == 0);
     CHECK(h.count("SELECT count(*) FROM exo_outbox WHERE topic = '" + out + "'") == 3);
-    CHECK(h.count("SELECT count(*) FROM exo_outbox WHERE topic = '" + out +
-                  "' AND sent_at IS NULL") == 1);
+    CHECK(h.count("SELECT count(*) FROM exo_outbox_pending WHERE topic = '" + out + "'") == 1);
     CHECK(h.count("SELECT count(*) FROM exo_outbox WHERE consumer_group = 'another-group'") == 1);
     CHECK(h.count("SELECT count(*) FROM exo_outbox_keys WHERE topic = '" + out +
                   "' AND ordering_key IN (sha256('a'), sha256('b'), sha256('d'), sha256('e'))") ==
@@ -199,7 +204,7 @@ TEST_CASE("with outbox retention 0 the key counters of units with no row left ar
                   "' AND ordering_key IN (sha256('pending'), sha256('busy'))") == 2);
     CHECK(counters(h, out) == 2);
     CHECK(h.count("SELECT count(*) FROM exo_outbox WHERE topic = '" + out + "'") == 1);
-    CHECK(h.count("SELECT count(*) FROM exo_outbox WHERE sent_at IS NULL") == 1);
+    CHECK(h.count("SELECT count(*) FROM exo_outbox_pending") == 1);
 }
 
 TEST_CASE("a key counter a writer holds is never pruned from under the row it is writing") {
@@ -214,9 +219,12 @@ TEST_CASE("a key counter a writer holds is never pruned from under the row it is
     pqxx::work writer(w);
     writer.exec("UPDATE exo_outbox_keys SET last_seq = last_seq + 1 WHERE topic = '" + out + "'");
     writer.exec(
-        "INSERT INTO exo_outbox (consumer_group, topic, message_key, value, ordering_key, seq)"
-        " VALUES ('" +
-        h.config().kafka.group_id + "', '" + out + "', 'k', 'v', sha256('k'), 2)");
+        "WITH o AS (INSERT INTO exo_outbox (consumer_group, topic, message_key, value,"
+        " ordering_key, seq) VALUES ('" +
+        h.config().kafka.group_id + "', '" + out +
+        "', 'k', 'v', sha256('k'), 2) RETURNING *) INSERT INTO exo_outbox_pending (id,"
+        " consumer_group, topic, ordering_key, seq) SELECT id, consumer_group, topic,"
+        " ordering_key, seq FROM o");
 
     exo::PipelineStats stats;
     RetentionPruner pruner(h.config(), stats);
