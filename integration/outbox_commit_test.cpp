@@ -135,11 +135,6 @@ TEST_CASE(
             " ($1, $2, 'old-1', '', 1), ($1, $2, 'old-2', '', 2)",
             group, out);
         tx.exec_params(
-            "INSERT INTO exo_outbox_pending (id, consumer_group, topic, ordering_key, seq)"
-            " SELECT id, consumer_group, topic, ordering_key, seq FROM exo_outbox"
-            " WHERE topic = $1",
-            out);
-        tx.exec_params(
             "INSERT INTO exo_outbox_keys (consumer_group, topic, ordering_key, last_seq) VALUES"
             " ($1, $2, '', 2)",
             group, out);

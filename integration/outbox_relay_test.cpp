@@ -355,6 +355,7 @@ namespace {
 void outbox_before_0010(pqxx::connection& c) {
     pqxx::nontransaction tx(c);
     tx.exec("DROP TABLE exo_outbox_pending, exo_outbox, exo_outbox_keys, exo_outbox_units CASCADE");
+    tx.exec("DROP FUNCTION exo_outbox_pending_insert()");
     for (const auto& m : exo::framework_migrations())
         if (m.name.starts_with("0006") || m.name.starts_with("0007")) tx.exec(m.sql);
 }
@@ -376,7 +377,8 @@ std::map<std::string, std::vector<std::string>> values_by_key(
 
 TEST_CASE(
     "migration 0010 keeps rows written before it pending: the relay publishes them in order and "
-    "with their exo-outbox-id after it, before the unit's new rows, and never a row sent before") {
+    "with their exo-outbox-id after it, before the unit's new rows (an older exo's writer's too), "
+    "and never a row sent before") {
     PipelineHarness h({.name = "outbox_lean_migration", .partitions = 1});
     const std::string out = h.out_topic();
     h.cluster().create_topic(out, 2);
@@ -402,8 +404,20 @@ TEST_CASE(
     }
     migrate_0010(c);
     CHECK(pending(h) == 3);
-    // Written after the migration: each unit's seq goes on from its counter.
-    emit_committed(h, {{out, "a", "a#4", {}}, {out, "b", "b#2", {}}});
+    // Written after the migration, each unit's seq going on from its counter:
+    // b#2 by this writer, a#4 as the writer of an older exo still running during
+    // the upgrade writes it (no exo_outbox_pending of its own).
+    emit_committed(h, {{out, "b", "b#2", {}}});
+    {
+        pqxx::work tx(c);
+        tx.exec_params(
+            "WITH s AS (UPDATE exo_outbox_keys SET last_seq = last_seq + 1 WHERE consumer_group"
+            " = $1 AND topic = $2 AND ordering_key = sha256('a') RETURNING last_seq)"
+            " INSERT INTO exo_outbox (consumer_group, topic, message_key, value, headers,"
+            " ordering_key, seq) SELECT $1, $2, 'a', 'a#4', '[]', sha256('a'), last_seq FROM s",
+            group, out);
+        tx.commit();
+    }
     CHECK(h.count("SELECT count(*) FROM exo_outbox_pending WHERE topic = '" + out +
                   "' AND seq = 4") == 1);
 

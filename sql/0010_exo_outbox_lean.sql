@@ -11,9 +11,9 @@
 -- (group, topic, ordering_key, seq)).
 
 -- One row per exo_outbox row still to publish, deleted when Kafka acknowledged
--- it (or `exo outbox discard|reroute` took it out). The writer inserts it in
--- the same statement as the exo_outbox row, so a committed row is pending
--- from the moment it is visible. The relay's skip scan walks the unit index
+-- it (or `exo outbox discard|reroute` took it out). Written by the trigger
+-- below in the statement that inserts the exo_outbox row, so a committed row
+-- is pending from the moment it is visible. The relay's skip scan walks the unit index
 -- (one descent per pending unit, each unit's rows in seq order; the name of
 -- the partial index it replaces); heads are locked, marked and looked up by id.
 CREATE TABLE exo_outbox_pending (
@@ -26,6 +26,21 @@ CREATE TABLE exo_outbox_pending (
 DROP INDEX exo_outbox_pending_unit;
 ALTER TABLE exo_outbox_pending ADD CONSTRAINT exo_outbox_pending_unit
     UNIQUE (consumer_group, topic, ordering_key, seq);
+
+-- Every row inserted into exo_outbox is pending: one INSERT per statement over
+-- its new rows (a statement trigger with a transition table, not a trigger per
+-- row). A trigger rather than the writer's own statement, so the writer of an
+-- older exo still running during the upgrade, which knows nothing of this
+-- table, writes rows the relay publishes too.
+CREATE FUNCTION exo_outbox_pending_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO exo_outbox_pending (id, consumer_group, topic, ordering_key, seq)
+        SELECT id, consumer_group, topic, ordering_key, seq FROM exo_outbox_new;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER exo_outbox_pending_insert AFTER INSERT ON exo_outbox
+    REFERENCING NEW TABLE AS exo_outbox_new
+    FOR EACH STATEMENT EXECUTE FUNCTION exo_outbox_pending_insert();
 
 -- Rows written before this migration: the pending ones stay pending, so the
 -- relay publishes them after it, each unit in seq order as before.

@@ -27,8 +27,8 @@ constexpr const char* kWriteOutbox = "exo_outbox_write";
 // database-wide lock for a transaction that notified and holds it through the
 // commit's WAL flush, so every emitting commit waited for the previous one's
 // flush. The committer rings its relay's doorbell instead (outbox_doorbell.hpp).
-// Each row gets its exo_outbox_pending row in the same statement: committed, it
-// is pending at once (sql/0010_exo_outbox_lean.sql).
+// The table's statement trigger gives each row its exo_outbox_pending row in
+// this statement: committed, it is pending at once (sql/0010_exo_outbox_lean.sql).
 constexpr const char* kWriteOutboxSql =
     "WITH m AS (SELECT u.n, u.t, CASE WHEN u.hk THEN decode(u.k, 'hex') END AS k,"
     " decode(u.v, 'hex') AS v, u.h::jsonb AS h,"
@@ -46,11 +46,8 @@ constexpr const char* kWriteOutboxSql =
     " SELECT $1, m.t, m.k, m.v, m.h, m.ok,"
     " s.last_seq - c.c + row_number() OVER (PARTITION BY m.t, m.ok ORDER BY m.n)"
     " FROM m JOIN c ON c.t = m.t AND c.ok = m.ok"
-    " JOIN s ON s.topic = m.t AND s.ordering_key = m.ok ORDER BY m.n"
-    " RETURNING id, topic, ordering_key, seq),"
-    " p AS (INSERT INTO exo_outbox_pending (id, consumer_group, topic, ordering_key, seq)"
-    " SELECT id, $1, topic, ordering_key, seq FROM ins RETURNING 1)"
-    " SELECT count(*) FROM p";
+    " JOIN s ON s.topic = m.t AND s.ordering_key = m.ok ORDER BY m.n RETURNING 1)"
+    " SELECT count(*) FROM ins";
 
 std::string headers_json(const std::vector<RecordHeader>& headers) {
     auto out = nlohmann::json::array();
