@@ -40,11 +40,12 @@ std::size_t prune_group_rows(pqxx::transaction_base& tx, const std::string& tabl
     return r.affected_rows();
 }
 
-// The sent rows (no exo_outbox_pending row) of `group` written before the
-// cutoff (`$N` hours), at most `limit` of each, oldest first through the (consumer_group,
-// created_at) index: `group`'s, then sent rows from before rows had a group ('': migration 0007),
-// which any group's pruner may take. One ordered scan per group, so neither reads more than the
-// rows it returns plus the expired pending ones.
+// The sent rows (no exo_outbox_pending row) written before the cutoff (`$N`
+// hours), at most `limit` of each group, oldest first through the
+// (consumer_group, created_at) index: `group`'s, then sent rows from before
+// rows had a group ('': migration 0007), which any group's pruner may take.
+// One ordered scan per group, so neither reads more than the rows it returns
+// plus the expired pending ones.
 std::string sent_outbox_rows(const std::string& column, int hours_param, const std::string& limit) {
     const auto of = [&](const std::string& group) {
         return "(SELECT " + column + " FROM exo_outbox o WHERE o.consumer_group = " + group +
@@ -105,7 +106,7 @@ KeySweep prune_outbox_keys(pqxx::transaction_base& tx, const std::string& group,
     // index. Its sent rows need no look: the counter was last drawn from
     // longer than `idle` (at least the retention) ago, in the transaction that
     // wrote the unit's last row, so every row of the unit is expired.
-    const std::string no_rows =
+    const std::string no_pending =
         "NOT EXISTS (SELECT 1 FROM exo_outbox_pending o WHERE o.consumer_group = k.consumer_group"
         " AND o.topic = k.topic AND o.ordering_key = k.ordering_key)";
     // The next `limit` counters of the group's sweep, the idle ones among them locked.
@@ -115,7 +116,7 @@ KeySweep prune_outbox_keys(pqxx::transaction_base& tx, const std::string& group,
         " ORDER BY topic, ordering_key LIMIT $3),"
         " locked AS (SELECT k.topic, k.ordering_key FROM exo_outbox_keys k"
         " JOIN scan USING (topic, ordering_key) WHERE k.consumer_group = $5 AND " +
-            expired("k.updated_at", 4) + " AND " + no_rows +
+            expired("k.updated_at", 4) + " AND " + no_pending +
             " FOR UPDATE OF k SKIP LOCKED)"
             " SELECT s.topic, encode(s.ordering_key, 'hex'), l.topic IS NOT NULL FROM scan s"
             " LEFT JOIN locked l USING (topic, ordering_key) ORDER BY s.topic, s.ordering_key",
@@ -136,7 +137,7 @@ KeySweep prune_outbox_keys(pqxx::transaction_base& tx, const std::string& group,
         "DELETE FROM exo_outbox_keys k USING unnest($1::text[], $2::text[]) AS u(t, h)"
         " WHERE k.consumer_group = $3 AND k.topic = u.t AND k.ordering_key = decode(u.h, 'hex')"
         " AND " +
-            no_rows,
+            no_pending,
         text_array(topics), text_array(keys), group);
     out.deleted = r.affected_rows();
     return out;

@@ -52,15 +52,15 @@ struct KeySweep {
 // A counter goes when its unit has no pending row left and it was last drawn
 // from longer than `idle` (at least the outbox retention) ago, so every row of
 // the unit is past retention; its unit's seq then restarts at 1, which is
-// right because no pending row of the unit remains to be ordered against. Two statements in the
-// caller's transaction (READ COMMITTED): the idle counters of the range are
-// locked FOR UPDATE SKIP LOCKED (a writer holding one is skipped), then
-// deleted if, in the second statement's newer snapshot, their unit still has
-// no pending row. A writer locks its counter before it inserts rows of the
-// unit, so once the counter is locked no row of the unit can be in flight: the
-// second snapshot sees every pending row there is. One statement could not promise that: its
-// re-check after a lock wait sees the counter's new version but still the old
-// snapshot's rows.
+// right because no pending row of the unit remains to be ordered against.
+// Two statements in the caller's transaction (READ COMMITTED): the idle
+// counters of the range are locked FOR UPDATE SKIP LOCKED (a writer holding
+// one is skipped), then deleted if, in the second statement's newer snapshot,
+// their unit still has no pending row. A writer locks its counter before it
+// inserts rows of the unit, so once the counter is locked no row of the unit
+// can be in flight: the second snapshot sees every pending row there is. One
+// statement could not promise that: its re-check after a lock wait sees the
+// counter's new version but still the old snapshot's rows.
 KeySweep prune_outbox_keys(pqxx::transaction_base& tx, const std::string& group,
                            const KeySweep& after, std::chrono::hours idle, int limit);
 
