@@ -95,8 +95,7 @@ std::map<int, std::string> thread_roles(const DaemonThread& d) {
 // True when the outbox holds no row the relay has still to publish.
 bool outbox_drained(pqxx::connection& c) {
     pqxx::nontransaction tx(c);
-    return !tx.exec("SELECT EXISTS (SELECT 1 FROM exo_outbox WHERE sent_at IS NULL)")[0][0]
-                .as<bool>();
+    return !tx.exec("SELECT EXISTS (SELECT 1 FROM exo_outbox_pending)")[0][0].as<bool>();
 }
 
 // What the relay must have done by the end of an emitting run: one outbox row per applied
@@ -105,8 +104,8 @@ bool outbox_drained(pqxx::connection& c) {
 std::string check_emits(BenchWorld& world, const Isolation& iso, const PipelineScenario& s) {
     pqxx::connection c(iso.uri);
     pqxx::nontransaction tx(c);
-    auto row =
-        tx.exec("SELECT count(*), count(*) FILTER (WHERE sent_at IS NULL) FROM exo_outbox")[0];
+    auto row = tx.exec(
+        "SELECT (SELECT count(*) FROM exo_outbox), (SELECT count(*) FROM exo_outbox_pending)")[0];
     auto rows = row[0].as<std::int64_t>(), pending = row[1].as<std::int64_t>();
     auto expected = static_cast<std::int64_t>(s.workload->workload.unique_events);
     auto published = world.messages_in(s.applied_topic);

@@ -121,8 +121,8 @@ int demo_check(CommandContext& ctx) {
     std::int64_t emitted = 0, pending = 0;
     while (!stop.stop_requested()) {
         const auto row = tx.exec(
-            "SELECT count(*), count(*) FILTER (WHERE sent_at IS NULL) FROM exo_outbox"
-            " WHERE topic = 'ledger.applied'")[0];
+            "SELECT (SELECT count(*) FROM exo_outbox WHERE topic = 'ledger.applied'),"
+            " (SELECT count(*) FROM exo_outbox_pending WHERE topic = 'ledger.applied')")[0];
         emitted = row[0].as<std::int64_t>();
         pending = row[1].as<std::int64_t>();
         if (pending == 0 || std::chrono::steady_clock::now() >= deadline) break;

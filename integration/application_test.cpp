@@ -70,7 +70,8 @@ TEST_CASE(
                                               "0004_exo_applied_by.sql", "0005_exo_replays.sql",
                                               "0006_exo_outbox.sql", "0007_exo_outbox_units.sql",
                                               "0008_exo_retention.sql",
-                                              "0009_exo_sequence_advances.sql", "0002_ledger.sql"});
+                                              "0009_exo_sequence_advances.sql",
+                                              "0010_exo_outbox_lean.sql", "0002_ledger.sql"});
     CHECK(tx.exec("SELECT to_regclass('accounts') IS NOT NULL")[0][0].as<bool>());
     auto again = run_to_end("app_migrate_again", {"migrate", "--config", config});
     CHECK(again.exit_code == 0);

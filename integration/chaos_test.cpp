@@ -92,9 +92,7 @@ TEST_CASE(
     for (auto& d : daemons)
         if (d->wait(0ms).has_value()) d = launch();
     bool consumed = h.wait_until_consumed(120s);
-    const auto pending = [&] {
-        return h.count("SELECT count(*) FROM exo_outbox WHERE sent_at IS NULL");
-    };
+    const auto pending = [&] { return h.count("SELECT count(*) FROM exo_outbox_pending"); };
     const bool published = exo::testing::eventually([&] { return pending() == 0; }, 60s);
     for (auto& d : daemons) d->signal(SIGTERM);
     for (auto& d : daemons) {

@@ -16,7 +16,7 @@
 namespace exo::testing {
 
 inline std::int64_t pending(const PipelineHarness& h) {
-    return h.count("SELECT count(*) FROM exo_outbox WHERE sent_at IS NULL");
+    return h.count("SELECT count(*) FROM exo_outbox_pending");
 }
 
 inline std::int64_t topic_size(const PipelineHarness& h, const std::string& topic, int partitions) {

@@ -41,15 +41,24 @@ std::int64_t keys_like(const PipelineHarness& h, const std::string& prefix) {
                    "-%'");
 }
 
-// An outbox row of unit (topic, key), sent `sent_ago` ago (empty: pending).
+// Marks the newest outbox row sent, as the relay does: its pending row goes
+// (every inserted row gets one, sql/0010_exo_outbox_lean.sql).
+void sent_last(const PipelineHarness& h) {
+    exec(h, "DELETE FROM exo_outbox_pending WHERE id = (SELECT max(id) FROM exo_outbox)");
+}
+
+// An outbox row of unit (topic, key), sent and written `written_ago` ago
+// (empty: pending, written 30 days ago).
 void outbox_row(const PipelineHarness& h, const std::string& topic, const std::string& key, int seq,
-                const std::string& sent_ago) {
-    const std::string sent = sent_ago.empty() ? "NULL" : "now() - interval '" + sent_ago + "'";
+                const std::string& written_ago) {
+    const std::string written =
+        "now() - interval '" + (written_ago.empty() ? "30 days" : written_ago) + "'";
     exec(h,
          "INSERT INTO exo_outbox (consumer_group, topic, message_key, value, ordering_key, seq,"
-         " created_at, sent_at) VALUES ('" +
+         " created_at) VALUES ('" +
              h.config().kafka.group_id + "', '" + topic + "', '" + key + "', 'v', sha256('" + key +
-             "'), " + std::to_string(seq) + ", now() - interval '30 days', " + sent + ")");
+             "'), " + std::to_string(seq) + ", " + written + ")");
+    if (!written_ago.empty()) sent_last(h);
 }
 
 void counter(const PipelineHarness& h, const std::string& topic, const std::string& key,
@@ -140,8 +149,9 @@ TEST_CASE("every table exo owns is pruned, and nothing within retention or pendi
     counter(h, out, "e", "8 days", "another-group");  // idle, but not this group's to prune
     exec(h,
          "INSERT INTO exo_outbox (consumer_group, topic, message_key, value, ordering_key, seq,"
-         " sent_at) VALUES ('another-group', '" +
+         " created_at) VALUES ('another-group', '" +
              out + "', 'e', 'v', sha256('e'), 1, now() - interval '8 days')");  // theirs too
+    sent_last(h);
     ticket(h, "replay-finished", "31 days", false);
     exec(h,
          "INSERT INTO exo_processed (consumer_group, idempotency_key, fencing_token, topic,"
@@ -161,8 +171,7 @@ TEST_CASE("every table exo owns is pruned, and nothing within retention or pendi
                   " ('gap-new', 'gap-theirs')") == 2);
     CHECK(h.count("SELECT count(*) FROM exo_sequence_gaps WHERE idempotency_key = 'gap-old'") == 0);
     CHECK(h.count("SELECT count(*) FROM exo_outbox WHERE topic = '" + out + "'") == 3);
-    CHECK(h.count("SELECT count(*) FROM exo_outbox WHERE topic = '" + out +
-                  "' AND sent_at IS NULL") == 1);
+    CHECK(h.count("SELECT count(*) FROM exo_outbox_pending WHERE topic = '" + out + "'") == 1);
     CHECK(h.count("SELECT count(*) FROM exo_outbox WHERE consumer_group = 'another-group'") == 1);
     CHECK(h.count("SELECT count(*) FROM exo_outbox_keys WHERE topic = '" + out +
                   "' AND ordering_key IN (sha256('a'), sha256('b'), sha256('d'), sha256('e'))") ==
@@ -199,7 +208,7 @@ TEST_CASE("with outbox retention 0 the key counters of units with no row left ar
                   "' AND ordering_key IN (sha256('pending'), sha256('busy'))") == 2);
     CHECK(counters(h, out) == 2);
     CHECK(h.count("SELECT count(*) FROM exo_outbox WHERE topic = '" + out + "'") == 1);
-    CHECK(h.count("SELECT count(*) FROM exo_outbox WHERE sent_at IS NULL") == 1);
+    CHECK(h.count("SELECT count(*) FROM exo_outbox_pending") == 1);
 }
 
 TEST_CASE("a key counter a writer holds is never pruned from under the row it is writing") {

@@ -14,9 +14,9 @@ namespace {
 // possibly absent).
 constexpr const char* kColumns =
     "o.id, o.consumer_group, o.topic, o.message_key, o.message_id::text, octet_length(o.value),"
-    " (SELECT count(*) FROM exo_outbox w WHERE w.consumer_group = o.consumer_group"
-    " AND w.topic = o.topic AND w.ordering_key = o.ordering_key AND w.sent_at IS NULL"
-    " AND w.seq > o.seq), coalesce(f.failures, 0), coalesce(f.reason, ''),"
+    " (SELECT count(*) FROM exo_outbox_pending w WHERE w.consumer_group = o.consumer_group"
+    " AND w.topic = o.topic AND w.ordering_key = o.ordering_key AND w.seq > o.seq),"
+    " coalesce(f.failures, 0), coalesce(f.reason, ''),"
     " coalesce(to_char(f.first_failed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), "
     "''),"
     " coalesce(to_char(f.next_attempt_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), "
@@ -42,31 +42,34 @@ OutboxProblemRow problem_of(const pqxx::row& r) {
 // returns it with its message, or throws OutboxAdminRefused.
 std::pair<OutboxProblemRow, OutboxMessage> take_head(pqxx::transaction_base& tx,
                                                      const std::string& group, std::int64_t id) {
-    pqxx::result r;
+    bool pending = false;
     try {
-        // NOWAIT: a relay holding the row is publishing it right now.
-        r = tx.exec_params(
-            "SELECT o.sent_at IS NULL, o.consumer_group, o.topic, o.message_key,"
-            " o.value, o.headers::text FROM exo_outbox o WHERE o.id = $1"
-            " FOR UPDATE NOWAIT",
-            id);
+        // The relay locks a head's pending row; NOWAIT: a relay holding it is
+        // publishing the row right now.
+        pending =
+            !tx.exec_params("SELECT 1 FROM exo_outbox_pending WHERE id = $1 FOR UPDATE NOWAIT", id)
+                 .empty();
     } catch (const pqxx::sql_error& e) {
         if (e.sqlstate() != "55P03") throw;
         throw OutboxAdminRefused("outbox row " + std::to_string(id) +
                                  " is being published by a relay right now: look again with "
                                  "`exo outbox list` in a few seconds");
     }
+    const auto r = tx.exec_params(
+        "SELECT o.consumer_group, o.topic, o.message_key, o.value, o.headers::text"
+        " FROM exo_outbox o WHERE o.id = $1",
+        id);
     if (r.empty()) throw OutboxAdminRefused("there is no outbox row " + std::to_string(id));
-    const auto row_group = r[0][1].as<std::string>();
-    if (!r[0][0].as<bool>())
+    const auto row_group = r[0][0].as<std::string>();
+    if (!pending)
         throw OutboxAdminRefused("outbox row " + std::to_string(id) + " was already published");
     if (row_group != group && !row_group.empty())
         throw OutboxAdminRefused("outbox row " + std::to_string(id) + " belongs to group '" +
                                  row_group + "', not '" + group + "': use that group's config");
     const auto earlier = tx.exec_params(
-        "SELECT min(w.id) FROM exo_outbox o JOIN exo_outbox w ON w.consumer_group ="
-        " o.consumer_group AND w.topic = o.topic AND w.ordering_key = o.ordering_key"
-        " AND w.sent_at IS NULL AND w.seq < o.seq WHERE o.id = $1",
+        "SELECT min(w.id) FROM exo_outbox_pending o JOIN exo_outbox_pending w"
+        " ON w.consumer_group = o.consumer_group AND w.topic = o.topic"
+        " AND w.ordering_key = o.ordering_key AND w.seq < o.seq WHERE o.id = $1",
         id);
     if (!earlier[0][0].is_null())
         throw OutboxAdminRefused("outbox row " + std::to_string(id) + " waits behind row " +
@@ -80,9 +83,9 @@ std::pair<OutboxProblemRow, OutboxMessage> take_head(pqxx::transaction_base& tx,
             " WHERE o.id = $1",
         id);
     OutboxMessage message{
-        r[0][2].as<std::string>(), std::nullopt, pqxx::binarystring(r[0][4]).str(), {}};
-    if (!r[0][3].is_null()) message.key = pqxx::binarystring(r[0][3]).str();
-    for (const auto& h : nlohmann::json::parse(r[0][5].as<std::string>())) {
+        r[0][1].as<std::string>(), std::nullopt, pqxx::binarystring(r[0][3]).str(), {}};
+    if (!r[0][2].is_null()) message.key = pqxx::binarystring(r[0][2]).str();
+    for (const auto& h : nlohmann::json::parse(r[0][4].as<std::string>())) {
         RecordHeader header{h.at("name").get<std::string>(), std::nullopt};
         if (!h.at("value").is_null())
             header.value = bytes_of_hex(h.at("value").get<std::string>()).value_or("");
@@ -91,10 +94,12 @@ std::pair<OutboxProblemRow, OutboxMessage> take_head(pqxx::transaction_base& tx,
     return {problem_of(full[0]), std::move(message)};
 }
 
-// Deletes the row and its unit's failure record: the unit's next row goes next.
+// Deletes the row, its pending row and its unit's failure record: the unit's
+// next row goes next.
 void remove_head(pqxx::transaction_base& tx, std::int64_t id) {
     tx.exec_params(
-        "WITH gone AS (DELETE FROM exo_outbox WHERE id = $1"
+        "WITH p AS (DELETE FROM exo_outbox_pending WHERE id = $1),"
+        " gone AS (DELETE FROM exo_outbox WHERE id = $1"
         " RETURNING consumer_group, topic, ordering_key)"
         " DELETE FROM exo_outbox_units f USING gone WHERE f.consumer_group = gone.consumer_group"
         " AND f.topic = gone.topic AND f.ordering_key = gone.ordering_key",
@@ -110,19 +115,21 @@ std::vector<OutboxProblemRow> list_outbox_problems(pqxx::connection& pg, const s
     // Each parked unit's head: its lowest pending seq.
     const auto parked = tx.exec_params(
         std::string("SELECT ") + kColumns +
-            " FROM exo_outbox_units f CROSS JOIN LATERAL (SELECT * FROM exo_outbox x"
+            " FROM exo_outbox_units f CROSS JOIN LATERAL (SELECT x.id FROM exo_outbox_pending x"
             " WHERE x.consumer_group = f.consumer_group AND x.topic = f.topic"
-            " AND x.ordering_key = f.ordering_key AND x.sent_at IS NULL ORDER BY x.seq LIMIT 1) o"
+            " AND x.ordering_key = f.ordering_key ORDER BY x.seq LIMIT 1) h"
+            " JOIN exo_outbox o ON o.id = h.id"
             " WHERE f.consumer_group = $1 ORDER BY f.first_failed_at, o.id LIMIT $2",
         group, limit);
     for (const auto& r : parked) out.push_back(problem_of(r));
     // Rows from before rows had a group that no relay publishes: the heads.
     const auto unassigned = tx.exec_params(
         std::string("SELECT ") + kColumns +
-            " FROM exo_outbox o LEFT JOIN exo_outbox_units f ON false"
-            " WHERE o.consumer_group = '' AND o.sent_at IS NULL AND NOT EXISTS (SELECT 1"
-            " FROM exo_outbox w WHERE w.consumer_group = '' AND w.topic = o.topic"
-            " AND w.ordering_key = o.ordering_key AND w.sent_at IS NULL AND w.seq < o.seq)"
+            " FROM exo_outbox_pending h JOIN exo_outbox o ON o.id = h.id"
+            " LEFT JOIN exo_outbox_units f ON false"
+            " WHERE h.consumer_group = '' AND NOT EXISTS (SELECT 1"
+            " FROM exo_outbox_pending w WHERE w.consumer_group = '' AND w.topic = h.topic"
+            " AND w.ordering_key = h.ordering_key AND w.seq < h.seq)"
             " ORDER BY o.id LIMIT $1",
         limit);
     for (const auto& r : unassigned) {

@@ -14,7 +14,8 @@ namespace exo {
 namespace {
 
 // The skip scan over a group's pending units: from the unit after ($2, $3),
-// each step one descent of exo_outbox_pending_unit to the next (topic,
+// each step one descent of exo_outbox_pending_unit (the unit index of
+// exo_outbox_pending, sql/0010_exo_outbox_lean.sql) to the next (topic,
 // ordering_key) of group $1. The row comparison covers (topic, ordering_key)
 // only, after the equality on the group: written over all three columns
 // beside that equality, btree starts at the group's first entry and walks
@@ -22,24 +23,22 @@ namespace {
 // Laterals (nested loops) all the way, so the LIMIT of the caller stops the
 // recursion as soon as it has enough units.
 constexpr const char* kPendingUnits =
-    "WITH RECURSIVE u AS ((SELECT o.topic, o.ordering_key FROM exo_outbox o"
-    " WHERE o.consumer_group = $1 AND o.sent_at IS NULL"
-    " AND (o.topic, o.ordering_key) > ($2, decode($3, 'hex'))"
+    "WITH RECURSIVE u AS ((SELECT o.topic, o.ordering_key FROM exo_outbox_pending o"
+    " WHERE o.consumer_group = $1 AND (o.topic, o.ordering_key) > ($2, decode($3, 'hex'))"
     " ORDER BY o.consumer_group, o.topic, o.ordering_key LIMIT 1)"
     " UNION ALL SELECT n.topic, n.ordering_key FROM u CROSS JOIN LATERAL"
-    " (SELECT o.topic, o.ordering_key FROM exo_outbox o"
-    " WHERE o.consumer_group = $1 AND o.sent_at IS NULL"
-    " AND (o.topic, o.ordering_key) > (u.topic, u.ordering_key)"
+    " (SELECT o.topic, o.ordering_key FROM exo_outbox_pending o"
+    " WHERE o.consumer_group = $1 AND (o.topic, o.ordering_key) > (u.topic, u.ordering_key)"
     " ORDER BY o.consumer_group, o.topic, o.ordering_key LIMIT 1) n)";
 // A unit's first (h) and last (t) pending row.
 constexpr const char* kUnitHead =
-    " CROSS JOIN LATERAL (SELECT x.id, x.seq, x.created_at FROM exo_outbox x"
+    " CROSS JOIN LATERAL (SELECT x.id, x.seq FROM exo_outbox_pending x"
     " WHERE x.consumer_group = $1 AND x.topic = u.topic AND x.ordering_key = u.ordering_key"
-    " AND x.sent_at IS NULL ORDER BY x.seq LIMIT 1) h";
+    " ORDER BY x.seq LIMIT 1) h";
 constexpr const char* kUnitTail =
-    " CROSS JOIN LATERAL (SELECT x.seq FROM exo_outbox x"
+    " CROSS JOIN LATERAL (SELECT x.seq FROM exo_outbox_pending x"
     " WHERE x.consumer_group = $1 AND x.topic = u.topic AND x.ordering_key = u.ordering_key"
-    " AND x.sent_at IS NULL ORDER BY x.seq DESC LIMIT 1) t";
+    " ORDER BY x.seq DESC LIMIT 1) t";
 
 // The units with a head, not parked until later, and their failures so far,
 // in key order. OFFSET 0 keeps the parked-unit lookup a lateral subquery: pulled
@@ -54,27 +53,26 @@ const std::string kUnitsSql =
 
 const std::string kBacklogSql =
     std::string(kPendingUnits) + " SELECT coalesce(sum(t.seq - h.seq + 1), 0)::bigint," +
-    " coalesce(floor(extract(epoch FROM now() - min(h.created_at)) * 1000), 0)::bigint," +
+    " coalesce(floor(extract(epoch FROM now() - min(r.created_at)) * 1000), 0)::bigint," +
     " (SELECT count(*) FROM exo_outbox_units f WHERE f.consumer_group = $1 AND EXISTS"
-    " (SELECT 1 FROM exo_outbox x WHERE x.consumer_group = $1 AND x.topic = f.topic"
-    " AND x.ordering_key = f.ordering_key AND x.sent_at IS NULL)) FROM u" +
-    kUnitHead + kUnitTail;
+    " (SELECT 1 FROM exo_outbox_pending x WHERE x.consumer_group = $1 AND x.topic = f.topic"
+    " AND x.ordering_key = f.ordering_key)) FROM u" +
+    kUnitHead + kUnitTail + " JOIN exo_outbox r ON r.id = h.id";
 
-// Locks the heads still pending: another relay's head is skipped, and one
+// Locks the heads' pending rows: another relay's head is skipped, and one
 // another relay marked or the operator removed since the units were read is
-// re-checked and left out.
+// gone and left out.
 constexpr const char* kLockSql =
-    "SELECT id FROM exo_outbox WHERE id = ANY($1::bigint[]) AND sent_at IS NULL"
-    " FOR UPDATE SKIP LOCKED";
+    "SELECT id FROM exo_outbox_pending WHERE id = ANY($1::bigint[]) FOR UPDATE SKIP LOCKED";
 
 // The pending rows behind each locked head, sizes only: the values are read for
 // the chosen rows alone.
 constexpr const char* kRowsSql =
-    "SELECT h.id, r.id, octet_length(r.value) + coalesce(octet_length(r.message_key), 0)"
-    " + octet_length(r.headers::text) FROM exo_outbox h CROSS JOIN LATERAL"
-    " (SELECT x.id, x.seq, x.value, x.message_key, x.headers FROM exo_outbox x"
+    "SELECT h.id, r.id, octet_length(o.value) + coalesce(octet_length(o.message_key), 0)"
+    " + octet_length(o.headers::text) FROM exo_outbox_pending h CROSS JOIN LATERAL"
+    " (SELECT x.id, x.seq FROM exo_outbox_pending x"
     " WHERE x.consumer_group = $1 AND x.topic = h.topic AND x.ordering_key = h.ordering_key"
-    " AND x.sent_at IS NULL AND x.seq >= h.seq ORDER BY x.seq LIMIT $3) r"
+    " AND x.seq >= h.seq ORDER BY x.seq LIMIT $3) r JOIN exo_outbox o ON o.id = r.id"
     " WHERE h.id = ANY($2::bigint[]) ORDER BY h.id, r.seq";
 
 constexpr const char* kValuesSql =
@@ -218,8 +216,12 @@ OutboxClaim claim_outbox_rows(pqxx::transaction_base& tx, const std::string& gro
 
 void mark_outbox_sent(pqxx::transaction_base& tx, const std::vector<std::int64_t>& ids, bool keep) {
     if (ids.empty()) return;
-    tx.exec_params(keep ? "UPDATE exo_outbox SET sent_at = now() WHERE id = ANY($1::bigint[])"
-                        : "DELETE FROM exo_outbox WHERE id = ANY($1::bigint[])",
+    // Deleting the narrow pending row writes no index entry and leaves the
+    // exo_outbox row as it was written: an UPDATE of it wrote a new copy of
+    // the row and an entry in every index (sql/0010_exo_outbox_lean.sql).
+    tx.exec_params(keep ? "DELETE FROM exo_outbox_pending WHERE id = ANY($1::bigint[])"
+                        : "WITH p AS (DELETE FROM exo_outbox_pending WHERE id = ANY($1::bigint[]))"
+                          " DELETE FROM exo_outbox WHERE id = ANY($1::bigint[])",
                    int_array(ids));
 }
 

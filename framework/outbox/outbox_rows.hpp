@@ -51,7 +51,7 @@ struct OutboxClaim {
 // Claims the next rows of `group` to publish, in the caller's transaction
 // (docs/outbox.md, "The relay"):
 // 1. pages of the group's pending units after `cursor` (then from the start),
-//    one index descent each over exo_outbox_pending_unit (a skip scan),
+//    one index descent each over exo_outbox_pending's unit index (a skip scan),
 //    leaving out units parked until later, each with its head (lowest pending
 //    seq), and the heads locked FOR UPDATE SKIP LOCKED (a head another relay
 //    holds is skipped, and with it its unit: its later rows wait behind the
@@ -66,7 +66,8 @@ struct OutboxClaim {
 OutboxClaim claim_outbox_rows(pqxx::transaction_base& tx, const std::string& group,
                               const OutboxClaimLimits& limits, OutboxUnit& cursor);
 
-// Marks rows as sent (retention > 0) or deletes them (retention 0).
+// Marks rows as sent, deleting their exo_outbox_pending rows, and with
+// `keep` false (retention 0) the rows themselves.
 void mark_outbox_sent(pqxx::transaction_base& tx, const std::vector<std::int64_t>& ids, bool keep);
 
 // A unit whose head `row_id` failed to publish, and librdkafka's reason.

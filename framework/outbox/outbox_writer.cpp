@@ -27,6 +27,8 @@ constexpr const char* kWriteOutbox = "exo_outbox_write";
 // database-wide lock for a transaction that notified and holds it through the
 // commit's WAL flush, so every emitting commit waited for the previous one's
 // flush. The committer rings its relay's doorbell instead (outbox_doorbell.hpp).
+// The table's statement trigger gives each row its exo_outbox_pending row in
+// this statement: committed, it is pending at once (sql/0010_exo_outbox_lean.sql).
 constexpr const char* kWriteOutboxSql =
     "WITH m AS (SELECT u.n, u.t, CASE WHEN u.hk THEN decode(u.k, 'hex') END AS k,"
     " decode(u.v, 'hex') AS v, u.h::jsonb AS h,"

@@ -40,9 +40,22 @@ std::size_t prune_group_rows(pqxx::transaction_base& tx, const std::string& tabl
     return r.affected_rows();
 }
 
-// Sent rows of `group`, and sent rows from before rows had a group ('':
-// migration 0007), which any group's pruner may take.
-const std::string kOutboxOfGroup = "consumer_group IN ($1, '')";
+// The sent rows (no exo_outbox_pending row) written before the cutoff (`$N`
+// hours), at most `limit` of each group, oldest first through the
+// (consumer_group, created_at) index: `group`'s, then sent rows from before
+// rows had a group ('': migration 0007), which any group's pruner may take.
+// One ordered scan per group, so neither reads more than the rows it returns
+// plus the expired pending ones.
+std::string sent_outbox_rows(const std::string& column, int hours_param, const std::string& limit) {
+    const auto of = [&](const std::string& group) {
+        return "(SELECT " + column + " FROM exo_outbox o WHERE o.consumer_group = " + group +
+               " AND " + expired("o.created_at", hours_param) +
+               " AND NOT EXISTS (SELECT 1 FROM exo_outbox_pending p WHERE p.id = o.id)"
+               " ORDER BY o.created_at LIMIT " +
+               limit + ")";
+    };
+    return of("$1") + " UNION ALL " + of("''");
+}
 const std::string kDedupCutoff = "now() - $2::bigint * interval '1 hour'";
 const std::string kFinishedOrProduced =
     "(r.produced_at IS NOT NULL OR EXISTS (SELECT 1 FROM exo_processed p"
@@ -62,10 +75,13 @@ std::size_t prune_gaps(pqxx::transaction_base& tx, const std::string& group,
 
 std::size_t prune_outbox(pqxx::transaction_base& tx, const std::string& group,
                          std::chrono::hours retention, int limit) {
-    const std::string mine = kOutboxOfGroup + " AND " + expired("sent_at", 2);
+    // The outer LIMIT keeps the chunk at `limit` rows over both groups.
     const auto r = tx.exec_params(
-        "DELETE FROM exo_outbox WHERE ctid = ANY(ARRAY(SELECT ctid FROM exo_outbox WHERE " + mine +
-            " ORDER BY sent_at LIMIT $3)) AND " + mine,
+        "DELETE FROM exo_outbox x WHERE ctid = ANY(ARRAY(SELECT ctid FROM (" +
+            sent_outbox_rows("o.ctid, o.created_at", 2, "$3") +
+            ") c ORDER BY created_at LIMIT $3)) AND x.consumer_group IN ($1, '') AND " +
+            expired("x.created_at", 2) +
+            " AND NOT EXISTS (SELECT 1 FROM exo_outbox_pending p WHERE p.id = x.id)",
         group, hours(retention), limit);
     return r.affected_rows();
 }
@@ -86,10 +102,12 @@ std::size_t prune_replays(pqxx::transaction_base& tx, const std::string& group,
 
 KeySweep prune_outbox_keys(pqxx::transaction_base& tx, const std::string& group,
                            const KeySweep& after, std::chrono::hours idle, int limit) {
-    // The unit's rows are found through the unique (consumer_group, topic,
-    // ordering_key, seq) index.
-    const std::string no_rows =
-        "NOT EXISTS (SELECT 1 FROM exo_outbox o WHERE o.consumer_group = k.consumer_group"
+    // The unit's pending rows are found through exo_outbox_pending's unit
+    // index. Its sent rows need no look: the counter was last drawn from
+    // longer than `idle` (at least the retention) ago, in the transaction that
+    // wrote the unit's last row, so every row of the unit is expired.
+    const std::string no_pending =
+        "NOT EXISTS (SELECT 1 FROM exo_outbox_pending o WHERE o.consumer_group = k.consumer_group"
         " AND o.topic = k.topic AND o.ordering_key = k.ordering_key)";
     // The next `limit` counters of the group's sweep, the idle ones among them locked.
     const auto range = tx.exec_params(
@@ -98,7 +116,7 @@ KeySweep prune_outbox_keys(pqxx::transaction_base& tx, const std::string& group,
         " ORDER BY topic, ordering_key LIMIT $3),"
         " locked AS (SELECT k.topic, k.ordering_key FROM exo_outbox_keys k"
         " JOIN scan USING (topic, ordering_key) WHERE k.consumer_group = $5 AND " +
-            expired("k.updated_at", 4) + " AND " + no_rows +
+            expired("k.updated_at", 4) + " AND " + no_pending +
             " FOR UPDATE OF k SKIP LOCKED)"
             " SELECT s.topic, encode(s.ordering_key, 'hex'), l.topic IS NOT NULL FROM scan s"
             " LEFT JOIN locked l USING (topic, ordering_key) ORDER BY s.topic, s.ordering_key",
@@ -119,7 +137,7 @@ KeySweep prune_outbox_keys(pqxx::transaction_base& tx, const std::string& group,
         "DELETE FROM exo_outbox_keys k USING unnest($1::text[], $2::text[]) AS u(t, h)"
         " WHERE k.consumer_group = $3 AND k.topic = u.t AND k.ordering_key = decode(u.h, 'hex')"
         " AND " +
-            no_rows,
+            no_pending,
         text_array(topics), text_array(keys), group);
     out.deleted = r.affected_rows();
     return out;
@@ -134,8 +152,8 @@ RetentionLag retention_lag(pqxx::transaction_base& tx, const std::string& group,
             ", " +
             lag_of("first_seen", kDedupCutoff, "FROM exo_sequence_gaps WHERE consumer_group = $1") +
             ", " +
-            lag_of("sent_at", "now() - $3::bigint * interval '1 hour'",
-                   "FROM exo_outbox WHERE sent_at IS NOT NULL AND " + kOutboxOfGroup) +
+            lag_of("c.created_at", "now() - $3::bigint * interval '1 hour'",
+                   "FROM (" + sent_outbox_rows("o.created_at", 3, "1") + ") c") +
             ", " +
             lag_of("requested_at", kDedupCutoff,
                    "FROM exo_replays r WHERE consumer_group = $1 AND " + kFinishedOrProduced),

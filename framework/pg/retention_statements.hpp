@@ -27,9 +27,9 @@ std::size_t prune_processed(pqxx::transaction_base& tx, const std::string& group
 std::size_t prune_gaps(pqxx::transaction_base& tx, const std::string& group,
                        std::chrono::hours retention, int limit);
 
-// Outbox rows of `group` sent longer than `retention` ago (0: every sent
-// row), and sent rows from before rows had a group (''). A pending row
-// (sent_at NULL) is never expired.
+// Sent outbox rows of `group` written longer than `retention` ago (0: every
+// sent row), and sent rows from before rows had a group (''). A pending row
+// (one with an exo_outbox_pending row) is never expired.
 std::size_t prune_outbox(pqxx::transaction_base& tx, const std::string& group,
                          std::chrono::hours retention, int limit);
 
@@ -49,17 +49,18 @@ struct KeySweep {
     std::size_t deleted = 0;
 };
 
-// A counter goes when its unit has no outbox row left and it was last drawn
-// from longer than `idle` ago; its unit's seq then restarts at 1, which is
-// right only because no row of the unit remains. Two statements in the
-// caller's transaction (READ COMMITTED): the idle counters of the range are
-// locked FOR UPDATE SKIP LOCKED (a writer holding one is skipped), then
-// deleted if, in the second statement's newer snapshot, their unit still has
-// no row. A writer locks its counter before it inserts rows of the unit, so
-// once the counter is locked no row of the unit can be in flight: the second
-// snapshot sees every row there is. One statement could not promise that: its
-// re-check after a lock wait sees the counter's new version but still the old
-// snapshot's rows.
+// A counter goes when its unit has no pending row left and it was last drawn
+// from longer than `idle` (at least the outbox retention) ago, so every row of
+// the unit is past retention; its unit's seq then restarts at 1, which is
+// right because no pending row of the unit remains to be ordered against.
+// Two statements in the caller's transaction (READ COMMITTED): the idle
+// counters of the range are locked FOR UPDATE SKIP LOCKED (a writer holding
+// one is skipped), then deleted if, in the second statement's newer snapshot,
+// their unit still has no pending row. A writer locks its counter before it
+// inserts rows of the unit, so once the counter is locked no row of the unit
+// can be in flight: the second snapshot sees every pending row there is. One
+// statement could not promise that: its re-check after a lock wait sees the
+// counter's new version but still the old snapshot's rows.
 KeySweep prune_outbox_keys(pqxx::transaction_base& tx, const std::string& group,
                            const KeySweep& after, std::chrono::hours idle, int limit);
 

@@ -1,10 +1,10 @@
 #pragma once
 // Deletes what exo keeps only for a while (docs/design.md section 4.2): this
 // group's dedup rows, strict-sequence gap sightings and finished replay tickets
-// past postgres.dedup_retention, outbox rows sent longer than
-// outbox.retention ago, and the seq counters of outbox units that have no row
-// left. Its own thread and PostgreSQL session, so pruning never delays a batch
-// or the outbox relay.
+// past postgres.dedup_retention, sent outbox rows written longer than
+// outbox.retention ago, and the seq counters of idle outbox units that have no
+// pending row left. Its own thread and PostgreSQL session, so pruning never
+// delays a batch or the outbox relay.
 //
 // A pass deletes chunk after chunk (retention.chunk_rows rows, each chunk its
 // own transaction, so no row lock lasts longer than one chunk's delete), one
