@@ -54,7 +54,9 @@ source "$SCRIPTS/suites.sh"  # start_services_sets, stop_services, doctest_count
 # shellcheck disable=SC2317  # reached through the EXIT trap
 on_exit() {
     local rc=$? pid
-    trap - EXIT INT TERM
+    # Cleaning up is not interrupted: a second Ctrl-C or SIGTERM would leave services running.
+    trap - EXIT
+    trap '' INT TERM
     if ((${#WORKERS[@]} > 0)); then
         note "interrupted: stopping the running shards"
         for pid in "${WORKERS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
@@ -103,13 +105,11 @@ case_line() {
 shard() {
     local part="$1" k="$2" dir="$3"
     shift 3
-    local deadline=$((SECONDS + SHARD_TIMEOUT)) i rc limit line why pid=""
-    # shellcheck disable=SC2317  # the trap's
-    stop_case() {
-        [[ -n "$pid" ]] && kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-        exit 143
-    }
-    trap stop_case TERM
+    local deadline=$((SECONDS + SHARD_TIMEOUT)) i rc limit line why
+    pid=""  # the running case's timeout(1); global to this background subshell, for its trap
+    # on_exit's SIGTERM: stop the running case (timeout(1) passes it on) before leaving
+    # shellcheck disable=SC2016  # expanded when the trap runs
+    trap '[[ -z "$pid" ]] || { kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; }; exit 143' TERM
     # shellcheck source=/dev/null
     source "$dir/services.env"
     while read -r i; do

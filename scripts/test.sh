@@ -51,7 +51,9 @@ source "$SCRIPTS/suites.sh"  # start_services, stop_services, doctest_counts, ex
 # shellcheck disable=SC2317  # reached through the EXIT trap
 on_exit() {
     local rc=$?
-    trap - EXIT INT TERM
+    # Cleaning up is not interrupted: a second Ctrl-C or SIGTERM would leave services running.
+    trap - EXIT
+    trap '' INT TERM
     if [[ -n "$SUITE_PIDFILE" && -s "$SUITE_PIDFILE" ]]; then
         local pid
         pid="$(cat "$SUITE_PIDFILE")"
