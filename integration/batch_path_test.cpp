@@ -209,24 +209,30 @@ std::int64_t run_crossing_careful_passes(bool entities_exist) {
 
 }  // namespace
 
+// Serial (scripts/integration.sh): it reads the server's deadlock counter.
 TEST_CASE(
     "two workers whose careful passes meet shared entities in crossing orders neither deadlock "
-    "nor dead-letter a good record") {
+    "nor dead-letter a good record" *
+    doctest::test_suite("serial")) {
     CHECK(run_crossing_careful_passes(/*entities_exist=*/true) == 0);
 }
 
+// Serial (scripts/integration.sh): it reads the server's deadlock counter.
 TEST_CASE(
     "careful passes that create the same new entities in crossing orders may deadlock, and the "
-    "deadlock is NACKed uncounted: no good record is dead-lettered") {
+    "deadlock is NACKed uncounted: no good record is dead-lettered" *
+    doctest::test_suite("serial")) {
     // New entities are not locked up front (there is no row yet): their creations
     // can still cross, and a deadlock there is contention, never an attempt.
     const auto deadlocks = run_crossing_careful_passes(/*entities_exist=*/false);
     MESSAGE("deadlocks PostgreSQL detected and exo NACKed: " << deadlocks);
 }
 
+// Serial (scripts/integration.sh): it watches pg_stat_activity for a lock wait.
 TEST_CASE(
     "the set-based start inserts a group's dedup rows in key order, so a transaction holding "
-    "one of its keys never deadlocks with it") {
+    "one of its keys never deadlocks with it" *
+    doctest::test_suite("serial")) {
     PipelineHarness h({.name = "dedupsorted", .partitions = 1, .workers = 1});
     const std::string group = h.config().kafka.group_id;
     const auto insert = [&](pqxx::transaction_base& tx, const std::string& key) {

@@ -28,9 +28,12 @@ using namespace std::chrono_literals;
 using exo::testing::ChildProcess;
 using exo::testing::PipelineHarness;
 
+// Serial (scripts/integration.sh): it kills and restarts its daemons and flushes Redis on a
+// schedule.
 TEST_CASE(
     "chaos: kill -9 and restarts of three daemons and a Redis flush while producing still "
-    "apply every payment exactly once") {
+    "apply every payment exactly once" *
+    doctest::test_suite("serial")) {
     // A killed member is noticed after session.timeout.ms and a rejoin waits that less
     // 1 s: 3 s instead of 6 keeps the kills (and the producer) as frequent against the
     // group's clock as before, in half the time.

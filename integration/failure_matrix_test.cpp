@@ -267,9 +267,11 @@ void through_outage(PipelineHarness& h, const exo::PaymentWorkload& w, const std
     REQUIRE(h.wait_until_consumed(90s));
 }
 
+// Serial (scripts/integration.sh): it stops and restarts Redis.
 TEST_CASE(
     "with Redis stopped mid-run the pause policy stalls, then completes exactly once after "
-    "Redis returns") {
+    "Redis returns" *
+    doctest::test_suite("serial")) {
     PipelineHarness h({.name = "redis_pause"});
     auto w = exo::generate_payments(
         {.count = 1500, .accounts = 30, .duplicate_ratio = 0.2, .partitions = 4, .seed = 21});
@@ -288,9 +290,11 @@ TEST_CASE(
     h.check_exactly_once(w);
 }
 
+// Serial (scripts/integration.sh): it stops and restarts Redis.
 TEST_CASE(
     "with Redis stopped mid-run the postgres_only policy keeps going exactly once on the "
-    "dedup row alone") {
+    "dedup row alone" *
+    doctest::test_suite("serial")) {
     PipelineHarness h(
         {.name = "redis_pg_only", .on_redis_down = exo::RedisDownPolicy::postgres_only});
     auto w = exo::generate_payments(
@@ -304,9 +308,11 @@ TEST_CASE(
     CHECK(d.stats().duplicates_postgres > 0);
 }
 
+// Serial (scripts/integration.sh): it stops and restarts PostgreSQL.
 TEST_CASE(
     "with PostgreSQL stopped mid-run nothing is lost or doubled and no offset moves until "
-    "it returns") {
+    "it returns" *
+    doctest::test_suite("serial")) {
     PipelineHarness h({.name = "pg_down"});
     auto w = exo::generate_payments(
         {.count = 1500, .accounts = 30, .duplicate_ratio = 0.2, .partitions = 4, .seed = 23});

@@ -211,9 +211,11 @@ TEST_CASE(
           static_cast<std::int64_t>(workload.unique_events));
 }
 
+// Serial (scripts/integration.sh): 200,000 rows within a 1 s statement_timeout, and pg_statio.
 TEST_CASE(
     "a round over a large backlog of few keys reads only the rows it takes: 200,000 pending rows "
-    "of 10 keys are claimed within a 1 s statement_timeout") {
+    "of 10 keys are claimed within a 1 s statement_timeout" *
+    doctest::test_suite("serial")) {
     PipelineHarness h({.name = "outbox_backlog", .partitions = 1});
     const std::string out = h.out_topic();
     h.cluster().create_topic(out, 2);

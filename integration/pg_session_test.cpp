@@ -75,8 +75,11 @@ void terminate_backend(int pid) {
 
 }  // namespace
 
+// Serial (scripts/integration.sh): the cases terminate backends and wait on the server's
+// lock and idle timeouts. (Their test_suite("serial") replaces this suite's name.)
 TEST_SUITE("pg session") {
-    TEST_CASE("a session reports the configured statement, lock and idle-in-transaction timeouts") {
+    TEST_CASE("a session reports the configured statement, lock and idle-in-transaction timeouts" *
+              doctest::test_suite("serial")) {
         auto config = session_config();
         config.statement_timeout = 7000ms;
         config.lock_timeout = 300ms;
@@ -106,7 +109,8 @@ TEST_SUITE("pg session") {
 
     TEST_CASE(
         "a statement waiting on a row lock held by another transaction fails with 55P03 "
-        "after lock_timeout instead of blocking") {
+        "after lock_timeout instead of blocking" *
+        doctest::test_suite("serial")) {
         ScratchTable table;
         auto holder = exo::open_postgres_session(session_config());
         pqxx::work holding(*holder);
@@ -130,7 +134,8 @@ TEST_SUITE("pg session") {
 
     TEST_CASE(
         "a session idle in its transaction past idle_in_transaction_timeout is ended by the "
-        "server, which releases its row locks") {
+        "server, which releases its row locks" *
+        doctest::test_suite("serial")) {
         ScratchTable table;
         auto config = session_config();
         config.idle_in_transaction_timeout = 500ms;
@@ -162,7 +167,8 @@ TEST_SUITE("pg session") {
 
     TEST_CASE(
         "a terminated session stays broken: every later statement throws broken_connection "
-        "and no new backend is started") {
+        "and no new backend is started" *
+        doctest::test_suite("serial")) {
         auto session = exo::open_postgres_session(session_config());
         const int pid = session->backendpid();
         REQUIRE(pid != 0);
@@ -181,7 +187,8 @@ TEST_SUITE("pg session") {
 
     TEST_CASE(
         "a plain libpqxx 6.4 connection silently reconnects after its backend is terminated "
-        "(why exo's sessions inhibit it)") {
+        "(why exo's sessions inhibit it)" *
+        doctest::test_suite("serial")) {
         pqxx::connection plain(exo::testing::postgres_uri());
         const int pid = plain.backendpid();
         terminate_backend(pid);

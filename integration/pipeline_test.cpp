@@ -116,7 +116,9 @@ TEST_CASE(
     CHECK(claim_state(h, "c-3") == "COMPLETED");
 }
 
-TEST_CASE("flushing Redis in the middle of a run keeps every effect exactly once") {
+// Serial (scripts/integration.sh): it flushes Redis (FLUSHALL) mid-run.
+TEST_CASE("flushing Redis in the middle of a run keeps every effect exactly once" *
+          doctest::test_suite("serial")) {
     PipelineHarness h({.name = "flush"});
     auto workload = exo::generate_payments(
         {.count = 3000, .accounts = 40, .duplicate_ratio = 0.2, .partitions = 4, .seed = 3});

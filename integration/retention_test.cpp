@@ -99,7 +99,9 @@ std::size_t one_pass(RetentionPruner& pruner, const PipelineHarness& h) {
 
 }  // namespace
 
-TEST_CASE("a running pruner clears 300,000 expired dedup rows and keeps those within retention") {
+// Serial (scripts/integration.sh): 300,000 rows.
+TEST_CASE("a running pruner clears 300,000 expired dedup rows and keeps those within retention" *
+          doctest::test_suite("serial")) {
     PipelineHarness h({.name = "prune_backlog", .partitions = 1});
     h.mutable_config().postgres.dedup_retention = std::chrono::hours(24 * 30);
     const auto group = h.config().kafka.group_id;
@@ -211,7 +213,9 @@ TEST_CASE("with outbox retention 0 the key counters of units with no row left ar
     CHECK(h.count("SELECT count(*) FROM exo_outbox_pending") == 1);
 }
 
-TEST_CASE("a key counter a writer holds is never pruned from under the row it is writing") {
+// Serial (scripts/integration.sh): it watches pg_stat_activity for a lock wait.
+TEST_CASE("a key counter a writer holds is never pruned from under the row it is writing" *
+          doctest::test_suite("serial")) {
     PipelineHarness h({.name = "prune_race", .partitions = 1});
     h.mutable_config().outbox.retention = std::chrono::hours(0);
     const std::string out = "out_" + h.config().kafka.group_id;

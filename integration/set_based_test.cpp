@@ -164,9 +164,11 @@ TEST_CASE("in one batch, latest records older than or equal to the newest applie
     CHECK(daemon.stats().set_based_transactions > 0);
 }
 
+// Serial (scripts/integration.sh): it flushes Redis (FLUSHALL).
 TEST_CASE(
     "duplicates inside one batch and across batches are each applied once, also when only the "
-    "dedup rows remember them") {
+    "dedup rows remember them" *
+    doctest::test_suite("serial")) {
     PipelineHarness h({.name = "setdup", .partitions = 2, .workers = 1});
     // d-2 twice in one batch: the second ends as a duplicate of the first.
     h.produce({payment("d-1", "acc-d", 1, 1, 0), payment("d-2", "acc-d", 2, 2, 0),
@@ -247,7 +249,9 @@ TEST_CASE("records of a sequenced and an unsequenced binding in one batch each a
     CHECK(daemon.stats().set_based_transactions > 0);
 }
 
-TEST_CASE("two workers whose partitions share entities neither deadlock nor apply anything twice") {
+// Serial (scripts/integration.sh): it reads the server's deadlock counter.
+TEST_CASE("two workers whose partitions share entities neither deadlock nor apply anything twice" *
+          doctest::test_suite("serial")) {
     PipelineHarness h({.name = "setshared",
                        .partitions = 8,
                        .workers = 2,

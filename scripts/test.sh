@@ -2,22 +2,27 @@
 # THE test command (README, and CI through .ci/run): installs the Debian packages, builds,
 # runs the unit tests and, for a bounded time, the fuzz targets (scripts/fuzz.sh), starts
 # throw-away Redis/PostgreSQL/mock Kafka (scripts/services.sh) in a fresh temporary directory,
-# runs the integration tests against them, checks deploy/ and docker-compose.yml against a
-# daemon on them (scripts/deploy-check.sh), and stops and removes the services whatever
-# happens (success, failure, Ctrl-C, SIGTERM). The container image's test is not part of it
-# (it takes longer than CI's budget): scripts/image-test.sh.
+# runs the integration tests in parallel shards, each against throw-away services of its own,
+# and then the cases that must run alone (scripts/integration.sh), checks deploy/ and
+# docker-compose.yml against a daemon on the first services (scripts/deploy-check.sh), and
+# stops and removes every service whatever happens (success, failure, Ctrl-C, SIGTERM). The
+# container image's test is not part of it (it takes longer than CI's budget):
+# scripts/image-test.sh.
 #
 #   scripts/test.sh [doctest options for the integration tests, e.g. --test-case='*claim*']
 #
 # The last line printed is always `N passed, N failed`: the doctest test-case counts of both
-# suites added up, plus the layer check and the fuzz stage as one test case each and each check
-# of deploy-check.sh (CI reads it). A stage that could not run or finish (install, build, service
-# start, a suite that crashed or timed out without failing a test case) counts as 1 failed.
+# suites added up (the integration tests' over all shards), plus the layer check and the fuzz
+# stage as one test case each and each check of deploy-check.sh (CI reads it). A stage that
+# could not run or finish (install, build, service start, a suite that crashed or timed out
+# without failing a test case) counts as 1 failed.
 # Exit status: 0 only if every stage ran and no test case failed.
 #
 # Environment: EXO_BUILD_DIR (default <repo>/build), EXO_UNIT_TIMEOUT (s, default 600),
-# EXO_INTEGRATION_TIMEOUT (s, default 2700), EXO_FUZZ_SECONDS (per fuzz target, default 20;
-# the fuzz build goes to EXO_FUZZ_BUILD_DIR, default <repo>/build-fuzz).
+# EXO_INTEGRATION_TIMEOUT (s, the whole integration stage, default 2700), EXO_FUZZ_SECONDS (per
+# fuzz target, default 20; the fuzz build goes to EXO_FUZZ_BUILD_DIR, default
+# <repo>/build-fuzz); scripts/integration.sh's EXO_SHARDS, EXO_CASE_TIMEOUT and
+# EXO_SHARD_TIMEOUT.
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
@@ -39,58 +44,75 @@ banner() {
 }
 note() { printf '[test] %s\n' "$*"; }
 # shellcheck source=scripts/suites.sh
-source "$SCRIPTS/suites.sh"  # start_services, stop_services, doctest_counts
+source "$SCRIPTS/suites.sh"  # start_services, stop_services, doctest_counts, exit_counted
 
 # Runs on every exit: stop a running suite and the services, remove temporaries, print the
 # summary line last.
 # shellcheck disable=SC2317  # reached through the EXIT trap
 on_exit() {
     local rc=$?
-    trap - EXIT INT TERM
+    # Cleaning up is not interrupted: a second Ctrl-C or SIGTERM would leave services running.
+    trap - EXIT
+    trap '' INT TERM
     if [[ -n "$SUITE_PIDFILE" && -s "$SUITE_PIDFILE" ]]; then
         local pid
         pid="$(cat "$SUITE_PIDFILE")"
         note "interrupted: stopping the running test suite (pid $pid)"
         kill -TERM "$pid" 2>/dev/null || true  # timeout(1) passes it on to the suite's process group
-        sleep 1
+        # Until it has stopped (integration.sh stops its shards' services), so that its output
+        # comes before the summary line.
+        local waited
+        for ((waited = 0; waited < 600; waited++)); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        sleep 0.2
     fi
     stop_services
     rm -rf -- "$WORK"
-    if ((rc != 0 && FAILED == 0)); then FAILED=1; fi
-    if ((FAILED > 0 && rc == 0)); then rc=1; fi
-    printf '%d passed, %d failed\n' "$PASSED" "$FAILED"
-    exit "$rc"
+    exit_counted "$rc"
 }
 trap on_exit EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+
+# run_logged NAME TIMEOUT COMMAND...: run COMMAND with its output shown and logged to
+# $WORK/NAME.log; set RUN_RC to its exit status (1 if it never reported one). In the background
+# and `wait`ed for, so Ctrl-C/SIGTERM reach our trap at once (on_exit stops it through
+# SUITE_PIDFILE); timeout(1) gives it its own process group and kills all of it at the limit.
+run_logged() {
+    local name="$1" limit="$2"
+    shift 2
+    local rcfile="$WORK/$name.rc"
+    SUITE_PIDFILE="$WORK/$name.pid"
+    {
+        timeout -k 30 "$limit" "$@" 2>&1 &
+        echo "$!" >"$SUITE_PIDFILE"
+        command_rc=0
+        wait "$!" || command_rc=$?
+        echo "$command_rc" >"$rcfile"
+    } | tee "$WORK/$name.log" &
+    wait "$!" || true
+    SUITE_PIDFILE=""
+    RUN_RC=1
+    [[ -s "$rcfile" ]] && RUN_RC="$(cat "$rcfile")"
+    return 0
+}
 
 # run_suite NAME TIMEOUT BINARY [ARGS...]: run a doctest binary with its output shown and
 # logged, add its test-case counts to PASSED/FAILED. Returns the suite's exit status.
 run_suite() {
     local name="$1" limit="$2" bin="$3"
     shift 3
-    local log="$WORK/$name.log" rcfile="$WORK/$name.rc" rc=1 counts="" p=0 f=0
+    local rc counts="" p=0 f=0
     if [[ ! -x "$bin" ]]; then
         note "ERROR: $bin was not built"
         FAILED=$((FAILED + 1))
         return 1
     fi
-    SUITE_PIDFILE="$WORK/$name.pid"
-    # Run in the background and `wait`, so Ctrl-C/SIGTERM reach our trap at once; timeout(1)
-    # gives the suite its own process group and kills all of it when the limit is reached.
-    {
-        timeout -k 30 "$limit" "$bin" "$@" 2>&1 &
-        echo "$!" >"$SUITE_PIDFILE"
-        suite_rc=0
-        wait "$!" || suite_rc=$?
-        echo "$suite_rc" >"$rcfile"
-    } | tee "$log" &
-    wait "$!" || true
-    SUITE_PIDFILE=""
-    [[ -s "$rcfile" ]] && rc="$(cat "$rcfile")"
-
-    counts="$(doctest_counts "$log")" && read -r p f <<<"$counts"
+    run_logged "$name" "$limit" "$bin" "$@"
+    rc="$RUN_RC"
+    counts="$(doctest_counts "$WORK/$name.log")" && read -r p f <<<"$counts"
     if ((rc == 124 || rc == 137)); then
         note "ERROR: $name tests timed out after ${limit}s (raise EXO_${name^^}_TIMEOUT if that is expected)"
     elif ((rc != 0)) && [[ -z "$counts" ]]; then
@@ -106,21 +128,11 @@ run_suite() {
 # run_fuzz: build and run the fuzz targets for FUZZ_SECONDS each (scripts/fuzz.sh), with its
 # output shown; counts as 1 passed test case if no target found anything, else 1 failed.
 run_fuzz() {
-    local rcfile="$WORK/fuzz.rc" rc=1
-    SUITE_PIDFILE="$WORK/fuzz.pid"
-    # Like run_suite: in the background so Ctrl-C/SIGTERM reach our trap at once. The limit
-    # is generous (the build plus every target one after the other); fuzz.sh stops its
-    # fuzzers on SIGTERM.
-    {
-        timeout -k 30 "$((600 + 4 * FUZZ_SECONDS))" "$SCRIPTS/fuzz.sh" "$FUZZ_SECONDS" 2>&1 &
-        echo "$!" >"$SUITE_PIDFILE"
-        fuzz_rc=0
-        wait "$!" || fuzz_rc=$?
-        echo "$fuzz_rc" >"$rcfile"
-    } &
-    wait "$!" || true
-    SUITE_PIDFILE=""
-    [[ -s "$rcfile" ]] && rc="$(cat "$rcfile")"
+    local rc
+    # The limit is generous (the build plus every target one after the other); fuzz.sh stops
+    # its fuzzers on SIGTERM.
+    run_logged fuzz "$((600 + 4 * FUZZ_SECONDS))" "$SCRIPTS/fuzz.sh" "$FUZZ_SECONDS"
+    rc="$RUN_RC"
     local outcome="nothing found"
     if ((rc == 0)); then
         PASSED=$((PASSED + 1))
@@ -133,20 +145,27 @@ run_fuzz() {
     return "$rc"
 }
 
-# run_deploy_check: scripts/deploy-check.sh with its output shown; its own `N passed, N failed`
-# line is added to the counts.
-run_deploy_check() {
-    local log="$WORK/deploy.log" rc=0 p=0 f=1 line
-    timeout -k 30 600 "$SCRIPTS/deploy-check.sh" 2>&1 | tee "$log" || rc=$?
-    line="$(tail -n 1 "$log")"
+# run_counted NAME TIMEOUT SCRIPT [ARGS...]: a script whose last line is its own `N passed,
+# N failed` (scripts/integration.sh, scripts/deploy-check.sh), with its output shown; those
+# counts are added to PASSED/FAILED (1 failed if it printed none). Returns its exit status.
+run_counted() {
+    local name="$1" limit="$2"
+    shift 2
+    local rc p=0 f=1 line
+    run_logged "$name" "$limit" "$@"
+    rc="$RUN_RC"
+    line="$(tail -n 1 "$WORK/$name.log")"
     if [[ "$line" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
         p="${BASH_REMATCH[1]}"
         f="${BASH_REMATCH[2]}"
         if ((rc != 0 && f == 0)); then f=1; fi
     fi
+    if ((rc == 124 || rc == 137)); then
+        note "ERROR: the $name timed out after ${limit}s (raise its limit if that is expected)"
+    fi
     PASSED=$((PASSED + p))
     FAILED=$((FAILED + f))
-    note "deploy checks: $p passed, $f failed, exit status $rc ($((SECONDS - STAGE_START)) s)"
+    note "$name: $p passed, $f failed, exit status $rc ($((SECONDS - STAGE_START)) s)"
     return "$rc"
 }
 
@@ -188,18 +207,14 @@ if ! start_services exo-services; then
 fi
 note "Redis 127.0.0.1:$EXO_REDIS_PORT, PostgreSQL $EXO_POSTGRES_URI, Kafka ${EXO_KAFKA_BOOTSTRAP:-?}"
 
-banner "6/8 integration tests ($EXO_BUILD_DIR/exo_integration_tests${*:+ $*})"
-if ! run_suite integration "$INTEGRATION_TIMEOUT" "$EXO_BUILD_DIR/exo_integration_tests" "$@"; then
-    overall=1
-    note "service logs, for the failures above:"
-    "$SCRIPTS/services.sh" logs "$SVC_DIR" 30 || true
-fi
+banner "6/8 integration tests in parallel shards, then the serial ones (scripts/integration.sh${*:+ $*})"
+run_counted "integration tests" "$INTEGRATION_TIMEOUT" "$SCRIPTS/integration.sh" "$@" || overall=1
 
 banner "7/8 the example's own handler tests ($EXAMPLE_BUILD_DIR/ledger_tests, exo/testing.hpp)"
 run_suite example 600 "$EXAMPLE_BUILD_DIR/ledger_tests" || overall=1
 
 banner "8/8 deploy/: alert rules, dashboard, compose, against a daemon (scripts/deploy-check.sh)"
-run_deploy_check || overall=1
+run_counted "deploy checks" 600 "$SCRIPTS/deploy-check.sh" || overall=1
 
 banner "done"
 stop_services
