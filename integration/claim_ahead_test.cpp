@@ -56,7 +56,7 @@ std::string slow_state_when_next_claimed(PipelineHarness& h, const std::string& 
 
 TEST_CASE("with claim_ahead a worker claims its next batch while the last one's handler runs") {
     PipelineHarness h(one_worker("ahead"));
-    REQUIRE(h.config().pipeline.claim_ahead);  // the default
+    h.mutable_config().pipeline.claim_ahead = true;
     RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());
     CHECK(slow_state_when_next_claimed(h, "n-1") == "PROCESSING");
     REQUIRE(h.wait_until_consumed(90s));
@@ -69,7 +69,7 @@ TEST_CASE("with claim_ahead a worker claims its next batch while the last one's 
 
 TEST_CASE("without claim_ahead a worker claims its next batch only once the last one settled") {
     PipelineHarness h(one_worker("notahead"));
-    h.mutable_config().pipeline.claim_ahead = false;
+    REQUIRE_FALSE(h.config().pipeline.claim_ahead);  // the default
     RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());
     CHECK(slow_state_when_next_claimed(h, "n-1") == "COMPLETED");
     REQUIRE(h.wait_until_consumed(90s));
@@ -82,6 +82,7 @@ TEST_CASE(
     "a key claimed ahead while its first copy is still in its transaction is applied once and "
     "its copy ends as a duplicate") {
     PipelineHarness h(one_worker("aheaddup"));
+    h.mutable_config().pipeline.claim_ahead = true;
     RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());
     // The same event id in partition 1: the claiming thread claims it again
     // (the worker's own claim, re-entrant) while partition 0's copy sleeps in

@@ -127,8 +127,9 @@ struct PipelineConfig {
     milliseconds linger{5};  // wait this long for a batch to fill; 0: take what is there
     // Claim the next batch (keys, Redis claims) on a second thread while this
     // one's transaction runs, so a worker's Redis and PostgreSQL round trips
-    // overlap. The two batches never share a partition.
-    bool claim_ahead = true;
+    // overlap. The two batches never share a partition. Off by default: it
+    // measured no faster (smaller batches, more conflicts; docs/performance.md).
+    bool claim_ahead = false;
     int max_queued_per_partition = 1000;   // the partition is paused above this
     milliseconds shutdown_timeout{10000};  // drain deadline on SIGTERM and on revoke
     milliseconds retry_backoff_initial{100};

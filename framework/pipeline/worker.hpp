@@ -5,7 +5,7 @@
 // finished offsets to the daemon, the rest to its inbox. It owns its threads,
 // the inbox, its health and the leases of its batches.
 //
-// With pipeline.claim_ahead (the default) a worker has two threads: the
+// With pipeline.claim_ahead a worker has two threads: the
 // claiming thread takes the next batch and runs its keys and claims while the
 // applying thread runs the last one's transaction, complete and release; one
 // prepared batch waits at most. The inbox never gives the two batches a common
