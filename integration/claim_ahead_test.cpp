@@ -7,7 +7,6 @@
 
 #include "pipeline_harness.hpp"
 #include "records.hpp"
-#include "redis/redis_connection.hpp"
 #include "support.hpp"
 
 using namespace std::chrono_literals;
@@ -17,14 +16,6 @@ using exo::testing::PipelineHarness;
 using exo::testing::RunningDaemon;
 
 namespace {
-
-std::string claim_state(const PipelineHarness& h, const std::string& key) {
-    exo::RedisConnection redis(exo::testing::redis_options());
-    auto reply = redis.command(
-        {"HGET", h.config().redis.key_prefix + ":" + h.config().kafka.group_id + ":" + key,
-         "state"});
-    return reply.type == exo::RedisReply::Type::nil ? "(none)" : reply.str;
-}
 
 // One worker, two partitions; the slow record's handler sleeps 3 s.
 exo::testing::HarnessOptions one_worker(const char* name) {
@@ -40,13 +31,13 @@ exo::testing::HarnessOptions one_worker(const char* name) {
 // when `next`'s claim first appeared.
 std::string slow_state_when_next_claimed(PipelineHarness& h, const std::string& next) {
     h.produce({payment("slow-1", "acc-1", 100, 1, 0)});
-    REQUIRE(eventually([&] { return claim_state(h, "slow-1") == "PROCESSING"; }, 60s));
+    REQUIRE(eventually([&] { return h.claim_state("slow-1") == "PROCESSING"; }, 60s));
     h.produce({payment(next, "acc-2", 7, 1, 1)});
     std::string slow_state;
     REQUIRE(eventually(
         [&] {
-            slow_state = claim_state(h, "slow-1");  // read first: it can only move on
-            return claim_state(h, next) != "(none)";
+            slow_state = h.claim_state("slow-1");  // read first: it can only move on
+            return h.claim_state(next) != "(none)";
         },
         60s));
     return slow_state;
@@ -63,8 +54,8 @@ TEST_CASE("with claim_ahead a worker claims its next batch while the last one's 
     daemon.stop();
     CHECK(h.balances() == std::map<std::string, std::int64_t>{{"acc-1", 100}, {"acc-2", 7}});
     CHECK(daemon.stats().applied == 2);
-    CHECK(claim_state(h, "slow-1") == "COMPLETED");
-    CHECK(claim_state(h, "n-1") == "COMPLETED");
+    CHECK(h.claim_state("slow-1") == "COMPLETED");
+    CHECK(h.claim_state("n-1") == "COMPLETED");
 }
 
 TEST_CASE("without claim_ahead a worker claims its next batch only once the last one settled") {
@@ -88,7 +79,7 @@ TEST_CASE(
     // (the worker's own claim, re-entrant) while partition 0's copy sleeps in
     // its handler, and PostgreSQL's dedup row decides after that commit.
     h.produce({payment("slow-1", "acc-1", 100, 1, 0)});
-    REQUIRE(eventually([&] { return claim_state(h, "slow-1") == "PROCESSING"; }, 60s));
+    REQUIRE(eventually([&] { return h.claim_state("slow-1") == "PROCESSING"; }, 60s));
     h.produce({payment("slow-1", "acc-1", 100, 1, 1)});
     REQUIRE(h.wait_until_consumed(90s));
     REQUIRE(eventually([&] { return daemon.stats().finished() == 2; }, 30s));
@@ -97,5 +88,5 @@ TEST_CASE(
     CHECK(h.count("SELECT count(*) FROM ledger_entries") == 1);
     CHECK(daemon.stats().applied == 1);
     CHECK(daemon.stats().duplicates() == 1);
-    CHECK(claim_state(h, "slow-1") == "COMPLETED");
+    CHECK(h.claim_state("slow-1") == "COMPLETED");
 }

@@ -7,6 +7,7 @@
 
 #include "kafka/group_progress.hpp"
 #include "pg/migrations.hpp"
+#include "redis/redis_connection.hpp"
 #include "support.hpp"
 #include "test_handlers.hpp"
 
@@ -171,6 +172,13 @@ bool PipelineHarness::wait_until_consumed(std::chrono::seconds timeout) const {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     return false;
+}
+
+std::string PipelineHarness::claim_state(const std::string& key) const {
+    RedisConnection redis(redis_options());
+    auto reply = redis.command(
+        {"HGET", config_.redis.key_prefix + ":" + config_.kafka.group_id + ":" + key, "state"});
+    return reply.type == RedisReply::Type::nil ? "(none)" : reply.str;
 }
 
 std::map<std::string, std::int64_t> PipelineHarness::balances() const {

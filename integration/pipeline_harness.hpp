@@ -75,6 +75,8 @@ public:
     // Waits until the group's committed offsets reach the end of the topic.
     bool wait_until_consumed(std::chrono::seconds timeout) const;
 
+    // The state of `key`'s Redis claim (PROCESSING, COMPLETED...), "(none)" without one.
+    std::string claim_state(const std::string& key) const;
     std::map<std::string, std::int64_t> balances() const;
     std::int64_t count(const std::string& sql) const;
     // Asserts balances and ledger rows equal the workload's exactly-once result.

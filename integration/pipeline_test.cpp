@@ -22,18 +22,6 @@ using exo::testing::payment;
 using exo::testing::PipelineHarness;
 using exo::testing::RunningDaemon;
 
-namespace {
-
-std::string claim_state(const PipelineHarness& h, const std::string& key) {
-    exo::RedisConnection redis(exo::testing::redis_options());
-    auto reply = redis.command(
-        {"HGET", h.config().redis.key_prefix + ":" + h.config().kafka.group_id + ":" + key,
-         "state"});
-    return reply.type == exo::RedisReply::Type::nil ? "(none)" : reply.str;
-}
-
-}  // namespace
-
 TEST_CASE(
     "every payment is applied exactly once although event ids repeat in the same and in "
     "other partitions") {
@@ -100,7 +88,7 @@ TEST_CASE(
     // The killed process committed its transaction, and nothing after it.
     auto applied_before = h.count("SELECT count(*) FROM ledger_entries");
     REQUIRE(applied_before >= 1);
-    CHECK(claim_state(h, "c-1") == "PROCESSING");
+    CHECK(h.claim_state("c-1") == "PROCESSING");
     CHECK(exo::group_lag(h.bootstrap(), h.config().kafka.group_id, h.topic()) != 0);
 
     RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());
@@ -112,8 +100,8 @@ TEST_CASE(
     CHECK(daemon.stats().duplicates_postgres == static_cast<std::uint64_t>(applied_before));
     CHECK(daemon.stats().applied == static_cast<std::uint64_t>(3 - applied_before));
     // The claims were taken over and repaired to COMPLETED.
-    CHECK(claim_state(h, "c-1") == "COMPLETED");
-    CHECK(claim_state(h, "c-3") == "COMPLETED");
+    CHECK(h.claim_state("c-1") == "COMPLETED");
+    CHECK(h.claim_state("c-3") == "COMPLETED");
 }
 
 // Serial (scripts/integration.sh): it flushes Redis (FLUSHALL) mid-run.

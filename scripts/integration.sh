@@ -54,9 +54,12 @@ source "$SCRIPTS/suites.sh"  # start_services_sets, stop_services, doctest_count
 # shellcheck disable=SC2317  # reached through the EXIT trap
 on_exit() {
     local rc=$? pid
-    # Cleaning up is not interrupted: a second Ctrl-C or SIGTERM would leave services running.
+    # Cleaning up is not interrupted: a second Ctrl-C or SIGTERM would leave services running,
+    # and neither is it by a reader of our output gone (the tee of a signalled process group):
+    # SIGPIPE or a failed write under `set -e` would end it before the services are stopped.
+    set +e
     trap - EXIT
-    trap '' INT TERM
+    trap '' INT TERM PIPE
     if ((${#WORKERS[@]} > 0)); then
         note "interrupted: stopping the running shards"
         for pid in "${WORKERS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
@@ -75,7 +78,7 @@ trap 'exit 143' TERM
 splittable() {
     local arg
     for arg in "${ARGS[@]}"; do
-        [[ "$arg" =~ ^--?(dt-)?(ts|test-suite|tse|test-suite-exclude|f|first|l|last|ob|order-by|r|reporters)= ]] &&
+        [[ "$arg" =~ ^--?(dt-)?(ts|test-suite|tse|test-suite-exclude|f|first|l|last|ob|order-by|r|reporters|o|out)= ]] &&
             return 1
     done
     return 0
@@ -192,7 +195,13 @@ run_whole() {
     local log="$WORK/whole.log" rc=0 counts p=0 f=0
     # shellcheck source=/dev/null
     source "${SHARD_SVC_DIRS[0]}/services.env"
-    timeout -k 10 "$SHARD_TIMEOUT" "$BIN" "${ARGS[@]}" 2>&1 | tee "$log" || rc=$?
+    # In the background and `wait`ed for, so Ctrl-C/SIGTERM reach on_exit at once (it stops
+    # WORKERS); the output is shown when it ends.
+    timeout -k 10 "$SHARD_TIMEOUT" "$BIN" "${ARGS[@]}" >"$log" 2>&1 &
+    WORKERS=("$!")
+    wait "$!" || rc=$?
+    WORKERS=()
+    cat "$log"
     if counts="$(doctest_counts "$log")"; then read -r p f <<<"$counts"; fi
     if ((rc != 0 && f == 0)); then f=1; fi
     if ((rc != 0)); then "$SCRIPTS/services.sh" logs "${SHARD_SVC_DIRS[0]}" 30 || true; fi

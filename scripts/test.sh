@@ -51,9 +51,12 @@ source "$SCRIPTS/suites.sh"  # start_services, stop_services, doctest_counts, ex
 # shellcheck disable=SC2317  # reached through the EXIT trap
 on_exit() {
     local rc=$?
-    # Cleaning up is not interrupted: a second Ctrl-C or SIGTERM would leave services running.
+    # Cleaning up is not interrupted: a second Ctrl-C or SIGTERM would leave services running,
+    # and neither is it by a reader of our output gone (the tee of a signalled process group):
+    # SIGPIPE or a failed write under `set -e` would end it before the services are stopped.
+    set +e
     trap - EXIT
-    trap '' INT TERM
+    trap '' INT TERM PIPE
     if [[ -n "$SUITE_PIDFILE" && -s "$SUITE_PIDFILE" ]]; then
         local pid
         pid="$(cat "$SUITE_PIDFILE")"
@@ -91,7 +94,11 @@ run_logged() {
         command_rc=0
         wait "$!" || command_rc=$?
         echo "$command_rc" >"$rcfile"
-    } | tee "$WORK/$name.log" &
+    } | {
+        # The tee outlives a signal to our process group, so on_exit can still print.
+        trap '' INT TERM
+        exec tee "$WORK/$name.log"
+    } &
     wait "$!" || true
     SUITE_PIDFILE=""
     RUN_RC=1

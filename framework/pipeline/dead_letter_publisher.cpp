@@ -137,6 +137,7 @@ void DeadLetterPublisher::publish(Batch& batch) {
     if (claims == nullptr) return;
     try {
         claims->complete(requests, config_.claim.completed_ttl);
+        redis_.answered();
     } catch (const RedisError& e) {
         log_.warn("could not mark {} claims dead-lettered: {}", requests.size(), e.what());
     }

@@ -3,7 +3,7 @@
 // forgotten on any failure and reopened after a backoff. An outage is logged
 // once when it starts and once when it ends, not once per retry.
 //
-// Thread-safety: none; the worker's thread only.
+// Thread-safety: none; one thread of the worker (its lane's, BatchProtocol).
 #include <chrono>
 #include <functional>
 #include <optional>

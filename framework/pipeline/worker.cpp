@@ -55,22 +55,29 @@ std::optional<Worker::Prepared> Worker::take_and_prepare(std::stop_token stop,
     const auto& p = ctx_.config.pipeline;
     auto taken = inbox_.take_batch(static_cast<std::size_t>(p.batch_size), p.linger, stop);
     if (taken.empty()) return std::nullopt;  // stopping
-    Prepared prepared{std::make_unique<Batch>(std::move(taken)), BatchEnd::went_through, &leases};
+    const auto now = std::chrono::steady_clock::now();
+    claiming_since_ = now.time_since_epoch().count();
+    Prepared prepared{std::make_unique<Batch>(std::move(taken)), BatchEnd::went_through, &leases,
+                      now};
     ctx_.stats.batches++;
     leases.start_batch();
     prepared.end = protocol_.prepare(*prepared.batch, leases);
     claiming_redis_up_ = protocol_.claiming_redis_up();
+    claiming_since_ = kIdle;
     return prepared;
 }
 
 void Worker::run(std::stop_token stop) {
     while (!stop.stop_requested())
-        if (auto prepared = take_and_prepare(stop, *lease_keepers_.front()))
-            apply_and_settle(std::move(*prepared));
+        if (auto prepared = take_and_prepare(stop, *lease_keepers_.front())) {
+            const auto taken_at = prepared->taken_at;  // in hand since it was taken
+            apply_and_settle(std::move(*prepared), taken_at);
+        }
 }
 
 void Worker::run_claiming(std::stop_token stop) {
-    for (std::size_t turn = 0; !stop.stop_requested(); ++turn) {
+    std::size_t turn = 0;
+    while (!stop.stop_requested()) {
         {
             // One prepared batch waits at most: its claims' leases run meanwhile.
             std::unique_lock lock(handover_mutex_);
@@ -79,6 +86,7 @@ void Worker::run_claiming(std::stop_token stop) {
         // The keeper not holding the batch being applied (batches alternate).
         auto prepared = take_and_prepare(stop, *lease_keepers_[turn % lease_keepers_.size()]);
         if (!prepared) continue;
+        ++turn;
         {
             std::lock_guard lock(handover_mutex_);
             prepared_ = std::move(prepared);
@@ -103,12 +111,13 @@ void Worker::run_applying() {
             prepared_.reset();
         }
         handover_changed_.notify_all();
-        apply_and_settle(std::move(*next));
+        // In hand from now: it waited for this thread, not on a dependency.
+        apply_and_settle(std::move(*next), std::chrono::steady_clock::now());
     }
 }
 
-void Worker::apply_and_settle(Prepared prepared) {
-    busy_since_ = std::chrono::steady_clock::now().time_since_epoch().count();
+void Worker::apply_and_settle(Prepared prepared, std::chrono::steady_clock::time_point since) {
+    busy_since_ = since.time_since_epoch().count();
     Batch& batch = *prepared.batch;
     LeaseKeeper& leases = *prepared.leases;
     BatchEnd end = prepared.end;

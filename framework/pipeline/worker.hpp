@@ -15,6 +15,7 @@
 //
 // Lifecycle: start() launches the threads; they run until stop is requested,
 // finishing the batches in hand (a prepared batch is applied, not dropped).
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -80,8 +81,13 @@ public:
     bool healthy() const { return healthy_.load() && inbox_.stalled_partitions() == 0; }
     // Since when the worker runs the batch in hand; nullopt while it waits for
     // records. Thread-safe.
+    // Claiming ahead, the earlier of the two threads' batches.
     std::optional<std::chrono::steady_clock::time_point> busy_since() const {
-        const auto since = busy_since_.load();
+        const auto applying = busy_since_.load();
+        const auto claiming = claiming_since_.load();
+        const auto since = applying == kIdle   ? claiming
+                           : claiming == kIdle ? applying
+                                               : std::min(applying, claiming);
         if (since == kIdle) return std::nullopt;
         return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(since));
     }
@@ -96,13 +102,15 @@ private:
         std::unique_ptr<Batch> batch;  // never moves: its records point into it
         BatchEnd end;                  // of prepare(): only went_through is applied
         LeaseKeeper* leases;           // holds its claims until it is settled
+        std::chrono::steady_clock::time_point taken_at;
     };
 
     void run(std::stop_token stop);           // one thread: prepare, apply, settle
     void run_claiming(std::stop_token stop);  // claim ahead: take, prepare, hand over
     void run_applying();                      // claim ahead: apply and settle what is handed over
     std::optional<Prepared> take_and_prepare(std::stop_token stop, LeaseKeeper& leases);
-    void apply_and_settle(Prepared prepared);
+    // `since`: when the batch counts as in hand for busy_since().
+    void apply_and_settle(Prepared prepared, std::chrono::steady_clock::time_point since);
 
     WorkerContext ctx_;
     std::string owner_;
@@ -110,7 +118,8 @@ private:
     BatchProtocol protocol_;
     std::atomic<bool> healthy_{true};
     static constexpr std::chrono::steady_clock::rep kIdle = -1;
-    std::atomic<std::chrono::steady_clock::rep> busy_since_{kIdle};
+    std::atomic<std::chrono::steady_clock::rep> busy_since_{kIdle};      // applying
+    std::atomic<std::chrono::steady_clock::rep> claiming_since_{kIdle};  // keys and claims
     std::atomic<bool> redis_up_{true};
     std::atomic<bool> claiming_redis_up_{true};
     std::atomic<bool> postgres_up_{true};  // set from the poll thread, for the batch in hand

@@ -74,7 +74,7 @@ std::vector<PendingRecord> WorkerInbox::take_batch(std::size_t max,
         if (!parked.empty() && !in_batch(tp)) with_work.insert(tp);
     std::vector<TopicPartition> order(with_work.begin(), with_work.end());
     if (order.empty()) return batch;
-    auto& taken = batches_taken_.emplace_back();
+    std::set<TopicPartition> taken;
     std::rotate(order.begin(), order.begin() + static_cast<long>(rotation_++ % order.size()),
                 order.end());
     for (const auto& tp : order) {
@@ -104,7 +104,10 @@ std::vector<PendingRecord> WorkerInbox::take_batch(std::size_t max,
         }
         if (batch.size() >= max) break;
     }
-    in_batch_.insert(taken.begin(), taken.end());
+    if (!batch.empty()) {  // an empty batch is never finished
+        in_batch_.insert(taken.begin(), taken.end());
+        batches_taken_.push_back(std::move(taken));
+    }
     return batch;
 }
 

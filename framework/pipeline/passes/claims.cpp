@@ -108,6 +108,7 @@ void Claims::complete(Batch& batch) {
         stats_.redis_round_trips += redis_.round_trips() - before;
         for (auto s : statuses)
             if (s == FinishStatus::lost) stats_.lost_completions++;
+        redis_.answered();  // the settling lane's own count (claim_ahead: it never claims)
     } catch (const RedisError& e) {
         // The effects are committed and the dedup rows say so: a claim left
         // PROCESSING expires after its lease and the next owner finds the row.
@@ -134,6 +135,7 @@ void Claims::give_back(Batch& batch, const std::function<bool(const BatchRecord&
     if (claims == nullptr) return;
     try {
         claims->release(requests);
+        redis_.answered();
     } catch (const RedisError& e) {
         // The claims expire after their lease; only latency is lost.
         log_.warn("could not release {} claims: {}", requests.size(), e.what());

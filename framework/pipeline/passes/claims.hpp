@@ -5,7 +5,7 @@
 // cache of the truth in PostgreSQL: a failed complete or release costs
 // latency (the claims expire after their lease), never correctness.
 //
-// Thread-safety: none; the worker's thread only.
+// Thread-safety: none; one thread of the worker (its lane's, BatchProtocol).
 #include <functional>
 
 #include <spdlog/logger.h>

@@ -4,7 +4,7 @@
 // delays and counts. Every pass that meets a failure asks here, so a record
 // pays the same for the same failure wherever it is met.
 //
-// Thread-safety: none; the worker's thread only.
+// Thread-safety: none; one thread of the worker (its lane's, BatchProtocol).
 #include <chrono>
 #include <random>
 #include <string>
