@@ -28,7 +28,7 @@
 # Environment: EXO_BUILD_DIR (default <repo>/build), EXO_SHARDS (parallel shards, default 4),
 # EXO_INTEGRATION_PARTS (default "parallel serial"; "parallel" or "serial" runs one part),
 # EXO_CASE_TIMEOUT (s per test case, default 600), EXO_SHARD_TIMEOUT (s per shard and for the
-# serial part: no case starts after it, default 1500). EXO_BINARY reaches the tests.
+# serial part: no case starts after it, default 1200: two parts stay inside test.sh's EXO_INTEGRATION_TIMEOUT). EXO_BINARY reaches the tests.
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
@@ -38,7 +38,7 @@ BIN="$EXO_BUILD_DIR/exo_integration_tests"
 SHARDS="${EXO_SHARDS:-4}"
 PARTS="${EXO_INTEGRATION_PARTS:-parallel serial}"
 CASE_TIMEOUT="${EXO_CASE_TIMEOUT:-600}"
-SHARD_TIMEOUT="${EXO_SHARD_TIMEOUT:-1500}"
+SHARD_TIMEOUT="${EXO_SHARD_TIMEOUT:-1200}"
 ARGS=("$@")
 
 PASSED=0
