@@ -90,3 +90,29 @@ TEST_CASE(
     CHECK(daemon.stats().duplicates() == 1);
     CHECK(h.claim_state("slow-1") == "COMPLETED");
 }
+
+// Serial (scripts/integration.sh): it stops and restarts Redis.
+TEST_CASE(
+    "with claim_ahead, a complete that failed while Redis was down does not leave Redis "
+    "reported down once it answers again" *
+    doctest::test_suite("serial")) {
+    PipelineHarness h(one_worker("aheadredis"));
+    h.mutable_config().pipeline.claim_ahead = true;
+    RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());
+    // slow-1's claim is taken; Redis goes while its handler sleeps, so the
+    // applying thread's complete fails (its own Redis session counts it).
+    h.produce({payment("slow-1", "acc-1", 100, 1, 0)});
+    REQUIRE(eventually([&] { return h.claim_state("slow-1") == "PROCESSING"; }, 60s));
+    exo::testing::services("redis-stop");
+    REQUIRE(eventually([&] { return h.count("SELECT count(*) FROM ledger_entries") == 1; }, 30s));
+    // The failed complete is counted: the worker reports Redis down.
+    REQUIRE(eventually([&] { return !daemon.status().redis_up; }, 30s));
+    exo::testing::services("redis-start");
+    // Records claimed and completed with Redis back: both threads' sessions answer.
+    h.produce({payment("n-1", "acc-2", 7, 1, 1), payment("n-2", "acc-2", 3, 2, 1)});
+    REQUIRE(h.wait_until_consumed(90s));
+    REQUIRE(eventually([&] { return h.claim_state("n-2") == "COMPLETED"; }, 30s));
+    CHECK(eventually([&] { return daemon.status().redis_up; }, 10s));
+    daemon.stop();
+    CHECK(h.balances() == std::map<std::string, std::int64_t>{{"acc-1", 100}, {"acc-2", 10}});
+}

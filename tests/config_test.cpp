@@ -51,6 +51,7 @@ pipeline:
   workers: 4
   batch_size: 50
   linger_ms: 0
+  claim_ahead: true
   max_queued_per_partition: 500
   shutdown_timeout_ms: 5000
   retry_backoff_initial_ms: 50
@@ -106,6 +107,7 @@ bindings:
         CHECK(c.pipeline.workers == 4);
         CHECK(c.pipeline.batch_size == 50);
         CHECK(c.pipeline.linger == 0ms);
+        CHECK(c.pipeline.claim_ahead);
         CHECK(c.pipeline.max_queued_per_partition == 500);
         CHECK(c.pipeline.shutdown_timeout == 5000ms);
         CHECK(c.pipeline.retry_backoff_initial == 50ms);
@@ -127,11 +129,11 @@ bindings:
         CHECK(payments.sequence->gap_timeout == 30000ms);
         CHECK(payments.max_attempts == 3);
         CHECK(payments.dead_letter_topic == "payments.dead");
-        CHECK(payments.yaml_line == 40);
+        CHECK(payments.yaml_line == 41);
 
         CHECK(c.bindings[1].key.kind == KeySourceKind::header);
         CHECK(c.bindings[1].key.name == "idempotency-key");
-        CHECK(c.bindings[1].yaml_line == 46);
+        CHECK(c.bindings[1].yaml_line == 47);
         CHECK(c.bindings[2].key.kind == KeySourceKind::coordinates);
         CHECK(c.bindings[2].key.name.empty());
     }
@@ -159,6 +161,7 @@ bindings:
         CHECK(c.pipeline.workers == defaults.pipeline.workers);
         CHECK(c.pipeline.batch_size == defaults.pipeline.batch_size);
         CHECK(c.pipeline.linger == defaults.pipeline.linger);
+        CHECK_FALSE(c.pipeline.claim_ahead);  // off unless asked for
         CHECK(c.pipeline.max_queued_per_partition == defaults.pipeline.max_queued_per_partition);
         CHECK(c.pipeline.shutdown_timeout == defaults.pipeline.shutdown_timeout);
         CHECK(c.pipeline.retry_backoff_initial == defaults.pipeline.retry_backoff_initial);
@@ -515,6 +518,19 @@ bindings:
                   "coordinates, got a list") != std::string::npos);
         CHECK(text.find("exo.yaml:8: bindings[4].key.header: must not be empty") !=
               std::string::npos);
+    }
+
+    TEST_CASE("pipeline.claim_ahead takes true or false, and names its line otherwise") {
+        const std::string text = errors_of(R"(
+kafka: { bootstrap_servers: localhost:9092, group_id: g }
+postgres: { uri: postgresql://exo@db/exo }
+pipeline:
+  claim_ahead: yes
+bindings:
+  - { topic: a, handler: ledger, key: coordinates }
+)");
+        CHECK(text.find("exo.yaml:4: pipeline.claim_ahead: unknown value 'yes'; expected one of: "
+                        "true, false") != std::string::npos);
     }
 
     TEST_CASE("JSON pointers must follow RFC 6901") {
