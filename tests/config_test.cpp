@@ -53,6 +53,7 @@ pipeline:
   linger_ms: 0
   claim_ahead: true
   max_queued_per_partition: 500
+  max_in_flight: 4000
   shutdown_timeout_ms: 5000
   retry_backoff_initial_ms: 50
   retry_backoff_max_ms: 2000
@@ -65,6 +66,7 @@ bindings:
     handler: ledger
     key: { json: /payment_id }
     sequence: { entity: /account_id, value: /seq, mode: strict, gap_timeout_ms: 30000 }
+    ordering: entity
     max_attempts: 3
     dead_letter_topic: payments.dead
   - topic: accounts
@@ -109,6 +111,10 @@ bindings:
         CHECK(c.pipeline.linger == 0ms);
         CHECK(c.pipeline.claim_ahead);
         CHECK(c.pipeline.max_queued_per_partition == 500);
+        CHECK(c.pipeline.max_in_flight == 4000);
+        CHECK(c.pipeline.concurrency == 1);
+        CHECK(c.bindings[0].ordering == Ordering::entity);
+        CHECK(c.bindings[1].ordering == Ordering::partition);  // the default
         CHECK(c.pipeline.shutdown_timeout == 5000ms);
         CHECK(c.pipeline.retry_backoff_initial == 50ms);
         CHECK(c.pipeline.retry_backoff_max == 2000ms);
@@ -129,11 +135,11 @@ bindings:
         CHECK(payments.sequence->gap_timeout == 30000ms);
         CHECK(payments.max_attempts == 3);
         CHECK(payments.dead_letter_topic == "payments.dead");
-        CHECK(payments.yaml_line == 41);
+        CHECK(payments.yaml_line == 42);
 
         CHECK(c.bindings[1].key.kind == KeySourceKind::header);
         CHECK(c.bindings[1].key.name == "idempotency-key");
-        CHECK(c.bindings[1].yaml_line == 47);
+        CHECK(c.bindings[1].yaml_line == 49);
         CHECK(c.bindings[2].key.kind == KeySourceKind::coordinates);
         CHECK(c.bindings[2].key.name.empty());
     }
@@ -287,7 +293,8 @@ bindings:
         // Nothing close: the known keys are listed instead.
         CHECK(text.find(
                   "exo.yaml:14: bindings[0].colour: unknown key 'colour'; known keys here: topic, "
-                  "handler, key, sequence, max_attempts, dead_letter_topic") != std::string::npos);
+                  "handler, key, sequence, ordering, max_attempts, dead_letter_topic") !=
+              std::string::npos);
         // The misspelt key form is reported once, not also as "no key form".
         CHECK(text.find("names no key form") == std::string::npos);
     }
@@ -531,6 +538,58 @@ bindings:
 )");
         CHECK(text.find("exo.yaml:4: pipeline.claim_ahead: unknown value 'yes'; expected one of: "
                         "true, false") != std::string::npos);
+    }
+
+    TEST_CASE("pipeline.concurrency takes 1 to 256 and is refused with claim_ahead") {
+        const Config c = parse(R"(
+kafka: { bootstrap_servers: localhost:9092, group_id: g }
+postgres: { uri: postgresql://exo@db/exo }
+pipeline: { concurrency: 32 }
+bindings:
+  - { topic: a, handler: ledger, key: coordinates, ordering: key }
+)");
+        CHECK(c.pipeline.concurrency == 32);
+        CHECK(c.bindings[0].ordering == Ordering::key);
+
+        const std::string text = errors_of(R"(
+kafka: { bootstrap_servers: localhost:9092, group_id: g }
+postgres: { uri: postgresql://exo@db/exo }
+pipeline:
+  concurrency: 0
+  max_in_flight: 0
+bindings:
+  - { topic: a, handler: ledger, key: coordinates }
+)");
+        CHECK(text.find("exo.yaml:4: pipeline.concurrency:") != std::string::npos);
+        CHECK(text.find("exo.yaml:5: pipeline.max_in_flight:") != std::string::npos);
+
+        const std::string both = errors_of(R"(
+kafka: { bootstrap_servers: localhost:9092, group_id: g }
+postgres: { uri: postgresql://exo@db/exo }
+pipeline:
+  claim_ahead: true
+  concurrency: 4
+bindings:
+  - { topic: a, handler: ledger, key: coordinates }
+)");
+        CHECK(both.find("exo.yaml:5: pipeline.concurrency: is 4, but claim_ahead is true and a "
+                        "worker has one claiming thread: set concurrency: 1, or claim_ahead: "
+                        "false") != std::string::npos);
+    }
+
+    TEST_CASE("bindings[].ordering names its choices, and entity needs a sequence") {
+        const std::string text = errors_of(R"(
+kafka: { bootstrap_servers: localhost:9092, group_id: g }
+postgres: { uri: postgresql://exo@db/exo }
+bindings:
+  - { topic: a, handler: ledger, key: coordinates, ordering: keys }
+  - { topic: b, handler: ledger, key: coordinates, ordering: entity }
+)");
+        CHECK(text.find("exo.yaml:4: bindings[0].ordering: unknown value 'keys'; expected one of: "
+                        "partition, key, entity") != std::string::npos);
+        CHECK(text.find("exo.yaml:5: bindings[1].ordering: is entity, but the binding has no "
+                        "sequence to name the entity: add sequence: { entity: /pointer, value: "
+                        "/pointer }, or use ordering: key") != std::string::npos);
     }
 
     TEST_CASE("JSON pointers must follow RFC 6901") {

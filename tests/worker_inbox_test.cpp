@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <map>
 #include <stop_token>
 #include <string>
@@ -68,13 +69,48 @@ std::vector<std::int64_t> seq(std::int64_t first, std::int64_t last) {
     return out;
 }
 
+// The batches each inbox has out, oldest first: most cases finish them in
+// the order taken.
+std::map<WorkerInbox*, std::deque<WorkerInbox::BatchId>> batches_out;
+
+std::vector<PendingRecord> remember(WorkerInbox& inbox, WorkerInbox::Taken taken) {
+    if (taken.records.empty()) return {};
+    auto& out = batches_out[&inbox];
+    // A new inbox's first batch: an earlier case's inbox may have had this address.
+    if (taken.id == 1) out.clear();
+    out.push_back(taken.id);
+    return std::move(taken.records);
+}
+
+std::vector<PendingRecord> take(WorkerInbox& inbox, std::size_t max,
+                                std::chrono::milliseconds linger, std::stop_token stop) {
+    return remember(inbox, inbox.take_batch(max, linger, stop));
+}
+
 // Takes what is ready now (linger 0); the inbox must hold something ready.
 std::vector<PendingRecord> take_now(WorkerInbox& inbox, std::size_t max = 100) {
-    return inbox.take_batch(max, 0ms, never_stopped.get_token());
+    return take(inbox, max, 0ms, never_stopped.get_token());
+}
+
+// Finishes the oldest batch out of `inbox`.
+void finish_oldest(WorkerInbox& inbox, std::vector<PendingRecord> requeue,
+                   const std::map<Lane, Clock::time_point>& hold_until,
+                   std::vector<WorkerInbox::Parked> parked = {}) {
+    auto& out = batches_out[&inbox];
+    REQUIRE_FALSE(out.empty());
+    const auto id = out.front();
+    out.pop_front();
+    inbox.finish_batch(id, std::move(requeue), hold_until, std::move(parked));
+}
+
+// Records queued or parked, over every partition.
+std::size_t queued_total(const WorkerInbox& inbox) {
+    const auto t = inbox.totals();
+    return t.queued + t.parked;
 }
 
 void finish_all(WorkerInbox& inbox) {
-    inbox.finish_batch({}, {});
+    finish_oldest(inbox, {}, {});
 }
 
 // Runs `f` on a thread and joins it when destroyed, even if a REQUIRE throws.
@@ -131,7 +167,7 @@ TEST_SUITE("WorkerInbox batches") {
         auto third = take_now(inbox, 100);
         CHECK(offsets_of(third, kP0) == seq(7, 9));
         finish_all(inbox);
-        CHECK(inbox.queued_total() == 0);
+        CHECK(queued_total(inbox) == 0);
     }
 
     TEST_CASE("max is respected across partitions and no record is lost or repeated") {
@@ -139,7 +175,7 @@ TEST_SUITE("WorkerInbox batches") {
         inbox.push(pending_range(kP0, 0, 4));
         inbox.push(pending_range(kP1, 0, 4));
         std::vector<std::int64_t> seen0, seen1;
-        for (int round = 0; round < 10 && inbox.queued_total() > 0; ++round) {
+        for (int round = 0; round < 10 && queued_total(inbox) > 0; ++round) {
             auto batch = take_now(inbox, 3);
             CHECK(batch.size() <= 3);
             for (auto o : offsets_of(batch, kP0)) seen0.push_back(o);
@@ -173,7 +209,7 @@ TEST_SUITE("WorkerInbox requeue and hold") {
         std::vector<PendingRecord> requeue;
         requeue.push_back(std::move(batch[1]));
         requeue.push_back(std::move(batch[2]));
-        inbox.finish_batch(std::move(requeue), {});
+        finish_oldest(inbox, std::move(requeue), {});
         CHECK(inbox.queued(kP0) == 7);
         auto next = take_now(inbox);
         CHECK(offsets_of(next, kP0) == seq(1, 7));
@@ -186,7 +222,7 @@ TEST_SUITE("WorkerInbox requeue and hold") {
         REQUIRE(batch.size() == 1);
         batch[0].attempts = 3;
         batch[0].nacks = 2;
-        inbox.finish_batch(std::move(batch), {});
+        finish_oldest(inbox, std::move(batch), {});
         auto again = take_now(inbox);
         REQUIRE(again.size() == 1);
         CHECK(again[0].attempts == 3);
@@ -206,7 +242,7 @@ TEST_SUITE("WorkerInbox requeue and hold") {
         for (auto& p : batch)
             if (p.record.topic_partition() == kP0) requeue.push_back(std::move(p));
         const auto hold = Clock::now() + 500ms;
-        inbox.finish_batch(std::move(requeue), {{kP0, hold}});
+        finish_oldest(inbox, std::move(requeue), {{kP0, hold}});
         inbox.push(pending_range(kP0, 2, 2));  // behind the held records
         inbox.push(pending_range(kP1, 1, 2));
 
@@ -226,7 +262,7 @@ TEST_SUITE("WorkerInbox requeue and hold") {
         WorkerInbox inbox;
         inbox.push({pending(kP0, 0)});
         auto batch = take_now(inbox);
-        inbox.finish_batch(std::move(batch), {{kP0, Clock::now() - 1s}});
+        finish_oldest(inbox, std::move(batch), {{kP0, Clock::now() - 1s}});
         const auto before = Clock::now();
         auto again = take_now(inbox);
         CHECK(offsets_of(again, kP0) == seq(0, 0));
@@ -243,7 +279,7 @@ TEST_SUITE("WorkerInbox parked records") {
         const auto due = Clock::now() + 500ms;
         std::vector<WorkerInbox::Parked> parked;
         parked.push_back({std::move(batch[0]), due});  // 5 waits for a predecessor
-        inbox.finish_batch({}, {}, std::move(parked));
+        finish_oldest(inbox, {}, {}, std::move(parked));
 
         inbox.push(pending_range(kP0, 8, 9));
         auto behind = take_now(inbox);
@@ -266,7 +302,7 @@ TEST_SUITE("WorkerInbox parked records") {
         REQUIRE(batch.size() == 2);
         std::vector<WorkerInbox::Parked> parked;
         parked.push_back({std::move(batch[0]), Clock::now() + 100ms});
-        inbox.finish_batch({}, {}, std::move(parked));
+        finish_oldest(inbox, {}, {}, std::move(parked));
         inbox.push(pending_range(kP0, 7, 8));
         std::this_thread::sleep_for(120ms);
         auto next = take_now(inbox);
@@ -283,7 +319,7 @@ TEST_SUITE("WorkerInbox parked records") {
         parked.push_back({std::move(batch[3]), due});  // 4
         parked.push_back({std::move(batch[0]), due});  // 1
         parked.push_back({std::move(batch[2]), due});  // 3
-        inbox.finish_batch({}, {}, std::move(parked));
+        finish_oldest(inbox, {}, {}, std::move(parked));
 
         // A second batch parks 2, which must slot in between.
         inbox.push(pending_range(kP0, 9, 9));
@@ -293,7 +329,7 @@ TEST_SUITE("WorkerInbox parked records") {
         again.reserve(second.size() + 1);
         for (auto& p : second) again.push_back({std::move(p), due});
         again.push_back({std::move(batch[1]), due});  // 2, never taken since
-        inbox.finish_batch({}, {}, std::move(again));
+        finish_oldest(inbox, {}, {}, std::move(again));
 
         auto next = take_now(inbox);
         CHECK(offsets_of(next, kP0) == std::vector<std::int64_t>{1, 2, 3, 4, 9});
@@ -307,7 +343,7 @@ TEST_SUITE("WorkerInbox parked records") {
         std::vector<WorkerInbox::Parked> parked;
         parked.push_back({std::move(batch[0]), Clock::now() + 10s});  // 1: much later
         parked.push_back({std::move(batch[1]), Clock::now() - 1ms});  // 2: due now
-        inbox.finish_batch({}, {}, std::move(parked));
+        finish_oldest(inbox, {}, {}, std::move(parked));
         auto next = take_now(inbox);
         CHECK(offsets_of(next, kP0) == seq(2, 2));
         CHECK(inbox.parked(kP0) == 1);
@@ -321,7 +357,7 @@ TEST_SUITE("WorkerInbox parked records") {
         inbox.push(pending_range(kP1, 0, 0));
         auto batch = take_now(inbox);
         REQUIRE(batch.size() == 4);
-        CHECK(inbox.queued_total() == 0);
+        CHECK(queued_total(inbox) == 0);
         std::vector<WorkerInbox::Parked> parked;
         std::vector<PendingRecord> requeue;
         for (auto& p : batch) {
@@ -331,13 +367,13 @@ TEST_SUITE("WorkerInbox parked records") {
             else
                 requeue.push_back(std::move(p));
         }
-        inbox.finish_batch(std::move(requeue), {}, std::move(parked));
+        finish_oldest(inbox, std::move(requeue), {}, std::move(parked));
         inbox.push(pending_range(kP1, 1, 1));
         CHECK(inbox.queued(kP0) == 2);
         CHECK(inbox.parked(kP0) == 1);
         CHECK(inbox.queued(kP1) == 1);
         CHECK(inbox.queued(kP2) == 0);
-        CHECK(inbox.queued_total() == 4);
+        CHECK(queued_total(inbox) == 4);
     }
 }
 
@@ -348,7 +384,7 @@ TEST_SUITE("WorkerInbox drop_partitions") {
         auto batch = take_now(inbox);
         std::vector<WorkerInbox::Parked> parked;
         parked.push_back({std::move(batch[0]), Clock::now() - 1ms});  // due
-        inbox.finish_batch({}, {}, std::move(parked));
+        finish_oldest(inbox, {}, {}, std::move(parked));
         inbox.push(pending_range(kP0, 1, 2));
         inbox.push(pending_range(kP1, 0, 1));
         REQUIRE(inbox.queued(kP0) == 2);
@@ -357,7 +393,7 @@ TEST_SUITE("WorkerInbox drop_partitions") {
         CHECK(inbox.drop_partitions({kP0}, Clock::now() + 5s));
         CHECK(inbox.queued(kP0) == 0);
         CHECK(inbox.parked(kP0) == 0);
-        CHECK(inbox.queued_total() == 2);
+        CHECK(queued_total(inbox) == 2);
         auto next = take_now(inbox);
         CHECK(names(next) == std::vector<std::string>{"orders[1]@0", "orders[1]@1"});
     }
@@ -366,7 +402,7 @@ TEST_SUITE("WorkerInbox drop_partitions") {
         WorkerInbox inbox;
         inbox.push({pending(kP0, 0)});
         auto batch = take_now(inbox);
-        inbox.finish_batch(std::move(batch), {{kP0, Clock::now() + 1h}});
+        finish_oldest(inbox, std::move(batch), {{kP0, Clock::now() + 1h}});
         CHECK(inbox.drop_partitions({kP0}, Clock::now() + 5s));
         inbox.push({pending(kP0, 7)});  // assigned again, fetched anew
         auto next = take_now(inbox);    // would hang for an hour if still held
@@ -388,8 +424,8 @@ TEST_SUITE("WorkerInbox drop_partitions") {
             Background worker([&] {
                 std::this_thread::sleep_for(150ms);
                 finished = true;
-                inbox.finish_batch(std::move(requeue), {{kP0, Clock::now() + 1h}},
-                                   std::move(parked));
+                finish_oldest(inbox, std::move(requeue), {{kP0, Clock::now() + 1h}},
+                              std::move(parked));
             });
             CHECK(inbox.drop_partitions({kP0}, Clock::now() + 10s));
             CHECK(finished.load());
@@ -397,7 +433,7 @@ TEST_SUITE("WorkerInbox drop_partitions") {
         CHECK_FALSE(inbox.batch_in_progress());
         // What the batch handed back belonged to the dropped partition: discarded.
         CHECK(inbox.queued(kP0) == 0);
-        CHECK(inbox.queued_total() == 0);
+        CHECK(queued_total(inbox) == 0);
     }
 
     TEST_CASE("dropping returns false when the batch outlives the deadline") {
@@ -415,7 +451,7 @@ TEST_SUITE("WorkerInbox drop_partitions") {
         parked.push_back({std::move(batch[1]), Clock::now() - 1ms});
         std::vector<PendingRecord> requeue;
         requeue.push_back(std::move(batch[0]));
-        inbox.finish_batch(std::move(requeue), {{kP0, Clock::now() + 1h}}, std::move(parked));
+        finish_oldest(inbox, std::move(requeue), {{kP0, Clock::now() + 1h}}, std::move(parked));
         CHECK(inbox.queued(kP0) == 0);
         CHECK_FALSE(inbox.batch_in_progress());
 
@@ -431,7 +467,7 @@ TEST_SUITE("WorkerInbox drop_partitions") {
         auto batch = take_now(inbox);
         REQUIRE(batch.size() == 2);
         CHECK_FALSE(inbox.drop_partitions({kP0}, Clock::now() + 10ms));
-        inbox.finish_batch(std::move(batch), {});  // both requeued
+        finish_oldest(inbox, std::move(batch), {});  // both requeued
         CHECK(inbox.queued(kP0) == 0);
         CHECK(inbox.queued(kP1) == 1);
     }
@@ -447,7 +483,7 @@ TEST_SUITE("WorkerInbox drop_partitions") {
         CHECK(Clock::now() - before < 5s);
         CHECK(inbox.queued(kP1) == 0);
         CHECK(inbox.batch_in_progress());
-        inbox.finish_batch(std::move(batch), {});
+        finish_oldest(inbox, std::move(batch), {});
         CHECK(inbox.queued(kP0) == 1);  // p0 was not dropped: its requeue is kept
     }
 }
@@ -459,7 +495,7 @@ TEST_SUITE("WorkerInbox waiting") {
         std::vector<PendingRecord> batch{pending(kP0, 99)};
         auto before = Clock::now();
         {
-            Background worker([&] { batch = inbox.take_batch(10, 0ms, stop.get_token()); });
+            Background worker([&] { batch = take(inbox, 10, 0ms, stop.get_token()); });
             std::this_thread::sleep_for(50ms);
             stop.request_stop();
         }
@@ -472,7 +508,7 @@ TEST_SUITE("WorkerInbox waiting") {
         inbox.push(pending_range(kP0, 0, 2));
         std::stop_source stop;
         stop.request_stop();
-        CHECK(inbox.take_batch(10, 1s, stop.get_token()).empty());
+        CHECK(take(inbox, 10, 1s, stop.get_token()).empty());
         CHECK(inbox.queued(kP0) == 3);  // nothing was taken and lost
         CHECK_FALSE(inbox.batch_in_progress());
     }
@@ -484,7 +520,7 @@ TEST_SUITE("WorkerInbox waiting") {
         std::vector<PendingRecord> batch{pending(kP1, 99)};
         auto before = Clock::now();
         {
-            Background worker([&] { batch = inbox.take_batch(10, 1h, stop.get_token()); });
+            Background worker([&] { batch = take(inbox, 10, 1h, stop.get_token()); });
             std::this_thread::sleep_for(50ms);
             stop.request_stop();
         }
@@ -508,7 +544,7 @@ TEST_SUITE("WorkerInbox waiting") {
         WorkerInbox inbox;
         inbox.push(pending_range(kP0, 0, 1));
         const auto before = Clock::now();
-        auto batch = inbox.take_batch(10, 100ms, never_stopped.get_token());
+        auto batch = take(inbox, 10, 100ms, never_stopped.get_token());
         const auto waited = Clock::now() - before;
         CHECK(offsets_of(batch, kP0) == seq(0, 1));
         CHECK(waited >= 90ms);
@@ -521,7 +557,7 @@ TEST_SUITE("WorkerInbox waiting") {
         std::vector<PendingRecord> batch;
         const auto before = Clock::now();
         {
-            Background worker([&] { batch = inbox.take_batch(3, 1h, never_stopped.get_token()); });
+            Background worker([&] { batch = take(inbox, 3, 1h, never_stopped.get_token()); });
             std::this_thread::sleep_for(50ms);
             inbox.push(pending_range(kP0, 2, 4));
         }
@@ -534,7 +570,7 @@ TEST_SUITE("WorkerInbox waiting") {
         WorkerInbox inbox;
         inbox.push(pending_range(kP0, 0, 4));
         const auto before = Clock::now();
-        auto batch = inbox.take_batch(5, 1h, never_stopped.get_token());
+        auto batch = take(inbox, 5, 1h, never_stopped.get_token());
         CHECK(Clock::now() - before < 5s);
         CHECK(batch.size() == 5);
     }
@@ -554,8 +590,8 @@ TEST_SUITE("WorkerInbox two batches out") {
         // back in front of them: only p1 is ready.
         auto second = take_now(inbox);
         CHECK(names(second) == std::vector<std::string>{"orders[1]@0"});
-        inbox.finish_batch(std::move(first), {});  // the first batch: both put back
-        inbox.finish_batch({}, {});                // the second
+        finish_oldest(inbox, std::move(first), {});  // the first batch: both put back
+        finish_oldest(inbox, {}, {});                // the second
         auto third = take_now(inbox);
         CHECK(offsets_of(third, kP0) == seq(0, 3));
         finish_all(inbox);
@@ -571,12 +607,12 @@ TEST_SUITE("WorkerInbox two batches out") {
         std::atomic<bool> taken{false};
         {
             Background claimer([&] {
-                second = inbox.take_batch(10, 0ms, never_stopped.get_token());
+                second = take(inbox, 10, 0ms, never_stopped.get_token());
                 taken = true;
             });
             std::this_thread::sleep_for(50ms);
-            CHECK_FALSE(taken.load());   // p0@1 is queued but its partition is out
-            inbox.finish_batch({}, {});  // p0@0 finished
+            CHECK_FALSE(taken.load());     // p0@1 is queued but its partition is out
+            finish_oldest(inbox, {}, {});  // p0@0 finished
         }
         CHECK(names(second) == std::vector<std::string>{"orders[0]@1"});
         finish_all(inbox);
@@ -591,12 +627,12 @@ TEST_SUITE("WorkerInbox two batches out") {
         REQUIRE(names(second) == std::vector<std::string>{"orders[1]@0"});
         inbox.push({pending(kP0, 1)});
         inbox.push({pending(kP1, 1)});
-        inbox.finish_batch({}, {});  // the first: p0 free again, p1 still out
+        finish_oldest(inbox, {}, {});  // the first: p0 free again, p1 still out
         auto third = take_now(inbox);
         CHECK(names(third) == std::vector<std::string>{"orders[0]@1"});
         CHECK(inbox.batch_in_progress());
-        inbox.finish_batch({}, {});  // the second
-        inbox.finish_batch({}, {});  // the third
+        finish_oldest(inbox, {}, {});  // the second
+        finish_oldest(inbox, {}, {});  // the third
         CHECK(names(take_now(inbox)) == std::vector<std::string>{"orders[1]@1"});
         finish_all(inbox);
         CHECK_FALSE(inbox.batch_in_progress());
@@ -609,10 +645,10 @@ TEST_SUITE("WorkerInbox two batches out") {
         inbox.push({pending(kP1, 0)});
         auto second = take_now(inbox);
         REQUIRE(second.size() == 1);
-        inbox.finish_batch({}, {});  // the first
+        finish_oldest(inbox, {}, {});  // the first
         // p1 is in the second batch, still out.
         CHECK_FALSE(inbox.drop_partitions({kP0, kP1}, Clock::now() + 10ms));
-        inbox.finish_batch(std::move(second), {});  // put back, but p1 was dropped
+        finish_oldest(inbox, std::move(second), {});  // put back, but p1 was dropped
         CHECK(inbox.drop_partitions({kP0, kP1}, Clock::now() + 10ms));
         CHECK(inbox.queued(kP1) == 0);
     }

@@ -10,11 +10,13 @@
 namespace exo::config_reading {
 namespace {
 
-const Keys kBindingKeys = {"topic",        "handler",           "key",    "sequence",
+const Keys kBindingKeys = {"topic",        "handler",           "key",    "sequence", "ordering",
                            "max_attempts", "dead_letter_topic", "options"};
 const Keys kKeySourceKeys = {"header", "json"};
 const Keys kSequenceKeys = {"entity", "value", "mode", "gap_timeout_ms"};
 
+const Choices<Ordering> kOrderings = {
+    {"partition", Ordering::partition}, {"key", Ordering::key}, {"entity", Ordering::entity}};
 const Choices<SequenceMode> kSequenceModes = {{"latest", SequenceMode::latest},
                                               {"strict", SequenceMode::strict}};
 
@@ -173,6 +175,12 @@ BindingConfig read_binding(Context& ctx, const Item& item, const std::vector<std
     }
     if (binding.has("sequence"))
         out.sequence = read_sequence(binding.map("sequence", kSequenceKeys));
+    binding.read("ordering", out.ordering, kOrderings);
+    if (out.ordering == Ordering::entity && !binding.has("sequence")) {
+        binding.problem("ordering",
+                        "is entity, but the binding has no sequence to name the entity: add "
+                        "sequence: { entity: /pointer, value: /pointer }, or use ordering: key");
+    }
     out.options = read_options(binding, ctx.source);
     binding.read("max_attempts", out.max_attempts, kPositive);
     if (binding.has("dead_letter_topic")) {

@@ -130,7 +130,19 @@ struct PipelineConfig {
     // overlap. The two batches never share a partition. Off by default: it
     // measured no faster (smaller batches, more conflicts; docs/performance.md).
     bool claim_ahead = false;
-    int max_queued_per_partition = 1000;   // the partition is paused above this
+    // Batches each worker runs at once, each on its own thread with its own
+    // PostgreSQL connection, Redis connection and lease keeper, so connections
+    // number workers x concurrency. What lets more batches than partitions run
+    // is a binding's `ordering` (key, entity): a batch takes whole lanes
+    // (a partition, or one ordering key of it), a lane is in one batch at a
+    // time. Refused together with claim_ahead (one claiming thread per worker).
+    int concurrency = 1;
+    // Records of a partition waiting in its worker's queue or in a batch
+    // (parked ones excluded: pausing for them could keep out the predecessor
+    // they wait for): the partition is paused at this, resumed at half.
+    int max_queued_per_partition = 1000;
+    // The same over the whole process: every partition is paused at this.
+    int max_in_flight = 10000;
     milliseconds shutdown_timeout{10000};  // drain deadline on SIGTERM and on revoke
     milliseconds retry_backoff_initial{100};
     milliseconds retry_backoff_max{10000};
@@ -199,11 +211,21 @@ struct RetentionConfig {
     milliseconds interval{60000};
 };
 
+// Which records of a binding's partition must run one after another
+// (docs/design.md section 5.8). partition: all of them, in offset order.
+// key: those with the same Kafka record key (records without a key share one
+// lane per partition); entity: those with the same sequence entity (the
+// binding's `sequence:`; a record whose entity cannot be read shares the
+// partition's no-entity lane). Different lanes of a partition run
+// concurrently; a lane's records in offset order, one batch at a time.
+enum class Ordering { partition, key, entity };
+
 struct BindingConfig {
     std::string topic;
     std::string handler;
     KeySource key;
     std::optional<SequenceConfig> sequence;
+    Ordering ordering = Ordering::partition;
     int max_attempts = 5;           // handler tries before dead-lettering a retryable failure
     std::string dead_letter_topic;  // default "<topic>.dlq"
     int yaml_line = 0;              // where the binding was declared, for later error messages

@@ -102,7 +102,9 @@ public:
         number("batch_size", p.batch_size);
         ms("linger_ms", p.linger);
         out_ << YAML::Key << "claim_ahead" << YAML::Value << p.claim_ahead;
+        number("concurrency", p.concurrency);
         number("max_queued_per_partition", p.max_queued_per_partition);
+        number("max_in_flight", p.max_in_flight);
         ms("shutdown_timeout_ms", p.shutdown_timeout);
         ms("retry_backoff_initial_ms", p.retry_backoff_initial);
         ms("retry_backoff_max_ms", p.retry_backoff_max);
@@ -176,6 +178,9 @@ private:
             ms("gap_timeout_ms", b.sequence->gap_timeout);
             end();
         }
+        text("ordering", b.ordering == Ordering::partition ? "partition"
+                         : b.ordering == Ordering::key     ? "key"
+                                                           : "entity");
         number("max_attempts", b.max_attempts);
         text("dead_letter_topic", b.dead_letter_topic);
         begin("options", b.options.empty());

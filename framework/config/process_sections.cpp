@@ -8,6 +8,8 @@ const Keys kPipelineKeys = {"workers",
                             "batch_size",
                             "linger_ms",
                             "claim_ahead",
+                            "concurrency",
+                            "max_in_flight",
                             "max_queued_per_partition",
                             "shutdown_timeout_ms",
                             "retry_backoff_initial_ms",
@@ -18,6 +20,9 @@ const Keys kLoggingKeys = {"level", "format"};
 
 namespace {
 
+// Each batch in flight holds a PostgreSQL connection: beyond a few hundred
+// per worker the server's max_connections is the limit, not exo.
+constexpr Bounds kConcurrency{1, 256};
 const Choices<RedisDownPolicy> kRedisDownPolicies = {
     {"pause", RedisDownPolicy::pause}, {"postgres_only", RedisDownPolicy::postgres_only}};
 const Choices<FrameworkSql> kFrameworkSql = {{"set_based", FrameworkSql::set_based},
@@ -35,7 +40,15 @@ PipelineConfig read_pipeline(const Reader& pipeline) {
     pipeline.read("batch_size", out.batch_size, kPositive);
     pipeline.read("linger_ms", out.linger, kNonNegativeMs);
     pipeline.read("claim_ahead", out.claim_ahead, kSwitch);
+    pipeline.read("concurrency", out.concurrency, kConcurrency);
     pipeline.read("max_queued_per_partition", out.max_queued_per_partition, kPositive);
+    pipeline.read("max_in_flight", out.max_in_flight, kPositive);
+    if (out.claim_ahead && out.concurrency > 1) {
+        pipeline.problem("concurrency",
+                         "is " + std::to_string(out.concurrency) +
+                             ", but claim_ahead is true and a worker has one claiming thread: "
+                             "set concurrency: 1, or claim_ahead: false");
+    }
     pipeline.read("shutdown_timeout_ms", out.shutdown_timeout, kPositiveMs);
     pipeline.read("retry_backoff_initial_ms", out.retry_backoff_initial, kPositiveMs);
     pipeline.read("retry_backoff_max_ms", out.retry_backoff_max, kPositiveMs);

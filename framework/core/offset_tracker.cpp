@@ -53,6 +53,11 @@ std::size_t OffsetTracker::unfinished(const TopicPartition& tp) const {
     return it == partitions_.end() ? 0 : it->second.unfinished();
 }
 
+std::int64_t OffsetTracker::unfinished_window(const TopicPartition& tp) const {
+    auto it = partitions_.find(tp);
+    return it == partitions_.end() ? 0 : it->second.unfinished_window();
+}
+
 std::optional<Offset> OffsetTracker::committed(const TopicPartition& tp) const {
     auto it = partitions_.find(tp);
     if (it == partitions_.end()) return std::nullopt;

@@ -28,6 +28,13 @@ public:
     std::optional<Offset> committable() const;
     void mark_committed(Offset next);
     std::size_t unfinished() const { return unfinished_.size(); }
+    // Offsets from the lowest unfinished one to the highest tracked: what a
+    // restart would read again (finished records among them are deduplicated).
+    // 0 when nothing is unfinished.
+    std::int64_t unfinished_window() const {
+        if (unfinished_.empty() || !highest_tracked_) return 0;
+        return *highest_tracked_ - *unfinished_.begin() + 1;
+    }
     // The next offset to read as last marked committed; nullopt before the first.
     std::optional<Offset> committed() const {
         if (!committed_next_) return std::nullopt;
@@ -55,6 +62,7 @@ public:
     void mark_committed(const std::vector<CommitPoint>& points);
     void forget(const TopicPartition& tp) { partitions_.erase(tp); }
     std::size_t unfinished(const TopicPartition& tp) const;
+    std::int64_t unfinished_window(const TopicPartition& tp) const;
     std::optional<Offset> committed(const TopicPartition& tp) const;
 
 private:

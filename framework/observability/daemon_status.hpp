@@ -19,9 +19,12 @@ struct PartitionStatus {
     bool stalled = false;  // a record that cannot even be dead-lettered holds it
     // The next offset to read, as this member last committed it (nullopt: none yet).
     std::optional<std::int64_t> committed{};
-    std::size_t queued = 0;             // waiting in its worker's queue (parked ones excluded)
-    std::size_t in_flight = 0;          // handed to a worker, in a batch now
-    std::size_t parked = 0;             // strict-sequence gaps waiting for a predecessor
+    std::size_t queued = 0;     // waiting in its worker's queue (parked ones excluded)
+    std::size_t in_flight = 0;  // handed to a worker, in a batch now
+    std::size_t parked = 0;     // strict-sequence gaps waiting for a predecessor
+    // Offsets from the lowest unfinished record to the highest polled: what a
+    // crash now would read again (0: nothing unfinished).
+    std::int64_t unfinished_window = 0;
     std::optional<std::int64_t> lag{};  // librdkafka's consumer lag, when known
 };
 
@@ -42,6 +45,12 @@ struct DaemonStatus {
     bool joined = false;
     std::vector<PartitionStatus> partitions;  // assigned to this member
     std::vector<WorkerStatus> workers;
+    // Over every worker: batches being run now, and lanes (a partition, or one
+    // ordering key of it) held by a record that retries later (NACK, retry,
+    // stall) with the records waiting in them.
+    std::size_t batches_in_flight = 0;
+    std::size_t held_lanes = 0;
+    std::size_t waiting_behind_held = 0;
     // As last observed: Redis and PostgreSQL by every worker's last use of
     // them, Kafka by librdkafka's statistics (a broker connection up).
     bool redis_up = true;

@@ -46,6 +46,10 @@ std::string topic_label(const std::string& topic) {
     return "topic=\"" + escape_label_value(topic) + "\"";
 }
 
+std::string partition_labels(const TopicPartition& tp) {
+    return topic_label(tp.topic.value) + fmt::format(",partition=\"{}\"", tp.partition.value);
+}
+
 struct Counter {
     const char* name;
     const char* help;
@@ -180,11 +184,36 @@ std::string render_metrics(const PipelineStats& stats, const DaemonStatus& statu
     for (const auto& p : status.partitions) {
         if (p.paused) ++paused;
         if (p.lag)
-            w.sample("exo_consumer_lag",
-                     topic_label(p.partition.topic.value) +
-                         fmt::format(",partition=\"{}\"", p.partition.partition.value),
+            w.sample("exo_consumer_lag", partition_labels(p.partition),
                      static_cast<double>(*p.lag));
     }
+    w.family("exo_records_in_flight", "gauge",
+             "Records of the partition in a batch being run now.");
+    for (const auto& p : status.partitions)
+        w.sample("exo_records_in_flight", partition_labels(p.partition),
+                 static_cast<std::uint64_t>(p.in_flight));
+    w.family("exo_records_queued", "gauge",
+             "Records of the partition waiting for a batch (parked ones excluded).");
+    for (const auto& p : status.partitions)
+        w.sample("exo_records_queued", partition_labels(p.partition),
+                 static_cast<std::uint64_t>(p.queued));
+    w.family("exo_unfinished_window_offsets", "gauge",
+             "Offsets from the partition's lowest unfinished record to its highest polled: what "
+             "a restart would read again.");
+    for (const auto& p : status.partitions)
+        w.sample("exo_unfinished_window_offsets", partition_labels(p.partition),
+                 static_cast<std::uint64_t>(p.unfinished_window));
+    w.family("exo_batches_in_flight", "gauge",
+             "Batches being run now (at most workers x pipeline.concurrency).");
+    w.sample("exo_batches_in_flight", "", static_cast<std::uint64_t>(status.batches_in_flight));
+    w.family("exo_held_lanes", "gauge",
+             "Lanes (a partition, or one ordering key of it) held by a record that retries "
+             "later.");
+    w.sample("exo_held_lanes", "", static_cast<std::uint64_t>(status.held_lanes));
+    w.family("exo_records_waiting_behind_held", "gauge",
+             "Records waiting in held lanes: with ordering key or entity, only their own key's.");
+    w.sample("exo_records_waiting_behind_held", "",
+             static_cast<std::uint64_t>(status.waiting_behind_held));
     w.family("exo_partitions_assigned", "gauge", "Partitions assigned to this member.");
     w.sample("exo_partitions_assigned", "", static_cast<std::uint64_t>(status.partitions.size()));
     w.family("exo_partitions_paused", "gauge",

@@ -6,8 +6,8 @@
 
 namespace exo {
 
-BatchProtocol::Lane::Lane(const Config& config, const std::string& owner, PipelineStats& stats,
-                          spdlog::logger& log)
+BatchProtocol::PerThread::PerThread(const Config& config, const std::string& owner,
+                                    PipelineStats& stats, spdlog::logger& log)
     : fate(config.pipeline, stats, log),
       redis(config, owner, log, [this](int failures) { return fate.delay(failures); }),
       claims(config, redis, stats, log, fate) {}
@@ -22,7 +22,7 @@ BatchProtocol::BatchProtocol(const Config& config, const HandlerRegistry& regist
       log_(log),
       handlers_(config, registry),
       lane_(config, owner, stats, log),
-      ahead_(config.pipeline.claim_ahead ? std::make_unique<Lane>(config, owner, stats, log)
+      ahead_(config.pipeline.claim_ahead ? std::make_unique<PerThread>(config, owner, stats, log)
                                          : nullptr),
       postgres_(
           config.postgres, [this](pqxx::connection& c) { handlers_.prepare(c); }, log),
@@ -32,7 +32,7 @@ BatchProtocol::BatchProtocol(const Config& config, const HandlerRegistry& regist
                     postgres_) {}
 
 BatchEnd BatchProtocol::prepare(Batch& batch, LeaseKeeper& leases) {
-    Lane& lane = claiming();
+    PerThread& lane = claiming();
     try {
         key_pass(batch, config_.bindings, lane.fate.delay(1));
         lane.claims.claim(batch);
@@ -88,7 +88,7 @@ void BatchProtocol::settle(Batch& batch, LeaseKeeper& leases) {
 
 // On either thread; `lane` is that thread's. PostgreSQL failures and a
 // handler's come only from apply(), on the applying thread.
-BatchEnd BatchProtocol::batch_failed(Batch& batch, const std::exception& e, Lane& lane) {
+BatchEnd BatchProtocol::batch_failed(Batch& batch, const std::exception& e, PerThread& lane) {
     stats_.batch_failures++;
     const Failure failure = classify(e);
     const bool prepare_failed = failure == Failure::handler_unprepared;

@@ -17,7 +17,7 @@
 //
 // Thread-safety: two threads at most. prepare() runs on the claiming thread;
 // apply() and settle() on the applying thread (the same thread when the
-// worker does not claim ahead). Each has its own lane: its fate policy, Redis
+// worker does not claim ahead). Each has its own PerThread: its fate policy, Redis
 // session and claims, so neither waits for the other's round trip.
 #include <atomic>
 #include <memory>
@@ -84,24 +84,24 @@ public:
 private:
     // What one thread of the protocol uses of its own: the fate policy (it
     // draws jitter), a Redis session and the claims on it.
-    struct Lane {
-        Lane(const Config& config, const std::string& owner, PipelineStats& stats,
-             spdlog::logger& log);
+    struct PerThread {
+        PerThread(const Config& config, const std::string& owner, PipelineStats& stats,
+                  spdlog::logger& log);
         FatePolicy fate;
         RedisSession redis;
         Claims claims;
     };
-    Lane& claiming() { return ahead_ ? *ahead_ : lane_; }
-    const Lane& claiming() const { return ahead_ ? *ahead_ : lane_; }
-    BatchEnd batch_failed(Batch& batch, const std::exception& e, Lane& lane);
+    PerThread& claiming() { return ahead_ ? *ahead_ : lane_; }
+    const PerThread& claiming() const { return ahead_ ? *ahead_ : lane_; }
+    BatchEnd batch_failed(Batch& batch, const std::exception& e, PerThread& lane);
 
     const Config& config_;
     PipelineStats& stats_;
     Failpoints& failpoints_;
     spdlog::logger& log_;
     BindingHandlers handlers_;
-    Lane lane_;                    // the applying thread's
-    std::unique_ptr<Lane> ahead_;  // the claiming thread's; null: it is lane_
+    PerThread lane_;                    // the applying thread's
+    std::unique_ptr<PerThread> ahead_;  // the claiming thread's; null: it is lane_
     PostgresSession postgres_;
     DeadLetterPublisher dead_letters_;  // after the sessions it uses
     TransactionStep transactions_;

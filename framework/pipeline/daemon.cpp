@@ -9,6 +9,7 @@
 #include "core/log_context.hpp"
 #include "core/topic_partition_hash.hpp"
 #include "kafka/kafka_names.hpp"
+#include "pipeline/ordering_key.hpp"
 
 namespace exo {
 namespace {
@@ -72,6 +73,7 @@ Daemon::Daemon(const Config& config, const HandlerRegistry& handlers, Failpoints
       bootstrap_(std::move(bootstrap_servers)),
       stats_(binding_topics(config)),
       pruner_(config, stats_) {
+    for (const auto& b : config.bindings) binding_of_.emplace(b.topic, &b);
     if (config.outbox.enabled)
         relay_ = std::make_unique<OutboxRelay>(config_, stats_, failpoints,
                                                dead_letter_producer(bootstrap_, config.kafka));
@@ -171,6 +173,8 @@ void Daemon::dispatch(std::vector<Record> records) {
             if (!assigned_.contains(tp)) continue;
             offsets_.track(tp, r.offset);
             auto& pending = per_worker[&worker_for(tp)].emplace_back(PendingRecord{std::move(r)});
+            if (auto b = binding_of_.find(tp.topic.value); b != binding_of_.end())
+                pending.ordering_key = ordering_key(*b->second, pending.record);
             log_unused_traceparent(pending);
         }
     }
@@ -182,12 +186,22 @@ void Daemon::dispatch(std::vector<Record> records) {
 
 void Daemon::update_pauses() {
     const auto limit = static_cast<std::size_t>(config_.pipeline.max_queued_per_partition);
+    const auto total_limit = static_cast<std::size_t>(config_.pipeline.max_in_flight);
+    std::size_t total = 0;
+    for (const auto& w : workers_) {
+        const auto t = w->inbox().totals();
+        total += t.queued + t.in_batch;
+    }
+    // Hysteresis, as per partition: paused at the limit, resumed at half.
+    if (total >= total_limit) over_total_ = true;
+    if (total <= total_limit / 2) over_total_ = false;
     std::vector<TopicPartition> to_pause, to_resume;
     for (const auto& tp : assigned_) {
-        auto queued = worker_for(tp).inbox().queued(tp);
+        auto& inbox = worker_for(tp).inbox();
+        auto in_flight = inbox.queued(tp) + inbox.in_batch(tp);
         bool paused = paused_.contains(tp);
-        if (!paused && queued >= limit) to_pause.push_back(tp);
-        if (paused && queued <= limit / 2) to_resume.push_back(tp);
+        if (!paused && (in_flight >= limit || over_total_)) to_pause.push_back(tp);
+        if (paused && in_flight <= limit / 2 && !over_total_) to_resume.push_back(tp);
     }
     if (!to_pause.empty()) {
         consumer_->pause(to_pause);
@@ -305,14 +319,12 @@ void Daemon::publish_status(bool now) {
         p.stalled = inbox.stalled(tp);
         p.queued = inbox.queued(tp);
         p.parked = inbox.parked(tp);
-        std::size_t unfinished = 0;
+        p.in_flight = inbox.in_batch(tp);
         {
             std::lock_guard lock(offsets_mutex_);
-            unfinished = offsets_.unfinished(tp);
+            p.unfinished_window = offsets_.unfinished_window(tp);
             if (auto c = offsets_.committed(tp)) p.committed = c->value;
         }
-        // Read at slightly different moments: never report a negative count.
-        p.in_flight = unfinished > p.queued + p.parked ? unfinished - p.queued - p.parked : 0;
         if (kafka_statistics_)
             if (auto it = kafka_statistics_->lag.find(tp); it != kafka_statistics_->lag.end())
                 p.lag = it->second;
@@ -323,6 +335,10 @@ void Daemon::publish_status(bool now) {
         s.workers.push_back({static_cast<int>(i), w.healthy(), w.busy_since()});
         s.redis_up = s.redis_up && w.redis_up();
         s.postgres_up = s.postgres_up && w.postgres_up();
+        const auto t = workers_[i]->inbox().totals();
+        s.batches_in_flight += t.batches_out;
+        s.held_lanes += t.held_lanes;
+        s.waiting_behind_held += t.waiting_behind_held;
     }
     // Before librdkafka's first statistics, an assignment proves a broker answered.
     s.kafka_up = kafka_statistics_ ? kafka_statistics_->brokers_up > 0 : joined_;

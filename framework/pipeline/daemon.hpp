@@ -11,6 +11,7 @@
 // fatal Kafka error) -> destroy. Thread-safety: run() on one thread; stats(),
 // ready() and status() from any thread.
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -73,8 +74,10 @@ private:
     std::mutex offsets_mutex_;
     OffsetTracker offsets_;  // guarded by offsets_mutex_
 
-    std::set<TopicPartition> assigned_;                   // poll thread only
-    std::set<TopicPartition> paused_;                     // poll thread only
+    std::set<TopicPartition> assigned_;  // poll thread only
+    std::set<TopicPartition> paused_;    // poll thread only
+    bool over_total_ = false;  // poll thread only: pipeline.max_in_flight reached, all paused
+    std::map<std::string, const BindingConfig*> binding_of_;  // by topic
     bool joined_ = false;                                 // poll thread only: an assignment came
     std::optional<ConsumerStatistics> kafka_statistics_;  // poll thread only: the last reading
     std::chrono::steady_clock::time_point status_published_{};  // poll thread only

@@ -22,10 +22,22 @@ struct DeadLetterVerdict {
     bool clears_gap = false;
 };
 
+// The records that run one after another (bindings[].ordering): a partition's
+// records of one ordering key. Under ordering: partition the key is empty, so
+// the lane is the whole partition. Converts from a partition: its whole lane.
+struct Lane {
+    Lane(TopicPartition p, std::string k = {}) : partition(std::move(p)), key(std::move(k)) {}
+    TopicPartition partition;
+    std::string key;  // the record key or sequence entity; empty: none
+    friend auto operator<=>(const Lane&, const Lane&) = default;
+};
+
 // A polled record on its way through the pipeline, with what the retries so
 // far have learned about it.
 struct PendingRecord {
     Record record;
+    // Its lane's key, decided once by the daemon from the binding's ordering.
+    std::string ordering_key{};
     // Its trace for this delivery, decided once so its retries, log lines, emits
     // and dead letter share one trace id and span id.
     TraceContext trace = start_trace(record);
@@ -41,6 +53,8 @@ struct PendingRecord {
     // Its batch's COMMIT failed without saying which record was at fault: run it
     // in a transaction of its own, so a failure is its own and counts for it alone.
     bool solo = false;
+
+    Lane lane() const { return {record.topic_partition(), ordering_key}; }
 };
 
 }  // namespace exo

@@ -16,13 +16,17 @@ std::shared_ptr<spdlog::logger> worker_logger(int index) {
 Worker::Worker(int index, WorkerContext context)
     : ctx_(std::move(context)),
       owner_(ctx_.owner_prefix + "/w" + std::to_string(index)),
-      log_(worker_logger(index)),
-      protocol_(ctx_.config, ctx_.handlers, ctx_.dead_letter_producer, ctx_.stats, ctx_.failpoints,
-                owner_, *log_, ctx_.outbox_doorbell) {
-    const int keepers = ctx_.config.pipeline.claim_ahead ? 2 : 1;
+      log_(worker_logger(index)) {
+    const auto& p = ctx_.config.pipeline;
+    for (int i = 0; i < p.concurrency; ++i) {
+        // A claim is re-entrant for its owner: slots must never share one.
+        auto owner = p.concurrency == 1 ? owner_ : owner_ + "." + std::to_string(i);
+        slots_.push_back(std::make_unique<Slot>(ctx_, owner, *log_));
+    }
+    const int keepers = p.claim_ahead ? 2 : p.concurrency;
     for (int i = 0; i < keepers; ++i)
-        lease_keepers_.push_back(
-            std::make_unique<LeaseKeeper>(ctx_.config, owner_, ctx_.stats, log_));
+        lease_keepers_.push_back(std::make_unique<LeaseKeeper>(
+            ctx_.config, slots_[p.claim_ahead ? 0 : i]->owner, ctx_.stats, log_));
 }
 
 Worker::~Worker() {
@@ -32,50 +36,85 @@ Worker::~Worker() {
 
 void Worker::start() {
     if (!ctx_.config.pipeline.claim_ahead) {
-        applying_ = std::jthread([this](std::stop_token stop) { run(stop); });
+        for (std::size_t i = 0; i < slots_.size(); ++i) {
+            Slot& slot = *slots_[i];
+            LeaseKeeper& leases = *lease_keepers_[i];
+            slot.thread = std::jthread(
+                [this, &slot, &leases](std::stop_token stop) { run(stop, slot, leases); });
+        }
         return;
     }
-    applying_ = std::jthread([this] { run_applying(); });
+    slots_.front()->thread = std::jthread([this] { run_applying(); });
     claiming_ = std::jthread([this](std::stop_token stop) { run_claiming(stop); });
 }
 
 void Worker::request_stop() {
     // The applying thread stops once the claiming thread did and nothing waits.
     claiming_.request_stop();
-    applying_.request_stop();
+    for (auto& slot : slots_) slot->thread.request_stop();
 }
 
 void Worker::join() {
     if (claiming_.joinable()) claiming_.join();
-    if (applying_.joinable()) applying_.join();
+    for (auto& slot : slots_)
+        if (slot->thread.joinable()) slot->thread.join();
 }
 
-std::optional<Worker::Prepared> Worker::take_and_prepare(std::stop_token stop,
-                                                         LeaseKeeper& leases) {
+bool Worker::healthy() const {
+    return inbox_.stalled_lanes() == 0 &&
+           std::all_of(slots_.begin(), slots_.end(),
+                       [](const auto& s) { return s->healthy.load(); });
+}
+
+std::optional<std::chrono::steady_clock::time_point> Worker::busy_since() const {
+    Rep since = claiming_since_.load();
+    for (const auto& slot : slots_) {
+        const Rep busy = slot->busy_since.load();
+        if (busy != kIdle && (since == kIdle || busy < since)) since = busy;
+    }
+    if (since == kIdle) return std::nullopt;
+    return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(since));
+}
+
+bool Worker::redis_up() const {
+    return claiming_redis_up_.load() &&
+           std::all_of(slots_.begin(), slots_.end(),
+                       [](const auto& s) { return s->redis_up.load(); });
+}
+
+bool Worker::postgres_up() const {
+    return std::all_of(slots_.begin(), slots_.end(),
+                       [](const auto& s) { return s->postgres_up.load(); });
+}
+
+std::optional<Worker::Prepared> Worker::take_and_prepare(std::stop_token stop, Slot& slot,
+                                                         LeaseKeeper& leases,
+                                                         std::atomic<Rep>& since,
+                                                         std::atomic<bool>& redis_up) {
     const auto& p = ctx_.config.pipeline;
     auto taken = inbox_.take_batch(static_cast<std::size_t>(p.batch_size), p.linger, stop);
-    if (taken.empty()) return std::nullopt;  // stopping
+    if (taken.records.empty()) return std::nullopt;  // stopping
     const auto now = std::chrono::steady_clock::now();
-    claiming_since_ = now.time_since_epoch().count();
-    Prepared prepared{std::make_unique<Batch>(std::move(taken)), BatchEnd::went_through, &leases,
-                      now};
+    since = now.time_since_epoch().count();
+    Prepared prepared{taken.id, std::make_unique<Batch>(std::move(taken.records)),
+                      BatchEnd::went_through, &leases, now};
     ctx_.stats.batches++;
     leases.start_batch();
-    prepared.end = protocol_.prepare(*prepared.batch, leases);
-    claiming_redis_up_ = protocol_.claiming_redis_up();
-    claiming_since_ = kIdle;
+    prepared.end = slot.protocol.prepare(*prepared.batch, leases);
+    redis_up = slot.protocol.claiming_redis_up();
     return prepared;
 }
 
-void Worker::run(std::stop_token stop) {
+void Worker::run(std::stop_token stop, Slot& slot, LeaseKeeper& leases) {
     while (!stop.stop_requested())
-        if (auto prepared = take_and_prepare(stop, *lease_keepers_.front())) {
+        if (auto prepared = take_and_prepare(stop, slot, leases, slot.busy_since, slot.redis_up)) {
             const auto taken_at = prepared->taken_at;  // in hand since it was taken
-            apply_and_settle(std::move(*prepared), taken_at);
+            apply_and_settle(slot, std::move(*prepared), taken_at);
         }
 }
 
 void Worker::run_claiming(std::stop_token stop) {
+    Slot& slot = *slots_.front();
     std::size_t turn = 0;
     while (!stop.stop_requested()) {
         {
@@ -84,7 +123,9 @@ void Worker::run_claiming(std::stop_token stop) {
             handover_changed_.wait(lock, stop, [&] { return !prepared_.has_value(); });
         }
         // The keeper not holding the batch being applied (batches alternate).
-        auto prepared = take_and_prepare(stop, *lease_keepers_[turn % lease_keepers_.size()]);
+        auto prepared = take_and_prepare(stop, slot, *lease_keepers_[turn % lease_keepers_.size()],
+                                         claiming_since_, claiming_redis_up_);
+        claiming_since_ = kIdle;
         if (!prepared) continue;
         ++turn;
         {
@@ -101,6 +142,7 @@ void Worker::run_claiming(std::stop_token stop) {
 }
 
 void Worker::run_applying() {
+    Slot& slot = *slots_.front();
     for (;;) {
         std::optional<Prepared> next;
         {
@@ -112,35 +154,37 @@ void Worker::run_applying() {
         }
         handover_changed_.notify_all();
         // In hand from now: it waited for this thread, not on a dependency.
-        apply_and_settle(std::move(*next), std::chrono::steady_clock::now());
+        apply_and_settle(slot, std::move(*next), std::chrono::steady_clock::now());
     }
 }
 
-void Worker::apply_and_settle(Prepared prepared, std::chrono::steady_clock::time_point since) {
-    busy_since_ = since.time_since_epoch().count();
+void Worker::apply_and_settle(Slot& slot, Prepared prepared,
+                              std::chrono::steady_clock::time_point since) {
+    slot.busy_since = since.time_since_epoch().count();
     Batch& batch = *prepared.batch;
     LeaseKeeper& leases = *prepared.leases;
     BatchEnd end = prepared.end;
-    if (end == BatchEnd::went_through) end = protocol_.apply(batch);
+    if (end == BatchEnd::went_through) end = slot.protocol.apply(batch);
     switch (end) {
         case BatchEnd::went_through:
-            healthy_ = true;
+            slot.healthy = true;
             break;
         case BatchEnd::paused:
-            healthy_ = false;
+            slot.healthy = false;
             break;
         case BatchEnd::failed:
             break;
     }
-    protocol_.settle(batch, leases);
+    slot.protocol.settle(batch, leases);
 
     auto back = hand_back(batch, ctx_.stats);
-    for (const auto& tp : back.unstalled) inbox_.clear_stalled(tp);
+    for (const auto& lane : back.unstalled) inbox_.clear_stalled(lane);
     if (!back.finished.empty()) ctx_.on_finished(back.finished);
-    inbox_.finish_batch(std::move(back.requeue), back.hold_until, std::move(back.parked));
-    busy_since_ = kIdle;
-    redis_up_ = protocol_.redis_up();
-    postgres_up_ = protocol_.postgres_up();
+    inbox_.finish_batch(prepared.id, std::move(back.requeue), back.hold_until,
+                        std::move(back.parked));
+    slot.busy_since = kIdle;
+    slot.redis_up = slot.protocol.redis_up();
+    slot.postgres_up = slot.protocol.postgres_up();
 }
 
 }  // namespace exo

@@ -5,6 +5,12 @@
 // finished offsets to the daemon, the rest to its inbox. It owns its threads,
 // the inbox, its health and the leases of its batches.
 //
+// With pipeline.concurrency N it runs N batches at once, one per slot, each on
+// its own thread with its own sessions. The inbox never gives two batches a
+// common lane (a partition, or one ordering key of it), and finished offsets
+// are committed below the lowest unfinished one, so lane order and the offsets
+// hold whichever batch finishes first.
+//
 // With pipeline.claim_ahead a worker has two threads: the
 // claiming thread takes the next batch and runs its keys and claims while the
 // applying thread runs the last one's transaction, complete and release; one
@@ -15,6 +21,8 @@
 //
 // Lifecycle: start() launches the threads; they run until stop is requested,
 // finishing the batches in hand (a prepared batch is applied, not dropped).
+// Members are declared so that the threads (in slots_ and claiming_) are
+// joined before the inbox and the keepers go: ~Worker() joins them first.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -76,68 +84,75 @@ public:
         for (auto& keeper : lease_keepers_) keeper->abandon();
     }
     // True while the worker's dependencies answered on their last use, its
-    // handlers prepared, and none of its partitions is stalled.
+    // handlers prepared, and none of its lanes is stalled.
     // Thread-safe.
-    bool healthy() const { return healthy_.load() && inbox_.stalled_partitions() == 0; }
-    // Since when the worker runs the batch in hand; nullopt while it waits for
-    // records. Thread-safe.
-    // Claiming ahead, the earlier of the two threads' batches.
-    std::optional<std::chrono::steady_clock::time_point> busy_since() const {
-        const auto applying = busy_since_.load();
-        const auto claiming = claiming_since_.load();
-        const auto since = applying == kIdle   ? claiming
-                           : claiming == kIdle ? applying
-                                               : std::min(applying, claiming);
-        if (since == kIdle) return std::nullopt;
-        return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(since));
-    }
+    bool healthy() const;
+    // Since when the worker runs the oldest batch in hand; nullopt while it
+    // waits for records. Thread-safe.
+    std::optional<std::chrono::steady_clock::time_point> busy_since() const;
     // Whether Redis / PostgreSQL answered on this worker's last use of them.
     // Thread-safe.
-    bool redis_up() const { return redis_up_.load() && claiming_redis_up_.load(); }
-    bool postgres_up() const { return postgres_up_.load(); }
+    bool redis_up() const;
+    bool postgres_up() const;
 
 private:
-    // A batch whose keys and claims ran, waiting for the applying thread.
+    using Rep = std::chrono::steady_clock::rep;
+    static constexpr Rep kIdle = -1;
+
+    // One of the worker's batches in flight (pipeline.concurrency of them): a
+    // thread, its protocol (its own Redis and PostgreSQL sessions and handler
+    // instances, under its own owner id, since a claim is re-entrant for its
+    // owner) and what it last saw of its dependencies.
+    struct Slot {
+        Slot(const WorkerContext& ctx, const std::string& owner, spdlog::logger& log)
+            : owner(owner),
+              protocol(ctx.config, ctx.handlers, ctx.dead_letter_producer, ctx.stats,
+                       ctx.failpoints, owner, log, ctx.outbox_doorbell) {}
+        std::string owner;
+        BatchProtocol protocol;
+        std::atomic<Rep> busy_since{kIdle};  // applying (claim_ahead) or the whole batch
+        std::atomic<bool> healthy{true};
+        std::atomic<bool> redis_up{true};
+        std::atomic<bool> postgres_up{true};
+        std::jthread thread;  // claim_ahead: the applying thread
+    };
+
+    // A batch whose keys and claims ran, waiting to be applied.
     struct Prepared {
+        WorkerInbox::BatchId id;
         std::unique_ptr<Batch> batch;  // never moves: its records point into it
         BatchEnd end;                  // of prepare(): only went_through is applied
         LeaseKeeper* leases;           // holds its claims until it is settled
         std::chrono::steady_clock::time_point taken_at;
     };
 
-    void run(std::stop_token stop);           // one thread: prepare, apply, settle
+    void run(std::stop_token stop, Slot& slot, LeaseKeeper& leases);  // prepare, apply, settle
     void run_claiming(std::stop_token stop);  // claim ahead: take, prepare, hand over
     void run_applying();                      // claim ahead: apply and settle what is handed over
-    std::optional<Prepared> take_and_prepare(std::stop_token stop, LeaseKeeper& leases);
+    // `since` and `redis_up`: where the claim step reports.
+    std::optional<Prepared> take_and_prepare(std::stop_token stop, Slot& slot, LeaseKeeper& leases,
+                                             std::atomic<Rep>& since, std::atomic<bool>& redis_up);
     // `since`: when the batch counts as in hand for busy_since().
-    void apply_and_settle(Prepared prepared, std::chrono::steady_clock::time_point since);
+    void apply_and_settle(Slot& slot, Prepared prepared,
+                          std::chrono::steady_clock::time_point since);
 
     WorkerContext ctx_;
     std::string owner_;
     std::shared_ptr<spdlog::logger> log_;
-    BatchProtocol protocol_;
-    std::atomic<bool> healthy_{true};
-    static constexpr std::chrono::steady_clock::rep kIdle = -1;
-    std::atomic<std::chrono::steady_clock::rep> busy_since_{kIdle};      // applying
-    std::atomic<std::chrono::steady_clock::rep> claiming_since_{kIdle};  // keys and claims
-    std::atomic<bool> redis_up_{true};
-    std::atomic<bool> claiming_redis_up_{true};
-    std::atomic<bool> postgres_up_{true};  // set from the poll thread, for the batch in hand
-
     WorkerInbox inbox_;
-    // One per batch in hand (two when claiming ahead): the prepared batch's
-    // claims are renewed while it waits.
+    std::vector<std::unique_ptr<Slot>> slots_;
+    // One per batch in hand: per slot, or two for the one slot claiming ahead
+    // (the prepared batch's claims are renewed while it waits).
     std::vector<std::unique_ptr<LeaseKeeper>> lease_keepers_;
 
-    // The hand-over between the claiming and the applying thread.
+    // claim_ahead only: the claiming thread's state and the hand-over.
+    std::atomic<Rep> claiming_since_{kIdle};  // keys and claims
+    std::atomic<bool> claiming_redis_up_{true};
     std::mutex handover_mutex_;
     std::condition_variable_any handover_changed_;
     std::optional<Prepared> prepared_;  // guarded by handover_mutex_
     bool claiming_done_ = false;        // guarded by handover_mutex_
-
-    // Last: stopped and joined before the members they use go.
-    std::jthread applying_;  // the only thread without claim_ahead
-    std::jthread claiming_;
+    std::jthread claiming_;             // last: stopped and joined before what it uses goes
 };
 
 }  // namespace exo

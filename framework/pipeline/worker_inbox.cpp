@@ -3,14 +3,32 @@
 #include <algorithm>
 
 namespace exo {
+namespace {
+
+// Subtracts from a per-partition count, forgetting it at zero (partitions come and go).
+void take_from(std::map<TopicPartition, std::size_t>& counts, const TopicPartition& tp,
+               std::size_t n) {
+    auto it = counts.find(tp);
+    if (it == counts.end()) return;
+    it->second -= std::min(it->second, n);
+    if (it->second == 0) counts.erase(it);
+}
+
+std::size_t count_of(const std::map<TopicPartition, std::size_t>& counts,
+                     const TopicPartition& tp) {
+    auto it = counts.find(tp);
+    return it == counts.end() ? 0 : it->second;
+}
+
+}  // namespace
 
 void WorkerInbox::push(std::vector<PendingRecord> records) {
     if (records.empty()) return;
     {
         std::lock_guard lock(mutex_);
         for (auto& r : records) {
-            auto tp = r.record.topic_partition();
-            queues_[tp].push_back(std::move(r));
+            ++queued_[r.record.topic_partition()];
+            lanes_[r.lane()].queue.push_back(std::move(r));
         }
         ++generation_;
     }
@@ -19,37 +37,70 @@ void WorkerInbox::push(std::vector<PendingRecord> records) {
 
 std::size_t WorkerInbox::ready_count(Clock::time_point now, Clock::time_point* next_release) const {
     std::size_t ready = 0;
-    for (const auto& [tp, parked] : parked_) {
-        if (in_batch(tp)) continue;
-        for (const auto& p : parked) {
+    for (const auto& [lane, state] : lanes_) {
+        if (in_batch_.contains(lane)) continue;
+        for (const auto& p : state.parked) {
             if (p.due <= now)
                 ++ready;
             else if (next_release && p.due < *next_release)
                 *next_release = p.due;
         }
-    }
-    for (const auto& [tp, q] : queues_) {
-        if (q.empty() || in_batch(tp)) continue;
-        auto held = held_until_.find(tp);
-        if (held != held_until_.end() && held->second > now) {
-            if (next_release && held->second < *next_release) *next_release = held->second;
+        if (state.queue.empty()) continue;
+        if (state.held_until && *state.held_until > now) {
+            if (next_release && *state.held_until < *next_release)
+                *next_release = *state.held_until;
             continue;
         }
-        ready += q.size();
+        ready += state.queue.size();
     }
     return ready;
 }
 
-std::vector<PendingRecord> WorkerInbox::take_batch(std::size_t max,
-                                                   std::chrono::milliseconds linger,
-                                                   std::stop_token stop) {
+bool WorkerInbox::take_lane(LaneState& lane, Clock::time_point now, std::size_t limit,
+                            std::vector<PendingRecord>& out) {
+    const auto before = out.size();
+    // Parked records first: they are older than anything queued.
+    for (auto it = lane.parked.begin(); it != lane.parked.end() && out.size() - before < limit;) {
+        if (it->due > now) {
+            ++it;
+            continue;
+        }
+        take_from(parked_, it->record.record.topic_partition(), 1);
+        out.push_back(std::move(it->record));
+        it = lane.parked.erase(it);
+    }
+    if (lane.held_until) {
+        if (*lane.held_until > now) return out.size() > before;
+        lane.held_until.reset();
+    }
+    while (!lane.queue.empty() && out.size() - before < limit) {
+        take_from(queued_, lane.queue.front().record.topic_partition(), 1);
+        out.push_back(std::move(lane.queue.front()));
+        lane.queue.pop_front();
+    }
+    return out.size() > before;
+}
+
+void WorkerInbox::collect(std::map<Lane, LaneState>::iterator it) {
+    if (it->second.queue.empty() && it->second.parked.empty()) lanes_.erase(it);
+}
+
+WorkerInbox::Taken WorkerInbox::take_batch(std::size_t max, std::chrono::milliseconds linger,
+                                           std::stop_token stop) {
     std::unique_lock lock(mutex_);
+    ++takers_waiting_;
+    struct Leave {
+        int& waiting;
+        ~Leave() { --waiting; }
+    } leave{takers_waiting_};
+
     constexpr auto kUnset = Clock::time_point::max();
     auto linger_end = kUnset;  // set when the first record became ready
+    std::size_t ready = 0;
     while (!stop.stop_requested()) {
         auto now = Clock::now();
         auto next_release = kUnset;
-        std::size_t ready = ready_count(now, &next_release);
+        ready = ready_count(now, &next_release);
         if (ready == 0) linger_end = kUnset;  // e.g. dropped by a revoke: wait afresh
         if (ready > 0 && linger_end == kUnset) linger_end = now + linger;
         if (ready >= max || (ready > 0 && now >= linger_end)) break;
@@ -61,85 +112,85 @@ std::vector<PendingRecord> WorkerInbox::take_batch(std::size_t max,
         else
             changed_.wait_until(lock, stop, wake, changed);
     }
-    std::vector<PendingRecord> batch;
-    if (stop.stop_requested()) return batch;
+    Taken taken;
+    if (stop.stop_requested()) return taken;
 
-    auto now = Clock::now();
-    // A partition in the other batch still out is left alone: its records
-    // may yet be requeued in front of what is queued.
-    std::set<TopicPartition> with_work;
-    for (const auto& [tp, q] : queues_)
-        if (!q.empty() && !in_batch(tp)) with_work.insert(tp);
-    for (const auto& [tp, parked] : parked_)
-        if (!parked.empty() && !in_batch(tp)) with_work.insert(tp);
-    std::vector<TopicPartition> order(with_work.begin(), with_work.end());
-    if (order.empty()) return batch;
-    std::set<TopicPartition> taken;
-    std::rotate(order.begin(), order.begin() + static_cast<long>(rotation_++ % order.size()),
-                order.end());
-    for (const auto& tp : order) {
-        // Parked records first: they are older than anything queued.
-        if (auto pk = parked_.find(tp); pk != parked_.end()) {
-            auto& list = pk->second;
-            for (auto it = list.begin(); it != list.end() && batch.size() < max;) {
-                if (it->due > now) {
-                    ++it;
-                    continue;
-                }
-                batch.push_back(std::move(it->record));
-                it = list.erase(it);
-                taken.insert(tp);
-            }
-        }
-        auto held = held_until_.find(tp);
-        if (held != held_until_.end()) {
-            if (held->second > now) continue;
-            held_until_.erase(held);
-        }
-        auto& q = queues_[tp];
-        while (!q.empty() && batch.size() < max) {
-            batch.push_back(std::move(q.front()));
-            q.pop_front();
-            taken.insert(tp);
-        }
-        if (batch.size() >= max) break;
+    // This thread's share of what is ready, so idle threads each get some.
+    const auto takers = static_cast<std::size_t>(std::max(takers_waiting_, 1));
+    const std::size_t limit =
+        std::min(max, std::max<std::size_t>(1, (ready + takers - 1) / takers));
+    const auto now = Clock::now();
+    BatchOut batch;
+    std::vector<std::map<Lane, LaneState>::iterator> visited;
+    auto visit = [&](std::map<Lane, LaneState>::iterator it) {
+        if (in_batch_.contains(it->first)) return;
+        const auto before = taken.records.size();
+        if (!take_lane(it->second, now, limit - before, taken.records)) return;
+        batch.lanes.insert(it->first);
+        batch.records[it->first.partition] += taken.records.size() - before;
+        visited.push_back(it);
+    };
+    // From where the last batch stopped, around: every lane gets its turn.
+    auto start = next_lane_ ? lanes_.lower_bound(*next_lane_) : lanes_.begin();
+    for (auto it = start; it != lanes_.end() && taken.records.size() < limit; ++it) visit(it);
+    for (auto it = lanes_.begin(); it != start && taken.records.size() < limit; ++it) visit(it);
+    if (taken.records.empty()) return taken;  // an empty batch is never finished
+
+    auto last = visited.back();
+    auto after = std::next(last);
+    if (after == lanes_.end()) after = lanes_.begin();
+    if (after != last)
+        next_lane_ = after->first;
+    else
+        next_lane_.reset();
+    for (auto it : visited) collect(it);
+
+    taken.id = next_id_++;
+    for (const auto& lane : batch.lanes) in_batch_.insert(lane);
+    for (const auto& [tp, n] : batch.records) {
+        taken_[tp] += n;
+        ++batches_holding_[tp];
     }
-    if (!batch.empty()) {  // an empty batch is never finished
-        in_batch_.insert(taken.begin(), taken.end());
-        batches_taken_.push_back(std::move(taken));
-    }
-    return batch;
+    batches_.emplace(taken.id, std::move(batch));
+    return taken;
 }
 
-void WorkerInbox::finish_batch(std::vector<PendingRecord> requeue,
-                               const std::map<TopicPartition, Clock::time_point>& hold_until,
+void WorkerInbox::finish_batch(BatchId id, std::vector<PendingRecord> requeue,
+                               const std::map<Lane, Clock::time_point>& hold_until,
                                std::vector<Parked> parked) {
     {
         std::lock_guard lock(mutex_);
         for (auto& p : parked) {
             auto tp = p.record.record.topic_partition();
             if (dropped_during_batch_.contains(tp)) continue;
-            auto& list = parked_[tp];
+            auto& list = lanes_[p.record.lane()].parked;
             auto pos = std::find_if(list.begin(), list.end(), [&](const Parked& other) {
                 return other.record.record.offset > p.record.record.offset;
             });
             list.insert(pos, std::move(p));
+            ++parked_[tp];
         }
         // Push to the front in reverse so the requeued records keep their order.
         for (auto it = requeue.rbegin(); it != requeue.rend(); ++it) {
             auto tp = it->record.topic_partition();
             if (dropped_during_batch_.contains(tp)) continue;
-            if (it->stalled) stalled_.insert(tp);
-            queues_[tp].push_front(std::move(*it));
+            if (it->stalled) stalled_.insert(it->lane());
+            ++queued_[tp];
+            lanes_[it->lane()].queue.push_front(std::move(*it));
         }
-        for (const auto& [tp, until] : hold_until)
-            if (!dropped_during_batch_.contains(tp)) held_until_[tp] = until;
-        if (!batches_taken_.empty()) {
-            for (const auto& tp : batches_taken_.front()) {
-                in_batch_.erase(tp);
-                dropped_during_batch_.erase(tp);
+        for (const auto& [lane, until] : hold_until)
+            if (auto it = lanes_.find(lane); it != lanes_.end()) it->second.held_until = until;
+        if (auto out = batches_.find(id); out != batches_.end()) {
+            for (const auto& lane : out->second.lanes) in_batch_.erase(lane);
+            for (const auto& [tp, n] : out->second.records) {
+                take_from(taken_, tp, n);
+                auto holding = batches_holding_.find(tp);
+                if (holding != batches_holding_.end() && --holding->second == 0) {
+                    batches_holding_.erase(holding);
+                    dropped_during_batch_.erase(tp);
+                }
             }
-            batches_taken_.pop_front();
+            batches_.erase(out);
         }
         ++generation_;
     }
@@ -150,56 +201,73 @@ bool WorkerInbox::drop_partitions(const std::vector<TopicPartition>& partitions,
                                   Clock::time_point deadline) {
     std::unique_lock lock(mutex_);
     for (const auto& tp : partitions) {
-        queues_.erase(tp);
+        for (auto it = lanes_.lower_bound(Lane{tp});
+             it != lanes_.end() && it->first.partition == tp;)
+            it = lanes_.erase(it);
+        for (auto it = stalled_.lower_bound(Lane{tp}); it != stalled_.end() && it->partition == tp;)
+            it = stalled_.erase(it);
+        queued_.erase(tp);
         parked_.erase(tp);
-        held_until_.erase(tp);
-        stalled_.erase(tp);
-        if (in_batch_.contains(tp)) dropped_during_batch_.insert(tp);
+        if (partition_in_batch(tp)) dropped_during_batch_.insert(tp);
     }
+    ++generation_;
     return changed_.wait_until(lock, deadline, [&] {
         return std::none_of(partitions.begin(), partitions.end(),
-                            [&](const TopicPartition& tp) { return in_batch_.contains(tp); });
+                            [&](const TopicPartition& tp) { return partition_in_batch(tp); });
     });
 }
 
 std::size_t WorkerInbox::queued(const TopicPartition& tp) const {
     std::lock_guard lock(mutex_);
-    auto it = queues_.find(tp);
-    return it == queues_.end() ? 0 : it->second.size();
+    return count_of(queued_, tp);
 }
 
 std::size_t WorkerInbox::parked(const TopicPartition& tp) const {
     std::lock_guard lock(mutex_);
-    auto it = parked_.find(tp);
-    return it == parked_.end() ? 0 : it->second.size();
+    return count_of(parked_, tp);
 }
 
-std::size_t WorkerInbox::queued_total() const {
+std::size_t WorkerInbox::in_batch(const TopicPartition& tp) const {
     std::lock_guard lock(mutex_);
-    std::size_t n = 0;
-    for (const auto& [_, q] : queues_) n += q.size();
-    for (const auto& [_, p] : parked_) n += p.size();
-    return n;
+    return count_of(taken_, tp);
+}
+
+WorkerInbox::Totals WorkerInbox::totals() const {
+    std::lock_guard lock(mutex_);
+    Totals t;
+    for (const auto& [_, n] : queued_) t.queued += n;
+    for (const auto& [_, n] : parked_) t.parked += n;
+    for (const auto& [_, n] : taken_) t.in_batch += n;
+    const auto now = Clock::now();
+    for (const auto& [lane, state] : lanes_) {
+        const bool held = (state.held_until && *state.held_until > now) || stalled_.contains(lane);
+        if (!held || state.queue.empty()) continue;
+        ++t.held_lanes;
+        t.waiting_behind_held += state.queue.size();
+    }
+    t.batches_out = batches_.size();
+    return t;
 }
 
 bool WorkerInbox::batch_in_progress() const {
     std::lock_guard lock(mutex_);
-    return !in_batch_.empty();
+    return !batches_.empty();
 }
 
-std::size_t WorkerInbox::stalled_partitions() const {
+std::size_t WorkerInbox::stalled_lanes() const {
     std::lock_guard lock(mutex_);
     return stalled_.size();
 }
 
 bool WorkerInbox::stalled(const TopicPartition& tp) const {
     std::lock_guard lock(mutex_);
-    return stalled_.count(tp) != 0;
+    auto it = stalled_.lower_bound(Lane{tp});
+    return it != stalled_.end() && it->partition == tp;
 }
 
-void WorkerInbox::clear_stalled(const TopicPartition& tp) {
+void WorkerInbox::clear_stalled(const Lane& lane) {
     std::lock_guard lock(mutex_);
-    stalled_.erase(tp);
+    stalled_.erase(lane);
 }
 
 }  // namespace exo

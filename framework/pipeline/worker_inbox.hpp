@@ -1,26 +1,35 @@
 #pragma once
-// The queue between the poll thread and one worker: a FIFO per partition.
-// Partition order is kept because a partition is in at most one batch at a
-// time, and records that could not finish (NACK, retry, gap) go back to the
-// *front* of their partition's queue, which is then held until their retry
-// time: nothing behind them overtakes them. A worker may have two batches out
-// at once (it claims the next while the last one commits, pipeline.claim_ahead);
-// the second never holds a partition of the first.
+// The queue between the poll thread and one worker: a FIFO per lane (a
+// partition, or one ordering key of it: bindings[].ordering, pending_record.hpp).
+// A lane's order is kept because a lane is in at most one batch at a time, and
+// records that could not finish (NACK, retry, gap) go back to the *front* of
+// their lane, which is then held until their retry time: nothing behind them
+// overtakes them, and nothing of other lanes waits for them.
+//
+// Several batches may be out at once: the worker's threads (pipeline.concurrency)
+// each run one, or a claiming thread takes the next while the last commits
+// (pipeline.claim_ahead). No two share a lane, and they finish in any order:
+// the offsets of a partition are committed only below its lowest unfinished
+// record (core/offset_tracker.hpp), whichever batch finishes first.
 //
 // A record waiting for a missing predecessor (strict sequence gap) is instead
 // *parked*: set aside with its own retry time while the records behind it flow
 // (one of them may be the predecessor). Its offset stays unfinished, so no
 // commit passes it.
 //
-// Thread-safety: every method is safe from any thread. take_batch/finish_batch
-// are called by the owning worker only; batches finish in the order they were
-// taken.
+// Lanes come and go with their records: a lane with nothing queued, parked,
+// held or stalled, and in no batch, takes no memory, so a day of distinct keys
+// leaves nothing behind.
+//
+// Thread-safety: every method is safe from any thread. A batch is finished once,
+// by whoever took it.
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <stop_token>
 #include <vector>
@@ -32,65 +41,105 @@ namespace exo {
 class WorkerInbox {
 public:
     using Clock = std::chrono::steady_clock;
+    using BatchId = std::uint64_t;
+
+    struct Taken {
+        BatchId id = 0;  // for finish_batch
+        std::vector<PendingRecord> records;
+    };
 
     void push(std::vector<PendingRecord> records);
 
-    // Blocks until a record is ready (its partition neither held nor in a batch
-    // not yet finished) or stop is requested, then waits up to `linger` for
-    // `max` ready records. Returns ready records in partition order (empty only
-    // when stopping).
-    std::vector<PendingRecord> take_batch(std::size_t max, std::chrono::milliseconds linger,
-                                          std::stop_token stop);
+    // Blocks until a record is ready (its lane neither held nor in a batch out)
+    // or stop is requested, then waits up to `linger` for `max` ready records.
+    // Returns ready records, each lane's in order (none only when stopping): at
+    // most `max`, and while other threads wait in take_batch too, at most this
+    // thread's share of what is ready, so the work spreads over them.
+    Taken take_batch(std::size_t max, std::chrono::milliseconds linger, std::stop_token stop);
 
     struct Parked {
         PendingRecord record;
         Clock::time_point due;
     };
 
-    // Ends the oldest batch not yet finished. `requeue` goes back to the front of
-    // its partitions in the given order; `hold_until` holds partitions until
-    // then; `parked` waits aside until due. Records of partitions dropped
-    // meanwhile are discarded. Everything passed belongs to that batch's
-    // partitions.
-    void finish_batch(std::vector<PendingRecord> requeue,
-                      const std::map<TopicPartition, Clock::time_point>& hold_until,
+    // Ends batch `id`. `requeue` goes back to the front of its lanes in the
+    // given order; `hold_until` holds lanes until then; `parked` waits aside
+    // until due. Records of partitions dropped meanwhile are discarded.
+    // Everything passed belongs to that batch's lanes.
+    void finish_batch(BatchId id, std::vector<PendingRecord> requeue,
+                      const std::map<Lane, Clock::time_point>& hold_until,
                       std::vector<Parked> parked = {});
 
     // Discards the queued records of these partitions and waits until the
-    // batches in progress that hold any of them finished, or `deadline` passes.
+    // batches out that hold any of their lanes finished, or `deadline` passes.
     // Returns false if the deadline passed first.
     bool drop_partitions(const std::vector<TopicPartition>& partitions, Clock::time_point deadline);
 
-    // Records waiting in the partition's queue, parked ones excluded: the
-    // daemon pauses a partition on this, and pausing for parked records could
-    // keep out the very predecessor they wait for.
+    // Records of the partition waiting in its lanes, parked ones excluded: the
+    // daemon pauses a partition on this and in_batch(), and pausing for parked
+    // records could keep out the very predecessor they wait for.
     std::size_t queued(const TopicPartition& tp) const;
     std::size_t parked(const TopicPartition& tp) const;
-    std::size_t queued_total() const;
-    // Partitions held by a stalled record (PendingRecord::stalled: it could not
-    // be recorded even as a dead letter, so nothing behind it may pass), from
-    // the finish_batch that requeued it until clear_stalled() or a drop; a retry
-    // in progress does not make the partition look healthy.
-    std::size_t stalled_partitions() const;
-    bool stalled(const TopicPartition& tp) const;
-    // The stalled record of `tp` reached an outcome.
-    void clear_stalled(const TopicPartition& tp);
+    // Records of the partition in a batch out now.
+    std::size_t in_batch(const TopicPartition& tp) const;
+
+    struct Totals {
+        std::size_t queued = 0;  // waiting in a lane, parked ones excluded
+        std::size_t parked = 0;
+        std::size_t in_batch = 0;
+        // Lanes held by a record that must retry later (NACK, retry, stall),
+        // and the records waiting in them: under ordering key or entity these
+        // wait for their own key only.
+        std::size_t held_lanes = 0;
+        std::size_t waiting_behind_held = 0;
+        std::size_t batches_out = 0;
+    };
+    Totals totals() const;
+
+    // Lanes held by a stalled record (PendingRecord::stalled: it could not be
+    // recorded even as a dead letter, so nothing behind it may pass), from the
+    // finish_batch that requeued it until clear_stalled() or a drop; a retry in
+    // progress does not make the lane look healthy.
+    std::size_t stalled_lanes() const;
+    bool stalled(const TopicPartition& tp) const;  // any lane of it
+    // The stalled record of `lane` reached an outcome.
+    void clear_stalled(const Lane& lane);
     bool batch_in_progress() const;
 
 private:
+    struct LaneState {
+        std::deque<PendingRecord> queue;
+        std::vector<Parked> parked;  // sorted by offset
+        std::optional<Clock::time_point> held_until;
+    };
+    struct BatchOut {
+        std::set<Lane> lanes;
+        std::map<TopicPartition, std::size_t> records;  // taken, per partition
+    };
+
     std::size_t ready_count(Clock::time_point now, Clock::time_point* next_release) const;
-    bool in_batch(const TopicPartition& tp) const { return in_batch_.contains(tp); }
+    // Takes up to `limit` ready records of `lane` into `out`; true if any.
+    bool take_lane(LaneState& lane, Clock::time_point now, std::size_t limit,
+                   std::vector<PendingRecord>& out);
+    // Forgets the lane when nothing keeps it (see the file comment).
+    void collect(std::map<Lane, LaneState>::iterator it);
+    bool partition_in_batch(const TopicPartition& tp) const {
+        auto it = batches_holding_.find(tp);
+        return it != batches_holding_.end() && it->second > 0;
+    }
 
     mutable std::mutex mutex_;
     std::condition_variable_any changed_;
-    std::map<TopicPartition, std::deque<PendingRecord>> queues_;
-    std::map<TopicPartition, Clock::time_point> held_until_;
-    std::map<TopicPartition, std::vector<Parked>> parked_;  // sorted by offset
-    std::set<TopicPartition> in_batch_;                     // of every batch not yet finished
-    std::deque<std::set<TopicPartition>> batches_taken_;    // each one's partitions, oldest first
-    std::set<TopicPartition> stalled_;
+    std::map<Lane, LaneState> lanes_;
+    std::set<Lane> in_batch_;                        // lanes of every batch out
+    std::map<BatchId, BatchOut> batches_;            // out now
+    std::map<TopicPartition, int> batches_holding_;  // batches out with a lane of it
+    std::map<TopicPartition, std::size_t> queued_, parked_, taken_;  // record counts
+    std::set<Lane> stalled_;
     std::set<TopicPartition> dropped_during_batch_;
-    std::size_t rotation_ = 0;      // first partition of the next batch, for fairness
+    std::optional<Lane> next_lane_;  // where the next batch starts taking, for fairness
+    BatchId next_id_ = 1;
+    int takers_waiting_ = 0;        // threads inside take_batch
     std::uint64_t generation_ = 0;  // bumped on every change a waiting worker must see
 };
 

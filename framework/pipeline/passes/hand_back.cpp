@@ -21,7 +21,7 @@ HandBack hand_back(Batch& batch, PipelineStats& stats) {
     for (auto& record : batch) {
         switch (record.fate) {
             case Fate::finished:
-                if (record.pending.stalled) out.unstalled.push_back(record.partition());
+                if (record.pending.stalled) out.unstalled.push_back(record.pending.lane());
                 out.finished.push_back({record.partition(), record.pending.record.offset});
                 stats.record_finished(record.pending.record.topic.value, *record.outcome,
                                       std::chrono::duration_cast<std::chrono::microseconds>(
@@ -37,7 +37,7 @@ HandBack hand_back(Batch& batch, PipelineStats& stats) {
             case Fate::dead_letter:
             case Fate::requeue: {
                 auto until = now + record.delay;
-                auto& h = out.hold_until[record.partition()];
+                auto& h = out.hold_until[record.pending.lane()];
                 if (until > h) h = until;
                 out.requeue.push_back(std::move(record.pending));
                 break;

@@ -2,7 +2,7 @@
 // The hand-back (docs/design.md sections 5.5 and 5.7): what a batch's fates
 // mean for the offsets and the inbox. Finished records' offsets may be
 // committed (and their outcomes are counted, now that they are durable);
-// requeued and dead-letter records go back to the front of their partitions,
+// requeued and dead-letter records go back to the front of their lanes,
 // which are held until the latest retry time among them; parked records wait
 // aside. Pure but for the statistics: the worker applies it to its inbox.
 #include <chrono>
@@ -23,10 +23,10 @@ struct FinishedOffset {
 struct HandBack {
     std::vector<FinishedOffset> finished;
     std::vector<PendingRecord> requeue;  // in batch order
-    std::map<TopicPartition, WorkerInbox::Clock::time_point> hold_until;
+    std::map<Lane, WorkerInbox::Clock::time_point> hold_until;
     std::vector<WorkerInbox::Parked> parked;
-    // Partitions whose stalled record reached an outcome.
-    std::vector<TopicPartition> unstalled;
+    // Lanes whose stalled record reached an outcome.
+    std::vector<Lane> unstalled;
 };
 
 // Moves every record's PendingRecord out of the batch.
