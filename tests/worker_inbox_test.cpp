@@ -653,3 +653,133 @@ TEST_SUITE("WorkerInbox two batches out") {
         CHECK(inbox.queued(kP1) == 0);
     }
 }
+
+namespace {
+
+// A record of `tp` in the lane of ordering key `key`.
+PendingRecord keyed(const TopicPartition& tp, std::int64_t offset, std::string key) {
+    auto p = pending(tp, offset);
+    p.ordering_key = std::move(key);
+    return p;
+}
+
+}  // namespace
+
+TEST_SUITE("WorkerInbox lanes (ordering key or entity)") {
+    TEST_CASE("a lane in a batch does not keep other lanes of its partition out of the next") {
+        WorkerInbox inbox;
+        inbox.push({keyed(kP0, 0, "a"), keyed(kP0, 1, "b"), keyed(kP0, 2, "a")});
+        auto first = take_now(inbox, 1);  // a@0 (the lanes come in key order)
+        REQUIRE(offsets_of(first, kP0) == seq(0, 0));
+        auto second = take_now(inbox);  // b@1 only: a's lane is out
+        CHECK(offsets_of(second, kP0) == seq(1, 1));
+        finish_all(inbox);
+        finish_all(inbox);
+        CHECK(offsets_of(take_now(inbox), kP0) == seq(2, 2));
+        finish_all(inbox);
+    }
+
+    TEST_CASE("a lane's records stay in offset order, whichever batch finishes first") {
+        WorkerInbox inbox;
+        inbox.push({keyed(kP0, 0, "a"), keyed(kP0, 1, "b")});
+        auto a = inbox.take_batch(1, 0ms, never_stopped.get_token());
+        auto b = inbox.take_batch(1, 0ms, never_stopped.get_token());
+        REQUIRE(offsets_of(b.records, kP0) == seq(1, 1));
+        inbox.push({keyed(kP0, 2, "a"), keyed(kP0, 3, "b")});
+        // b's batch finishes first: b@3 is free, a@2 waits for a@0's batch.
+        inbox.finish_batch(b.id, {}, {});
+        auto next = inbox.take_batch(10, 0ms, never_stopped.get_token());
+        CHECK(offsets_of(next.records, kP0) == seq(3, 3));
+        // a@0 failed: back in front of a@2, in order.
+        inbox.finish_batch(a.id, std::move(a.records), {});
+        auto again = inbox.take_batch(10, 0ms, never_stopped.get_token());
+        CHECK(offsets_of(again.records, kP0) == std::vector<std::int64_t>{0, 2});
+        inbox.finish_batch(next.id, {}, {});
+        inbox.finish_batch(again.id, {}, {});
+        CHECK_FALSE(inbox.batch_in_progress());
+    }
+
+    TEST_CASE("a held lane holds only its own key while the partition's other keys flow") {
+        WorkerInbox inbox;
+        inbox.push({keyed(kP0, 0, "a"), keyed(kP0, 1, "a"), keyed(kP0, 2, "b")});
+        auto batch = take_now(inbox, 1);  // a@0
+        REQUIRE(offsets_of(batch, kP0) == seq(0, 0));
+        finish_oldest(inbox, std::move(batch), {{Lane{kP0, "a"}, Clock::now() + 1h}});
+        auto other = take_now(inbox);
+        CHECK(offsets_of(other, kP0) == seq(2, 2));  // a@0 and a@1 wait for the hold
+        const auto t = inbox.totals();
+        CHECK(t.held_lanes == 1);
+        CHECK(t.waiting_behind_held == 2);
+        finish_all(inbox);
+    }
+
+    TEST_CASE("a stalled lane marks its partition stalled until cleared, and only that lane") {
+        WorkerInbox inbox;
+        inbox.push({keyed(kP0, 0, "a"), keyed(kP0, 1, "b")});
+        auto batch = take_now(inbox, 1);  // a@0
+        batch[0].stalled = true;
+        finish_oldest(inbox, std::move(batch), {{Lane{kP0, "a"}, Clock::now() + 1h}});
+        CHECK(inbox.stalled(kP0));
+        CHECK_FALSE(inbox.stalled(kP1));
+        CHECK(inbox.stalled_lanes() == 1);
+        CHECK(offsets_of(take_now(inbox), kP0) == seq(1, 1));  // b is not held
+        finish_all(inbox);
+        inbox.clear_stalled(Lane{kP0, "a"});
+        CHECK(inbox.stalled_lanes() == 0);
+    }
+
+    TEST_CASE("threads waiting together share what is ready instead of one taking it all") {
+        WorkerInbox inbox;
+        std::vector<PendingRecord> records;
+        for (int i = 0; i < 8; ++i) records.push_back(keyed(kP0, i, "k" + std::to_string(i)));
+        std::vector<PendingRecord> first, second;
+        {
+            // Both wait before anything is pushed; each takes its share after the linger.
+            Background one([&] { first = take(inbox, 100, 200ms, never_stopped.get_token()); });
+            Background two([&] { second = take(inbox, 100, 200ms, never_stopped.get_token()); });
+            std::this_thread::sleep_for(50ms);
+            inbox.push(std::move(records));
+        }
+        CHECK(first.size() + second.size() == 8);
+        CHECK(first.size() >= 4);
+        CHECK(second.size() >= 4);
+        finish_all(inbox);
+        finish_all(inbox);
+    }
+
+    TEST_CASE("lanes are forgotten once empty, so distinct keys leave nothing behind") {
+        WorkerInbox inbox;
+        std::vector<PendingRecord> records;
+        for (int i = 0; i < 20000; ++i) records.push_back(keyed(kP0, i, "key-" + std::to_string(i)));
+        inbox.push(std::move(records));
+        CHECK(inbox.totals().lanes == 20000);
+        std::size_t taken = 0;
+        while (taken < 20000) {
+            auto batch = take_now(inbox, 1000);
+            taken += batch.size();
+            finish_all(inbox);
+        }
+        const auto t = inbox.totals();
+        CHECK(t.lanes == 0);
+        CHECK(t.queued == 0);
+        CHECK(t.in_batch == 0);
+    }
+
+    TEST_CASE("dropping a partition waits for every batch holding one of its lanes and discards "
+              "what they put back") {
+        WorkerInbox inbox;
+        inbox.push({keyed(kP0, 0, "a"), keyed(kP0, 1, "b")});
+        auto a = inbox.take_batch(1, 0ms, never_stopped.get_token());
+        auto b = inbox.take_batch(1, 0ms, never_stopped.get_token());
+        REQUIRE(b.records.size() == 1);
+        CHECK(inbox.in_batch(kP0) == 2);
+        CHECK_FALSE(inbox.drop_partitions({kP0}, Clock::now() + 10ms));
+        inbox.finish_batch(a.id, std::move(a.records), {});  // put back after the drop
+        CHECK_FALSE(inbox.drop_partitions({kP0}, Clock::now() + 10ms));  // b still out
+        inbox.finish_batch(b.id, std::move(b.records), {});
+        CHECK(inbox.drop_partitions({kP0}, Clock::now() + 10ms));
+        CHECK(inbox.queued(kP0) == 0);
+        CHECK(inbox.in_batch(kP0) == 0);
+        CHECK(inbox.totals().lanes == 0);
+    }
+}

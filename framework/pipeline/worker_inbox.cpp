@@ -246,6 +246,7 @@ WorkerInbox::Totals WorkerInbox::totals() const {
         t.waiting_behind_held += state.queue.size();
     }
     t.batches_out = batches_.size();
+    t.lanes = lanes_.size();
     return t;
 }
 

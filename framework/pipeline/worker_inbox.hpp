@@ -93,6 +93,7 @@ public:
         std::size_t held_lanes = 0;
         std::size_t waiting_behind_held = 0;
         std::size_t batches_out = 0;
+        std::size_t lanes = 0;  // with records queued or parked
     };
     Totals totals() const;
 
