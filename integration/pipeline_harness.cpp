@@ -158,15 +158,14 @@ std::string PipelineHarness::config_yaml() const {
         "{}"
         "postgres: {{uri: \"{}\"}}\n"
         "{}"
-        "pipeline: {{workers: {}, concurrency: {}, batch_size: {}, linger_ms: 2}}\n"
+        "pipeline: {{workers: {}, {}batch_size: {}, linger_ms: 2}}\n"
         "logging: {{level: info}}\n"
         "outbox: {{enabled: {}, batch_size: {}, poll_interval_ms: {}}}\n"
         "bindings:\n"
         "  - topic: {}\n"
         "    handler: ledger\n"
         "    key: {{json: /eventId}}\n"
-        "    ordering: {}\n"
-        "{}",
+        "{}{}",
         bootstrap(), group_, properties,
         // Without Redis claims the Redis keys are refused (config_parser.cpp).
         config_.claim.in_redis() ? fmt::format("redis: {{host: {}, port: {}, key_prefix: {}}}\n",
@@ -176,9 +175,16 @@ std::string PipelineHarness::config_yaml() const {
         config_.claim.in_redis()
             ? fmt::format("claim: {{lease_ms: {}}}\n", config_.claim.lease.count())
             : std::string("claim: {store: postgres}\n"),
-        config_.pipeline.workers, config_.pipeline.concurrency, config_.pipeline.batch_size,
-        config_.outbox.enabled, config_.outbox.batch_size, config_.outbox.poll_interval.count(),
-        topic_, ordering_name(b.ordering),
+        config_.pipeline.workers,
+        // The defaults are left out: the YAML reads as it did before the keys existed.
+        config_.pipeline.concurrency == 1
+            ? std::string()
+            : fmt::format("concurrency: {}, ", config_.pipeline.concurrency),
+        config_.pipeline.batch_size, config_.outbox.enabled, config_.outbox.batch_size,
+        config_.outbox.poll_interval.count(), topic_,
+        b.ordering == Ordering::partition
+            ? std::string()
+            : fmt::format("    ordering: {}\n", ordering_name(b.ordering)),
         b.sequence
             ? fmt::format("    sequence: {{entity: /accountId, value: /sequenceId, mode: {}}}\n",
                           b.sequence->mode == SequenceMode::strict ? "strict" : "latest")
