@@ -94,10 +94,10 @@ void run_chaos(const ChaosRun& run) {
             exo::RedisConnection redis(exo::testing::redis_options());
             REQUIRE(redis.command({"FLUSHALL"}).type != exo::RedisReply::Type::error);
         }
-        // The daemons alive keep running through it, their transactions cut.
-        if (round == 4 && run.restart_postgres) {
+        // While the producer still writes, so batches are cut and others meet it down.
+        if (round == 1 && run.restart_postgres) {
             exo::testing::services("postgres-stop");
-            std::this_thread::sleep_for(500ms);
+            std::this_thread::sleep_for(2s);
             exo::testing::services("postgres-start");
         }
         // One replacement dies exactly in the window between commit and complete.
