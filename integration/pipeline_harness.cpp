@@ -6,6 +6,7 @@
 #include <iterator>
 
 #include "kafka/group_progress.hpp"
+#include "ordering_handlers.hpp"
 #include "pg/migrations.hpp"
 #include "redis/redis_connection.hpp"
 #include "support.hpp"
@@ -18,6 +19,18 @@ std::string with_search_path(const std::string& uri, const std::string& schema) 
     // libpq URI parameter `options`: -csearch_path=<schema> (URI-encoded '=').
     return uri + (uri.find('?') == std::string::npos ? "?" : "&") + "options=-csearch_path%3D" +
            schema;
+}
+
+std::string ordering_name(Ordering ordering) {
+    switch (ordering) {
+        case Ordering::partition:
+            return "partition";
+        case Ordering::key:
+            return "key";
+        case Ordering::entity:
+            return "entity";
+    }
+    return "?";
 }
 
 }  // namespace
@@ -68,6 +81,9 @@ PipelineHarness::PipelineHarness(HarnessOptions options) : options_(std::move(op
     registry_.add("misbehaving_ledger", [slow_for](const HandlerOptions&) {
         return std::make_unique<MisbehavingLedger>(slow_for);
     });
+    registry_.add("order_recording", [slow_for](const HandlerOptions&) {
+        return std::make_unique<OrderRecordingHandler>(slow_for);
+    });
     registry_.add("emitting_ledger", [slow_for](const HandlerOptions&) {
         return std::make_unique<EmittingLedger>(slow_for);
     });
@@ -94,6 +110,7 @@ PipelineHarness::PipelineHarness(HarnessOptions options) : options_(std::move(op
     config_.postgres.uri = uri_;
     config_.claim.lease = options_.lease;
     config_.pipeline.workers = options_.workers;
+    config_.pipeline.concurrency = options_.concurrency;
     config_.pipeline.batch_size = options_.batch_size;
     config_.pipeline.linger = std::chrono::milliseconds(2);
     config_.pipeline.retry_backoff_initial = std::chrono::milliseconds(20);
@@ -108,6 +125,7 @@ PipelineHarness::PipelineHarness(HarnessOptions options) : options_(std::move(op
     if (options_.with_sequence)
         b.sequence =
             SequenceConfig{"/accountId", "/sequenceId", options_.mode, options_.gap_timeout};
+    b.ordering = options_.ordering;
     b.max_attempts = options_.max_attempts;
     b.dead_letter_topic = topic_ + ".dlq";
     config_.bindings.push_back(b);
@@ -140,14 +158,14 @@ std::string PipelineHarness::config_yaml() const {
         "{}"
         "postgres: {{uri: \"{}\"}}\n"
         "{}"
-        "pipeline: {{workers: {}, batch_size: {}, linger_ms: 2}}\n"
+        "pipeline: {{workers: {}, {}batch_size: {}, linger_ms: 2}}\n"
         "logging: {{level: info}}\n"
         "outbox: {{enabled: {}, batch_size: {}, poll_interval_ms: {}}}\n"
         "bindings:\n"
         "  - topic: {}\n"
         "    handler: ledger\n"
         "    key: {{json: /eventId}}\n"
-        "{}",
+        "{}{}",
         bootstrap(), group_, properties,
         // Without Redis claims the Redis keys are refused (config_parser.cpp).
         config_.claim.in_redis() ? fmt::format("redis: {{host: {}, port: {}, key_prefix: {}}}\n",
@@ -157,8 +175,16 @@ std::string PipelineHarness::config_yaml() const {
         config_.claim.in_redis()
             ? fmt::format("claim: {{lease_ms: {}}}\n", config_.claim.lease.count())
             : std::string("claim: {store: postgres}\n"),
-        config_.pipeline.workers, config_.pipeline.batch_size, config_.outbox.enabled,
-        config_.outbox.batch_size, config_.outbox.poll_interval.count(), topic_,
+        config_.pipeline.workers,
+        // The defaults are left out: the YAML reads as it did before the keys existed.
+        config_.pipeline.concurrency == 1
+            ? std::string()
+            : fmt::format("concurrency: {}, ", config_.pipeline.concurrency),
+        config_.pipeline.batch_size, config_.outbox.enabled, config_.outbox.batch_size,
+        config_.outbox.poll_interval.count(), topic_,
+        b.ordering == Ordering::partition
+            ? std::string()
+            : fmt::format("    ordering: {}\n", ordering_name(b.ordering)),
         b.sequence
             ? fmt::format("    sequence: {{entity: /accountId, value: /sequenceId, mode: {}}}\n",
                           b.sequence->mode == SequenceMode::strict ? "strict" : "latest")

@@ -44,6 +44,10 @@ struct HarnessOptions {
     // less 1 s for members to rejoin, and notices a killed or frozen member only
     // after it: tests that wait for either shorten it.
     std::chrono::milliseconds session_timeout{6000};
+    // The binding's ordering and pipeline.concurrency (issue 20): which records of a
+    // partition may run at once, and how many batches a worker runs at once.
+    Ordering ordering = Ordering::partition;
+    int concurrency = 1;
 };
 
 // Stops or starts one of the servers of scripts/services.sh, on the same port.

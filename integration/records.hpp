@@ -109,6 +109,30 @@ inline std::int64_t partition_end(const std::string& bootstrap, const std::strin
     return high;
 }
 
+// The offset `group` committed for one partition of `topic` (the next offset it will
+// read), or -1 while it committed none: read from the broker, as a new member would.
+inline std::int64_t committed_offset(const std::string& bootstrap, const std::string& group,
+                                     const std::string& topic, int partition) {
+    KafkaConf conf(rd_kafka_conf_new());
+    route_kafka_logs(conf.get());
+    char reason[512];
+    for (const auto& [name, value] : std::vector<std::pair<const char*, const char*>>{
+             {"bootstrap.servers", bootstrap.c_str()}, {"group.id", group.c_str()}})
+        if (rd_kafka_conf_set(conf.get(), name, value, reason, sizeof reason) != RD_KAFKA_CONF_OK)
+            throw std::runtime_error(reason);
+    KafkaHandle rk(rd_kafka_new(RD_KAFKA_CONSUMER, conf.get(), reason, sizeof reason));
+    if (!rk) throw std::runtime_error(reason);
+    static_cast<void>(conf.release());  // owned by rk
+    TopicPartitionList list(rd_kafka_topic_partition_list_new(1));
+    rd_kafka_topic_partition_list_add(list.get(), topic.c_str(), partition);
+    auto err = rd_kafka_committed(rk.get(), list.get(), 10000);
+    if (err == RD_KAFKA_RESP_ERR_NO_ERROR) err = list->elems[0].err;
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+        throw std::runtime_error("committed offset of " + group + " on " + topic + ": " +
+                                 rd_kafka_err2str(err));
+    return list->elems[0].offset < 0 ? -1 : list->elems[0].offset;
+}
+
 inline std::string header(const Record& r, const char* name) {
     auto* h = r.header(name);
     return h && h->value ? *h->value : "(missing)";
