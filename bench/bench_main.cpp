@@ -381,10 +381,11 @@ void print_header(const BenchOptions& o) {
             "record after a {:.1f} ms wait (client: sleep_for in handle(); server: SELECT "
             "pg_sleep() in the transaction; exo has no hook outside the transaction); workers={} "
             "batch_size={}; -partition-c1: ordering partition, concurrency 1; -partition: "
-            "ordering partition, concurrency {}; -key: ordering key, concurrency {}\n",
+            "ordering partition, concurrency {}; -key: ordering key, concurrency {}{}\n",
             o.keyed_records, o.keyed_keys, o.keyed_partitions, o.keyed_wait_us / 1000.0,
             o.keyed_workers, o.keyed_batch_size > 0 ? o.keyed_batch_size : p.batch_size,
-            o.keyed_concurrency, o.keyed_concurrency);
+            o.keyed_concurrency, o.keyed_concurrency,
+            o.keyed_config.empty() ? "" : "; --keyed-config " + describe(o.keyed_config));
     const char* arenas = std::getenv("MALLOC_ARENA_MAX");
     std::cout << "memory: RSS read per scenario (VmHWM reset before each); MALLOC_ARENA_MAX="
               << (arenas ? arenas : "unset")

@@ -64,7 +64,11 @@ targets in docs/performance.md, and a Markdown summary table.
   --keyed-wait-ms MS     simulated I/O per record, may be fractional (5)
   --keyed-workers N      pipeline.workers of the keyed scenarios (2)
   --keyed-concurrency N  pipeline.concurrency of keyed-*-partition and keyed-*-key (32)
-  --keyed-batch-size N   pipeline.batch_size of the keyed scenarios; 0: the config default (0)
+  --keyed-batch-size N   pipeline.batch_size of the keyed scenarios; 0: the config default.
+                         Small, as a slow handler wants: one batch's records run one
+                         after another in its transaction (20)
+  --keyed-config K=V     an exo.yaml path set in every keyed scenario, as in --extra
+                         (pipeline.max_queued_per_partition=4000); repeatable
 )";
 
 int to_int(const std::string& flag, const std::string& v, int min) {
@@ -236,6 +240,8 @@ std::optional<BenchOptions> parse_bench_options(int argc, char** argv) {
             o.keyed_concurrency = to_int(flag, v, 1);
         else if (flag == "--keyed-batch-size")
             o.keyed_batch_size = to_int(flag, v, 0);
+        else if (flag == "--keyed-config")
+            o.keyed_config.push_back(parse_config_override(v));
         else if (flag == "--seed")
             o.seed = static_cast<std::uint64_t>(to_int(flag, v, 0));
         else

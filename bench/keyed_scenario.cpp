@@ -21,7 +21,7 @@ PipelineScenario keyed_scenario(BenchWorld& world, const Isolation& iso, const K
     b.sequence.reset();
     config.pipeline.workers = o.keyed_workers;
     if (o.keyed_batch_size > 0) config.pipeline.batch_size = o.keyed_batch_size;
-    std::vector<ConfigOverride> overrides;
+    std::vector<ConfigOverride> overrides = o.keyed_config;
     if (spec.concurrent)
         overrides.push_back({"pipeline.concurrency", std::to_string(o.keyed_concurrency)});
     if (spec.key_ordering) overrides.push_back({"bindings[0].ordering", "key"});
