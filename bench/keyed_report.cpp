@@ -33,9 +33,9 @@ void print_keyed_table(std::ostream& out, const BenchOptions& o, const BenchResu
     out << fmt::format(
         "| wait (in the transaction) | partition, concurrency 1 | partition, concurrency {0} | "
         "key, concurrency {0} | key / partition (concurrency {0}) | key / partition "
-        "(concurrency 1) | key / Parallel Consumer ({1:.0f}/s) |\n"
+        "(concurrency 1) | key / Parallel Consumer ({1}/s) |\n"
         "| --- | --- | --- | --- | --- | --- | --- |\n",
-        o.keyed_concurrency, kParallelConsumerKeyRate);
+        o.keyed_concurrency, grouped(kParallelConsumerKeyRate));
     for (const char* wait : {"client", "server"}) {
         const double c1 = rate(fmt::format("keyed-{}-partition-c1", wait));
         const double part = rate(fmt::format("keyed-{}-partition", wait));
@@ -43,8 +43,8 @@ void print_keyed_table(std::ostream& out, const BenchOptions& o, const BenchResu
         out << fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n",
                            std::string(wait) == "client" ? "client: sleep_for in handle()"
                                                          : "server: SELECT pg_sleep()",
-                           cell(c1), cell(part), cell(key), cell(key / part, 1), cell(key / c1, 1),
-                           cell(key / kParallelConsumerKeyRate, 2));
+                           grouped(c1), grouped(part), grouped(key), cell(key / part, 1),
+                           cell(key / c1, 1), cell(key / kParallelConsumerKeyRate, 2));
     }
     out << "\n(records/s from the first poll to the last offset commit, each run checked: every "
            "record's effect row exactly once, each key's records applied in produced order.)\n";

@@ -28,18 +28,6 @@ std::string series(const std::vector<ScenarioResult>& runs,
     return fmt::format("median={} runs=[{}]", number(median(values), decimals), list);
 }
 
-// 12345.6 -> "12,346": the summary table is read by people.
-std::string grouped(double v) {
-    if (std::isnan(v)) return "n/a";
-    auto digits = fmt::format("{:.0f}", std::fabs(v));
-    std::string out;
-    for (std::size_t i = 0; i < digits.size(); ++i) {
-        if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-        out += digits[i];
-    }
-    return (v < 0 ? "-" : "") + out;
-}
-
 bool emitting(const std::vector<ScenarioResult>& runs) {
     for (const auto& r : runs)
         if (!std::isnan(r.seconds_to_published)) return true;
@@ -270,6 +258,17 @@ void print_summary_table(std::ostream& out, const BenchOptions& o, const BenchRe
 }
 
 }  // namespace
+
+std::string grouped(double v) {
+    if (std::isnan(v)) return "n/a";
+    auto digits = fmt::format("{:.0f}", std::fabs(v));
+    std::string out;
+    for (std::size_t i = 0; i < digits.size(); ++i) {
+        if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+        out += digits[i];
+    }
+    return (v < 0 ? "-" : "") + out;
+}
 
 const std::string* BenchResults::why_skipped(const std::string& name) const {
     auto it = skipped.find(name);
