@@ -20,6 +20,7 @@
 #include "config/config_parser.hpp"
 #include "config_overrides.hpp"
 #include "inbox_peer_scenario.hpp"
+#include "keyed_scenario.hpp"
 #include "metrics_scraper.hpp"
 #include "pipeline_scenario.hpp"
 #include "postgres_bare.hpp"
@@ -76,6 +77,11 @@ private:
             if (o_.wants(name)) return true;
         for (const auto& e : o_.extras)
             if (o_.wants(extra_name(e)) || o_.wants(emits_name(e))) return true;
+        return false;
+    }
+    bool needs_keyed() const {
+        for (const auto& spec : kKeyedScenarios)
+            if (o_.wants(spec.name)) return true;
         return false;
     }
     static std::string extra_name(const PipelineOverrides& e) { return "exo[" + e.spec + "]"; }
@@ -154,6 +160,40 @@ private:
         auto r = run_postgres_bare(world, iso, w, b);
         world.clean_up(iso);
         record(std::move(r), run);
+    }
+
+    // The per-key concurrency scenarios over one keyed workload, produced once per run.
+    void keyed(BenchWorld& world, int run) {
+        if (!needs_keyed()) return;
+        auto w = make_keyed_workload(world, fmt::format("keyed_r{}", run), o_.keyed_records,
+                                     o_.keyed_keys, o_.keyed_partitions,
+                                     o_.seed + static_cast<std::uint64_t>(run));
+        double s = produce_keyed(world, w);
+        std::string spread;
+        for (auto n : w.per_partition) spread += (spread.empty() ? "" : "/") + std::to_string(n);
+        std::cout << fmt::format(
+                         "run {}/{}: produced {} records over {} keys to {} ({} partitions, "
+                         "records per partition {}) in {:.1f} s\n",
+                         run, o_.runs, w.records.size(), w.keys, w.topic, w.partitions, spread, s)
+                  << std::flush;
+        for (const auto& spec : kKeyedScenarios) {
+            if (!o_.wants(spec.name) || results_.why_skipped(spec.name)) continue;
+            auto iso = world.isolate(spec.name);
+            try {
+                auto scenario = keyed_scenario(world, iso, w, spec, o_, servers_);
+                auto r = run_pipeline_scenario(world, iso, scenario, o_);
+                world.clean_up(iso);
+                record(std::move(r), run);
+            } catch (const ConfigError& e) {
+                world.clean_up(iso);
+                results_.skip(spec.name,
+                              "this build's exo.yaml has no per-key ordering or "
+                              "pipeline.concurrency: " +
+                                  std::string(e.what()));
+                std::cerr << "[bench] " << spec.name
+                          << " skipped: " << *results_.why_skipped(spec.name) << "\n";
+            }
+        }
     }
 
     void run_once(int run) {
@@ -249,6 +289,7 @@ private:
                 c.pipeline.workers = 1;
                 c.pipeline.linger = std::chrono::milliseconds(0);
             });
+        keyed(world, run);
         bare(world, run, *main, "postgres-bare", BareMode::per_record);
         // The limit of exo-default's SQL shape: the framework's statements and
         // the batch ledger's set-based per transaction (docs/design.md 4.1).
@@ -331,6 +372,20 @@ void print_header(const BenchOptions& o) {
                  "not exo's code: proto-set-framework = dedup rows and sequences one statement per "
                  "batch, handler per record, no savepoints; proto-set-all = the ledger effects "
                  "set-based too\n";
+    bool keyed = false;
+    for (const auto& spec : kKeyedScenarios) keyed = keyed || o.wants(spec.name);
+    if (keyed)
+        std::cout << fmt::format(
+            "keyed-*: {} records over {} Kafka keys (the producer's partitioner spreads them) on "
+            "{} partitions; handler keyed_wait, key /eventId, no sequence, one statement per "
+            "record after a {:.1f} ms wait (client: sleep_for in handle(); server: SELECT "
+            "pg_sleep() in the transaction; exo has no hook outside the transaction); workers={} "
+            "batch_size={}; -partition-c1: ordering partition, concurrency 1; -partition: "
+            "ordering partition, concurrency {}; -key: ordering key, concurrency {}{}\n",
+            o.keyed_records, o.keyed_keys, o.keyed_partitions, o.keyed_wait_us / 1000.0,
+            o.keyed_workers, o.keyed_batch_size > 0 ? o.keyed_batch_size : p.batch_size,
+            o.keyed_concurrency, o.keyed_concurrency,
+            o.keyed_config.empty() ? "" : "; --keyed-config " + describe(o.keyed_config));
     const char* arenas = std::getenv("MALLOC_ARENA_MAX");
     std::cout << "memory: RSS read per scenario (VmHWM reset before each); MALLOC_ARENA_MAX="
               << (arenas ? arenas : "unset")

@@ -34,7 +34,13 @@ targets in docs/performance.md, and a Markdown summary table.
                          docs/performance.md for what the mock cluster does to it),
                          exo-flaky-named, exo-flaky-unnamed (0.5% of records fail once, named
                          by index or not); postgres-bare-savepoints, proto-set-framework,
-                         proto-set-all (or --prototypes); an --extra name (exo[SPEC])
+                         proto-set-all (or --prototypes); an --extra name (exo[SPEC]);
+                         the per-key concurrency scenarios (or keyed for all six):
+                         keyed-{client,server}-partition-c1 (ordering partition,
+                         concurrency 1), keyed-{client,server}-partition (ordering
+                         partition) and keyed-{client,server}-key (ordering key), both at
+                         --keyed-concurrency; client: the handler sleeps in handle(),
+                         server: it runs SELECT pg_sleep() (either in its transaction)
   --all                  also run the earlier designs exo is compared with (see --only)
   --prototypes           also run postgres-bare-savepoints and the proto-set-* scenarios:
                          what-if measurements for the report's proposals (not exo's code)
@@ -52,6 +58,17 @@ targets in docs/performance.md, and a Markdown summary table.
   --log-level LEVEL      the daemon's log level (warn)
   --timeout-s S          per scenario (300)
   --seed N               workload seed (42)
+  --keyed-records N      records of the keyed scenarios' workload (10000)
+  --keyed-keys N         its distinct Kafka record keys (1000)
+  --keyed-partitions N   its partitions (4)
+  --keyed-wait-ms MS     simulated I/O per record, may be fractional (5)
+  --keyed-workers N      pipeline.workers of the keyed scenarios (2)
+  --keyed-concurrency N  pipeline.concurrency of keyed-*-partition and keyed-*-key (32)
+  --keyed-batch-size N   pipeline.batch_size of the keyed scenarios; 0: the config default.
+                         Small, as a slow handler wants: one batch's records run one
+                         after another in its transaction (20)
+  --keyed-config K=V     an exo.yaml path set in every keyed scenario, as in --extra
+                         (pipeline.max_queued_per_partition=4000); repeatable
 )";
 
 int to_int(const std::string& flag, const std::string& v, int min) {
@@ -144,7 +161,9 @@ bool BenchOptions::wants(const std::string& scenario) const {
     auto in = [&scenario](const auto& names) {
         return std::find(std::begin(names), std::end(names), scenario) != std::end(names);
     };
-    if (!only.empty()) return in(only);
+    if (!only.empty())
+        return in(only) || (scenario.rfind("keyed-", 0) == 0 &&
+                            std::find(only.begin(), only.end(), "keyed") != only.end());
     if (scenario.rfind("proto-", 0) == 0 || scenario == "postgres-bare-savepoints")
         return prototypes;
     if (scenario.rfind("exo[", 0) == 0) return true;  // an --extra
@@ -207,6 +226,22 @@ std::optional<BenchOptions> parse_bench_options(int argc, char** argv) {
             o.log_level = v;
         else if (flag == "--timeout-s")
             o.timeout = std::chrono::seconds(to_int(flag, v, 1));
+        else if (flag == "--keyed-records")
+            o.keyed_records = to_int(flag, v, 1);
+        else if (flag == "--keyed-keys")
+            o.keyed_keys = to_int(flag, v, 1);
+        else if (flag == "--keyed-partitions")
+            o.keyed_partitions = to_int(flag, v, 1);
+        else if (flag == "--keyed-wait-ms")
+            o.keyed_wait_us = static_cast<int>(to_double(flag, v, 0, 1000) * 1000);
+        else if (flag == "--keyed-workers")
+            o.keyed_workers = to_int(flag, v, 1);
+        else if (flag == "--keyed-concurrency")
+            o.keyed_concurrency = to_int(flag, v, 1);
+        else if (flag == "--keyed-batch-size")
+            o.keyed_batch_size = to_int(flag, v, 0);
+        else if (flag == "--keyed-config")
+            o.keyed_config.push_back(parse_config_override(v));
         else if (flag == "--seed")
             o.seed = static_cast<std::uint64_t>(to_int(flag, v, 0));
         else

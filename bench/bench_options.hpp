@@ -61,9 +61,19 @@ struct BenchOptions {
     std::string log_level = "warn";         // the daemon's spdlog level
     std::chrono::seconds timeout{300};      // per scenario, from start to last commit
     std::uint64_t seed = 42;
+    // The per-key concurrency scenarios (keyed_scenario.hpp).
+    int keyed_records = 10000;                 // records of the keyed workload
+    int keyed_keys = 1000;                     // distinct Kafka record keys
+    int keyed_partitions = 4;                  // partitions of its topic
+    int keyed_wait_us = 5000;                  // simulated I/O per record
+    int keyed_workers = 2;                     // pipeline.workers of every keyed scenario
+    int keyed_concurrency = 32;                // pipeline.concurrency of the concurrent ones
+    int keyed_batch_size = 20;                 // pipeline.batch_size; 0: the config default (1000)
+    std::vector<ConfigOverride> keyed_config;  // --keyed-config, set in every keyed scenario
 
     // Whether `scenario` runs: named by --only, else in the default set (kDefaultScenarios, the
-    // --extra scenarios, and what --all and --prototypes add).
+    // --extra scenarios, and what --all and --prototypes add). --only keyed names every
+    // keyed-* scenario.
     bool wants(const std::string& scenario) const;
 };
 

@@ -127,20 +127,27 @@ double BenchWorld::produce_all(const TopicWorkload& w) {
     return seconds;
 }
 
-void BenchWorld::create_topic(const std::string& topic) {
-    cluster_.create_topic(topic, options_.partitions);
+void BenchWorld::create_topic(const std::string& topic, int partitions) {
+    cluster_.create_topic(topic, partitions > 0 ? partitions : options_.partitions);
 }
 
-std::int64_t BenchWorld::messages_in(const std::string& topic) const {
-    std::int64_t total = 0;
-    for (const auto& [low, high] : watermarks(bootstrap(), topic, options_.partitions)) {
+std::vector<std::int64_t> BenchWorld::records_per_partition(const std::string& topic,
+                                                            int partitions) const {
+    std::vector<std::int64_t> counts;
+    for (const auto& [low, high] : watermarks(bootstrap(), topic, partitions)) {
         if (low != 0)
             throw std::runtime_error(fmt::format(
                 "the mock cluster dropped records of {} (it keeps at most 5 MiB per partition): "
                 "use more --partitions or fewer --records",
                 topic));
-        total += high;
+        counts.push_back(high);
     }
+    return counts;
+}
+
+std::int64_t BenchWorld::messages_in(const std::string& topic) const {
+    std::int64_t total = 0;
+    for (auto n : records_per_partition(topic, options_.partitions)) total += n;
     return total;
 }
 

@@ -61,8 +61,12 @@ public:
     // Throws std::runtime_error if not. Returns the seconds it took.
     double produce_all(const TopicWorkload& w);
 
-    // A topic of --partitions partitions (an emitting scenario's output). Throws KafkaError.
-    void create_topic(const std::string& topic);
+    // A topic of `partitions` partitions, 0: --partitions (an emitting scenario's output).
+    // Throws KafkaError.
+    void create_topic(const std::string& topic, int partitions = 0);
+    // Records each partition of `topic` holds. Throws std::runtime_error if the mock
+    // cluster dropped some (5 MiB per partition at most).
+    std::vector<std::int64_t> records_per_partition(const std::string& topic, int partitions) const;
     // Records a topic created by create_topic holds. Throws std::runtime_error if the mock
     // cluster dropped some (5 MiB per partition at most).
     std::int64_t messages_in(const std::string& topic) const;

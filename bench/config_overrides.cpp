@@ -52,7 +52,10 @@ void set_path(YAML::Node doc, const std::string& path, const YAML::Node& value) 
             if (!next.IsSequence() || static_cast<std::size_t>(steps[i].index) >= next.size())
                 throw std::invalid_argument("config path '" + path + "': " + steps[i].key +
                                             " has no element " + std::to_string(steps[i].index));
-            next = next[static_cast<std::size_t>(steps[i].index)];
+            // reset(), not operator=: assigning a Node overwrites the list it refers to
+            // with the element (yaml-cpp assigns values, reset() rebinds the handle).
+            YAML::Node element = next[static_cast<std::size_t>(steps[i].index)];
+            next.reset(element);
         }
         if (last) {
             if (!value.IsNull()) {

@@ -124,16 +124,17 @@ std::string check_emits(BenchWorld& world, const Isolation& iso, const PipelineS
 
 ScenarioResult run_pipeline_scenario(BenchWorld& world, const Isolation& iso,
                                      const PipelineScenario& s, const BenchOptions& options) {
-    const auto& w = *s.workload;
-    const auto& topic = w.topic;
+    const auto& topic = s.own_work ? s.own_work->topic : s.workload->topic;
     ScenarioResult r;
     r.name = s.name;
-    r.records = w.size();
+    r.records = s.own_work ? s.own_work->records : s.workload->size();
     const bool paced = s.paced_rate > 0;
 
     HandlerRegistry registry;
     LatencyRecorder recorder;
-    if (paced)
+    if (s.own_work)
+        s.own_work->register_handler(registry);
+    else if (paced)
         register_timed_ledger(registry, recorder);
     else if (s.flaky_every > 0)
         registry.add("ledger",
@@ -182,7 +183,8 @@ ScenarioResult run_pipeline_scenario(BenchWorld& world, const Isolation& iso,
             cpu_start = cpu_snapshot(thread_roles(daemon), s.servers);
             sends_start = postgres_sends();
             r.offered_rate = s.paced_rate;
-            if (daemon.daemon().ready()) sent = produce_paced(world.bootstrap(), w, s.paced_rate);
+            if (daemon.daemon().ready())
+                sent = produce_paced(world.bootstrap(), *s.workload, s.paced_rate);
             r.produced_rate = sent.achieved_rate;
         } else {
             while (stats.polled.load() == 0 && !daemon.failed() && Clock::now() < deadline)
@@ -260,10 +262,11 @@ ScenarioResult run_pipeline_scenario(BenchWorld& world, const Isolation& iso,
             first_us / 1000 * 1000 + static_cast<std::int64_t>(s.warm_up_seconds * 1e6);
         for (const auto& [produced_us, ms] : recorder.samples())
             if (produced_us >= warm_up_end_us) r.handler_latency_ms.push_back(ms);
-        commit_latencies(iso, w, sent, s.warm_up_seconds, r);
+        commit_latencies(iso, *s.workload, sent, s.warm_up_seconds, r);
     }
     if (r.failure.empty()) {
-        auto problems = world.check_exactly_once(iso, w.workload);
+        auto problems = s.own_work ? s.own_work->check(iso)
+                                   : world.check_exactly_once(iso, s.workload->workload);
         if (emits) problems += check_emits(world, iso, s);
         if (s.without_redis && r.stats.redis_round_trips > 0)
             problems += fmt::format("the daemon sent Redis {} commands, expected none; ",

@@ -10,10 +10,13 @@
 // sets) and produce -> handler start. Events produced in the first
 // `warm_up_seconds` (connections opened, scripts loaded, the first fetches) are
 // left out of the percentiles; the trace keeps them.
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "bench_world.hpp"
 #include "config/config.hpp"
+#include "pipeline/handler_registry.hpp"
 #include "scenario_result.hpp"
 
 namespace exo::bench {
@@ -38,6 +41,15 @@ struct PipelineScenario {
     // The config claims in PostgreSQL only (exo-no-redis): a Redis command the daemon counted
     // fails the run, so "exo without Redis" is never measured with Redis in it.
     bool without_redis = false;
+    // Set: not the ledger workload (`workload` unused). Its handler, topic, record count and
+    // check stand in for the ledger's (the per-key concurrency scenarios, keyed_scenario.hpp).
+    struct OwnWork {
+        std::string topic;
+        std::size_t records = 0;
+        std::function<void(HandlerRegistry&)> register_handler;
+        std::function<std::string(const Isolation&)> check;  // "" when correct, else why not
+    };
+    std::optional<OwnWork> own_work{};
 };
 
 // Never throws for a failure of the pipeline or the check: it is reported in

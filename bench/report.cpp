@@ -5,6 +5,8 @@
 #include <cmath>
 #include <functional>
 
+#include "keyed_report.hpp"
+
 namespace exo::bench {
 namespace {
 
@@ -24,18 +26,6 @@ std::string series(const std::vector<ScenarioResult>& runs,
         list += (list.empty() ? "" : ", ") + number(v, decimals);
     }
     return fmt::format("median={} runs=[{}]", number(median(values), decimals), list);
-}
-
-// 12345.6 -> "12,346": the summary table is read by people.
-std::string grouped(double v) {
-    if (std::isnan(v)) return "n/a";
-    auto digits = fmt::format("{:.0f}", std::fabs(v));
-    std::string out;
-    for (std::size_t i = 0; i < digits.size(); ++i) {
-        if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-        out += digits[i];
-    }
-    return (v < 0 ? "-" : "") + out;
 }
 
 bool emitting(const std::vector<ScenarioResult>& runs) {
@@ -269,6 +259,17 @@ void print_summary_table(std::ostream& out, const BenchOptions& o, const BenchRe
 
 }  // namespace
 
+std::string grouped(double v) {
+    if (std::isnan(v)) return "n/a";
+    auto digits = fmt::format("{:.0f}", std::fabs(v));
+    std::string out;
+    for (std::size_t i = 0; i < digits.size(); ++i) {
+        if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+        out += digits[i];
+    }
+    return (v < 0 ? "-" : "") + out;
+}
+
 const std::string* BenchResults::why_skipped(const std::string& name) const {
     auto it = skipped.find(name);
     return it == skipped.end() ? nullptr : &it->second;
@@ -405,12 +406,31 @@ Verdict print_report(std::ostream& out, const BenchOptions& o, const Calibration
                !std::isnan(exo / per_record_sql), exo / per_record_sql >= 3,
                number(exo / per_record_sql, 2) + "x");
     }
+    // Issue "Per-key concurrency": ordering key against partition ordering, per wait, when
+    // the keyed scenarios ran.
+    for (const char* wait : {"client", "server"}) {
+        const std::string key = fmt::format("keyed-{}-key", wait);
+        const std::string part = fmt::format("keyed-{}-partition", wait);
+        const std::string c1 = part + "-c1";
+        if (!results.find(key) && !results.find(part) && !results.find(c1) &&
+            !results.why_skipped(key))
+            continue;
+        ratio_target(key, part, 10, " (the same workers and concurrency)");
+        out << fmt::format("ratio {}/{}={}\n", key, c1, number(rate(key) / rate(c1), 2));
+        const double k = rate(key);
+        target(fmt::format("{} >= {:.0f} records/s (Confluent Parallel Consumer, ordering KEY, "
+                           "10,000 messages, 0-5 ms work)",
+                           key, kParallelConsumerKeyRate),
+               !std::isnan(k), k >= kParallelConsumerKeyRate,
+               std::isnan(k) ? key + " not measured" : number(k) + " records/s");
+    }
     out << fmt::format(
         "process peak_rss_kb={} (the whole process: VmHWM / ru_maxrss, kept across the "
         "per-scenario "
         "resets; includes the mock cluster and the produced workloads)\n",
         process_peak_rss_kb());
     print_summary_table(out, o, results);
+    print_keyed_table(out, o, results);
     out << fmt::format("result correctness={} targets_met={}/{}\n",
                        verdict.correct ? "PASS" : "FAIL", verdict.targets_met,
                        verdict.targets_checked);

@@ -24,6 +24,9 @@ struct BenchResults {
     const std::string* why_skipped(const std::string& name) const;
 };
 
+// 12345.6 -> "12,346" (NaN: "n/a"): the summary tables are read by people.
+std::string grouped(double v);
+
 // Median records/s (to the last commit) of a scenario's completed runs; NaN if none.
 double median_rate(const std::vector<ScenarioResult>& runs);
 

@@ -9,6 +9,8 @@
 #
 #   scripts/bench.sh                        the standard workload: 200000 records, 3 runs
 #   scripts/bench.sh --records 20000 --runs 1 --only inbox-peer,exo-default
+#   scripts/bench.sh --only keyed           the per-key concurrency scenarios (keyed-{client,server}-
+#                                           {partition-c1,partition,key}; 10000 records, 1000 keys)
 #   scripts/bench.sh --postgres-fsync off   PostgreSQL without fsync (an option, never the headline)
 #   scripts/bench.sh --help                 exo_bench's options
 #

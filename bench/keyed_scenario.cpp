@@ -1,0 +1,43 @@
+#include "keyed_scenario.hpp"
+
+#include <pqxx/pqxx>
+
+#include "config_overrides.hpp"
+
+namespace exo::bench {
+
+PipelineScenario keyed_scenario(BenchWorld& world, const Isolation& iso, const KeyedWorkload& w,
+                                const KeyedScenarioSpec& spec, const BenchOptions& o,
+                                const ServerProcesses& servers) {
+    {
+        pqxx::connection c(iso.uri);
+        pqxx::nontransaction tx(c);
+        tx.exec(kKeyedTablesSql);
+    }
+    auto config = world.pipeline_config(iso, w.topic);
+    auto& b = config.bindings.at(0);
+    b.handler = "keyed_wait";
+    b.key = ledger_key_source();  // json /eventId
+    b.sequence.reset();
+    config.pipeline.workers = o.keyed_workers;
+    if (o.keyed_batch_size > 0) config.pipeline.batch_size = o.keyed_batch_size;
+    std::vector<ConfigOverride> overrides = o.keyed_config;
+    if (spec.concurrent)
+        overrides.push_back({"pipeline.concurrency", std::to_string(o.keyed_concurrency)});
+    if (spec.key_ordering) overrides.push_back({"bindings[0].ordering", "key"});
+    if (!overrides.empty()) config = apply_config_overrides(config, overrides);
+
+    PipelineScenario s{spec.name, config, nullptr, 0, 1.0, servers};
+    const auto wait = std::chrono::microseconds(o.keyed_wait_us);
+    s.own_work = PipelineScenario::OwnWork{
+        w.topic, w.records.size(),
+        [mode = spec.wait, wait](HandlerRegistry& registry) {
+            registry.add("keyed_wait", [mode, wait](const HandlerOptions&) {
+                return std::make_unique<KeyedWaitHandler>(mode, wait);
+            });
+        },
+        [&w](const Isolation& i) { return check_keyed(i, w); }};
+    return s;
+}
+
+}  // namespace exo::bench
