@@ -64,9 +64,8 @@ targets in docs/performance.md, and a Markdown summary table.
   --keyed-wait-ms MS     simulated I/O per record, may be fractional (5)
   --keyed-workers N      pipeline.workers of the keyed scenarios (2)
   --keyed-concurrency N  pipeline.concurrency of keyed-*-partition and keyed-*-key (32)
-  --keyed-batch-size N   pipeline.batch_size of the keyed scenarios; 0: the config default.
-                         Small, as a slow handler wants: one batch's records run one
-                         after another in its transaction (20)
+  --keyed-batch-size N   pipeline.batch_size of the keyed scenarios; 0: the config
+                         default (0: a batch takes a slot's share of what is ready)
   --keyed-config K=V     an exo.yaml path set in every keyed scenario, as in --extra
                          (pipeline.max_queued_per_partition=4000); repeatable
 )";

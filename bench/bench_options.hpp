@@ -68,7 +68,7 @@ struct BenchOptions {
     int keyed_wait_us = 5000;                  // simulated I/O per record
     int keyed_workers = 2;                     // pipeline.workers of every keyed scenario
     int keyed_concurrency = 32;                // pipeline.concurrency of the concurrent ones
-    int keyed_batch_size = 20;                 // pipeline.batch_size; 0: the config default (1000)
+    int keyed_batch_size = 0;                  // pipeline.batch_size; 0: the config default (1000)
     std::vector<ConfigOverride> keyed_config;  // --keyed-config, set in every keyed scenario
 
     // Whether `scenario` runs: named by --only, else in the default set (kDefaultScenarios, the

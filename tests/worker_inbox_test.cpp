@@ -728,29 +728,24 @@ TEST_SUITE("WorkerInbox lanes (ordering key or entity)") {
         CHECK(inbox.stalled_lanes() == 0);
     }
 
-    TEST_CASE("threads waiting together share what is ready instead of one taking it all") {
-        WorkerInbox inbox;
+    TEST_CASE("a batch takes one taker's share of what is ready, but not less than its share "
+              "of max") {
+        WorkerInbox inbox(4);
         std::vector<PendingRecord> records;
-        for (int i = 0; i < 8; ++i) records.push_back(keyed(kP0, i, "k" + std::to_string(i)));
-        std::vector<PendingRecord> first, second;
-        {
-            // Both wait before anything is pushed; each takes its share after the linger.
-            Background one([&] { first = take(inbox, 100, 200ms, never_stopped.get_token()); });
-            Background two([&] { second = take(inbox, 100, 200ms, never_stopped.get_token()); });
-            std::this_thread::sleep_for(50ms);
-            inbox.push(std::move(records));
-        }
-        CHECK(first.size() + second.size() == 8);
-        CHECK(first.size() >= 4);
-        CHECK(second.size() >= 4);
-        finish_all(inbox);
-        finish_all(inbox);
+        for (int i = 0; i < 200; ++i) records.push_back(keyed(kP0, i, "k" + std::to_string(i)));
+        inbox.push(std::move(records));
+        CHECK(take_now(inbox, 100).size() == 50);  // 200 ready / 4 takers
+        CHECK(take_now(inbox, 100).size() == 38);  // 150 / 4, rounded up
+        CHECK(take_now(inbox, 100).size() == 28);  // 112 / 4
+        CHECK(take_now(inbox, 100).size() == 25);  // 84 / 4 is 21: 100 / 4 at least
+        for (int i = 0; i < 4; ++i) finish_all(inbox);
     }
 
     TEST_CASE("lanes are forgotten once empty, so distinct keys leave nothing behind") {
         WorkerInbox inbox;
         std::vector<PendingRecord> records;
-        for (int i = 0; i < 20000; ++i) records.push_back(keyed(kP0, i, "key-" + std::to_string(i)));
+        for (int i = 0; i < 20000; ++i)
+            records.push_back(keyed(kP0, i, "key-" + std::to_string(i)));
         inbox.push(std::move(records));
         CHECK(inbox.totals().lanes == 20000);
         std::size_t taken = 0;
@@ -765,8 +760,9 @@ TEST_SUITE("WorkerInbox lanes (ordering key or entity)") {
         CHECK(t.in_batch == 0);
     }
 
-    TEST_CASE("dropping a partition waits for every batch holding one of its lanes and discards "
-              "what they put back") {
+    TEST_CASE(
+        "dropping a partition waits for every batch holding one of its lanes and discards "
+        "what they put back") {
         WorkerInbox inbox;
         inbox.push({keyed(kP0, 0, "a"), keyed(kP0, 1, "b")});
         auto a = inbox.take_batch(1, 0ms, never_stopped.get_token());
@@ -774,7 +770,7 @@ TEST_SUITE("WorkerInbox lanes (ordering key or entity)") {
         REQUIRE(b.records.size() == 1);
         CHECK(inbox.in_batch(kP0) == 2);
         CHECK_FALSE(inbox.drop_partitions({kP0}, Clock::now() + 10ms));
-        inbox.finish_batch(a.id, std::move(a.records), {});  // put back after the drop
+        inbox.finish_batch(a.id, std::move(a.records), {});              // put back after the drop
         CHECK_FALSE(inbox.drop_partitions({kP0}, Clock::now() + 10ms));  // b still out
         inbox.finish_batch(b.id, std::move(b.records), {});
         CHECK(inbox.drop_partitions({kP0}, Clock::now() + 10ms));

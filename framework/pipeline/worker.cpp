@@ -16,7 +16,8 @@ std::shared_ptr<spdlog::logger> worker_logger(int index) {
 Worker::Worker(int index, WorkerContext context)
     : ctx_(std::move(context)),
       owner_(ctx_.owner_prefix + "/w" + std::to_string(index)),
-      log_(worker_logger(index)) {
+      log_(worker_logger(index)),
+      inbox_(ctx_.config.pipeline.claim_ahead ? 1 : ctx_.config.pipeline.concurrency) {
     const auto& p = ctx_.config.pipeline;
     for (int i = 0; i < p.concurrency; ++i) {
         // A claim is re-entrant for its owner: slots must never share one.

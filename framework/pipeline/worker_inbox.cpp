@@ -88,11 +88,6 @@ void WorkerInbox::collect(std::map<Lane, LaneState>::iterator it) {
 WorkerInbox::Taken WorkerInbox::take_batch(std::size_t max, std::chrono::milliseconds linger,
                                            std::stop_token stop) {
     std::unique_lock lock(mutex_);
-    ++takers_waiting_;
-    struct Leave {
-        int& waiting;
-        ~Leave() { --waiting; }
-    } leave{takers_waiting_};
 
     constexpr auto kUnset = Clock::time_point::max();
     auto linger_end = kUnset;  // set when the first record became ready
@@ -115,10 +110,13 @@ WorkerInbox::Taken WorkerInbox::take_batch(std::size_t max, std::chrono::millise
     Taken taken;
     if (stop.stop_requested()) return taken;
 
-    // This thread's share of what is ready, so idle threads each get some.
-    const auto takers = static_cast<std::size_t>(std::max(takers_waiting_, 1));
-    const std::size_t limit =
-        std::min(max, std::max<std::size_t>(1, (ready + takers - 1) / takers));
+    // One taker's share of what is ready, so every thread gets some; but never
+    // less than a taker's share of `max`: a batch costs its claim round trips,
+    // BEGIN and an fsync'd COMMIT whatever its size, and one of a few records
+    // each would spend the CPU on that instead of the records.
+    const auto takers = static_cast<std::size_t>(takers_);
+    const auto share = [&](std::size_t n) { return (n + takers - 1) / takers; };
+    const std::size_t limit = std::min(max, std::max<std::size_t>({1, share(ready), share(max)}));
     const auto now = Clock::now();
     BatchOut batch;
     std::vector<std::map<Lane, LaneState>::iterator> visited;

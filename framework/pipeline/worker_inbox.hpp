@@ -23,6 +23,7 @@
 //
 // Thread-safety: every method is safe from any thread. A batch is finished once,
 // by whoever took it.
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -43,6 +44,9 @@ public:
     using Clock = std::chrono::steady_clock;
     using BatchId = std::uint64_t;
 
+    // `takers`: the threads that take batches from it (pipeline.concurrency).
+    explicit WorkerInbox(int takers = 1) : takers_(std::max(takers, 1)) {}
+
     struct Taken {
         BatchId id = 0;  // for finish_batch
         std::vector<PendingRecord> records;
@@ -53,8 +57,9 @@ public:
     // Blocks until a record is ready (its lane neither held nor in a batch out)
     // or stop is requested, then waits up to `linger` for `max` ready records.
     // Returns ready records, each lane's in order (none only when stopping): at
-    // most `max`, and while other threads wait in take_batch too, at most this
-    // thread's share of what is ready, so the work spreads over them.
+    // most `max`, and at most one taker's share of what is ready (ready /
+    // takers), so a slow handler's backlog spreads over every thread instead of
+    // filling one long transaction while the others find every lane taken.
     Taken take_batch(std::size_t max, std::chrono::milliseconds linger, std::stop_token stop);
 
     struct Parked {
@@ -140,7 +145,7 @@ private:
     std::set<TopicPartition> dropped_during_batch_;
     std::optional<Lane> next_lane_;  // where the next batch starts taking, for fairness
     BatchId next_id_ = 1;
-    int takers_waiting_ = 0;        // threads inside take_batch
+    const int takers_;
     std::uint64_t generation_ = 0;  // bumped on every change a waiting worker must see
 };
 
