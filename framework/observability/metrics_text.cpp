@@ -208,7 +208,7 @@ std::string render_metrics(const PipelineStats& stats, const DaemonStatus& statu
     w.sample("exo_batches_in_flight", "", static_cast<std::uint64_t>(status.batches_in_flight));
     w.family("exo_held_lanes", "gauge",
              "Lanes (a partition, or one ordering key of it) held by a record that retries "
-             "later.");
+             "later (NACK, retry) or is stalled.");
     w.sample("exo_held_lanes", "", static_cast<std::uint64_t>(status.held_lanes));
     w.family("exo_records_waiting_behind_held", "gauge",
              "Records waiting in held lanes: with ordering key or entity, only their own key's.");

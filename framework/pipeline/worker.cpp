@@ -62,9 +62,7 @@ void Worker::join() {
 }
 
 bool Worker::healthy() const {
-    return inbox_.stalled_lanes() == 0 &&
-           std::all_of(slots_.begin(), slots_.end(),
-                       [](const auto& s) { return s->healthy.load(); });
+    return healthy_.load() && inbox_.stalled_lanes() == 0;
 }
 
 std::optional<std::chrono::steady_clock::time_point> Worker::busy_since() const {
@@ -78,14 +76,11 @@ std::optional<std::chrono::steady_clock::time_point> Worker::busy_since() const 
 }
 
 bool Worker::redis_up() const {
-    return claiming_redis_up_.load() &&
-           std::all_of(slots_.begin(), slots_.end(),
-                       [](const auto& s) { return s->redis_up.load(); });
+    return redis_up_.load() && claiming_redis_up_.load();
 }
 
 bool Worker::postgres_up() const {
-    return std::all_of(slots_.begin(), slots_.end(),
-                       [](const auto& s) { return s->postgres_up.load(); });
+    return postgres_up_.load();
 }
 
 std::optional<Worker::Prepared> Worker::take_and_prepare(std::stop_token stop, Slot& slot,
@@ -108,7 +103,7 @@ std::optional<Worker::Prepared> Worker::take_and_prepare(std::stop_token stop, S
 
 void Worker::run(std::stop_token stop, Slot& slot, LeaseKeeper& leases) {
     while (!stop.stop_requested())
-        if (auto prepared = take_and_prepare(stop, slot, leases, slot.busy_since, slot.redis_up)) {
+        if (auto prepared = take_and_prepare(stop, slot, leases, slot.busy_since, redis_up_)) {
             const auto taken_at = prepared->taken_at;  // in hand since it was taken
             apply_and_settle(slot, std::move(*prepared), taken_at);
         }
@@ -168,10 +163,10 @@ void Worker::apply_and_settle(Slot& slot, Prepared prepared,
     if (end == BatchEnd::went_through) end = slot.protocol.apply(batch);
     switch (end) {
         case BatchEnd::went_through:
-            slot.healthy = true;
+            healthy_ = true;
             break;
         case BatchEnd::paused:
-            slot.healthy = false;
+            healthy_ = false;
             break;
         case BatchEnd::failed:
             break;
@@ -184,8 +179,8 @@ void Worker::apply_and_settle(Slot& slot, Prepared prepared,
     inbox_.finish_batch(prepared.id, std::move(back.requeue), back.hold_until,
                         std::move(back.parked));
     slot.busy_since = kIdle;
-    slot.redis_up = slot.protocol.redis_up();
-    slot.postgres_up = slot.protocol.postgres_up();
+    redis_up_ = slot.protocol.redis_up();
+    postgres_up_ = slot.protocol.postgres_up();
 }
 
 }  // namespace exo

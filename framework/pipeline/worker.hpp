@@ -102,7 +102,7 @@ private:
     // One of the worker's batches in flight (pipeline.concurrency of them): a
     // thread, its protocol (its own Redis and PostgreSQL sessions and handler
     // instances, under its own owner id, since a claim is re-entrant for its
-    // owner) and what it last saw of its dependencies.
+    // owner).
     struct Slot {
         Slot(const WorkerContext& ctx, const std::string& owner, spdlog::logger& log)
             : owner(owner),
@@ -111,10 +111,7 @@ private:
         std::string owner;
         BatchProtocol protocol;
         std::atomic<Rep> busy_since{kIdle};  // applying (claim_ahead) or the whole batch
-        std::atomic<bool> healthy{true};
-        std::atomic<bool> redis_up{true};
-        std::atomic<bool> postgres_up{true};
-        std::jthread thread;  // claim_ahead: the applying thread
+        std::jthread thread;                 // claim_ahead: the applying thread
     };
 
     // A batch whose keys and claims ran, waiting to be applied.
@@ -144,6 +141,11 @@ private:
     // One per batch in hand: per slot, or two for the one slot claiming ahead
     // (the prepared batch's claims are renewed while it waits).
     std::vector<std::unique_ptr<LeaseKeeper>> lease_keepers_;
+    // What the worker's latest batch to end saw, whichever slot ran it: a slot
+    // that ran no batch since an outage must not keep reporting it.
+    std::atomic<bool> healthy_{true};
+    std::atomic<bool> redis_up_{true};
+    std::atomic<bool> postgres_up_{true};
 
     // claim_ahead only: the claiming thread's state and the hand-over.
     std::atomic<Rep> claiming_since_{kIdle};  // keys and claims

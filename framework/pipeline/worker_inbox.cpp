@@ -129,18 +129,12 @@ WorkerInbox::Taken WorkerInbox::take_batch(std::size_t max, std::chrono::millise
         visited.push_back(it);
     };
     // From where the last batch stopped, around: every lane gets its turn.
-    auto start = next_lane_ ? lanes_.lower_bound(*next_lane_) : lanes_.begin();
+    auto start = last_lane_ ? lanes_.upper_bound(*last_lane_) : lanes_.begin();
     for (auto it = start; it != lanes_.end() && taken.records.size() < limit; ++it) visit(it);
     for (auto it = lanes_.begin(); it != start && taken.records.size() < limit; ++it) visit(it);
     if (taken.records.empty()) return taken;  // an empty batch is never finished
 
-    auto last = visited.back();
-    auto after = std::next(last);
-    if (after == lanes_.end()) after = lanes_.begin();
-    if (after != last)
-        next_lane_ = after->first;
-    else
-        next_lane_.reset();
+    last_lane_ = visited.back()->first;
     for (auto it : visited) collect(it);
 
     taken.id = next_id_++;

@@ -143,7 +143,9 @@ private:
     std::map<TopicPartition, std::size_t> queued_, parked_, taken_;  // record counts
     std::set<Lane> stalled_;
     std::set<TopicPartition> dropped_during_batch_;
-    std::optional<Lane> next_lane_;  // where the next batch starts taking, for fairness
+    // Where the last batch stopped taking: the next starts after it, so every
+    // lane gets its turn.
+    std::optional<Lane> last_lane_;
     BatchId next_id_ = 1;
     const int takers_;
     std::uint64_t generation_ = 0;  // bumped on every change a waiting worker must see
