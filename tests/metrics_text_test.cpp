@@ -1,9 +1,12 @@
 #include <doctest/doctest.h>
 
+#include <cstring>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "observability/metrics_text.hpp"
 
@@ -168,4 +171,86 @@ TEST_CASE("the retention lag gauge appears per table once the pruner looked") {
     CHECK(has_line(text, "exo_retention_lag_seconds{table=\"exo_processed\"} 90.5"));
     CHECK(has_line(text, "exo_retention_lag_seconds{table=\"exo_outbox\"} 0"));
     CHECK(text.find("exo_retention_lag_seconds{table=\"exo_outbox_keys\"}") == std::string::npos);
+}
+
+namespace {
+
+// The status of a worker running keyed lanes: partition 0 has a slow key holding
+// its commit, partition 1 is idle.
+exo::DaemonStatus status_with_lanes() {
+    auto s = status_with_partitions();
+    s.partitions[0].in_flight = 3;
+    s.partitions[0].queued = 40;
+    s.partitions[0].unfinished_window = 125000;
+    s.batches_in_flight = 4;
+    s.held_lanes = 2;
+    s.waiting_behind_held = 17;
+    return s;
+}
+
+// The lines of `name`'s family: its HELP and TYPE, then its samples.
+std::vector<std::string> family_lines(const std::string& text, const std::string& name) {
+    std::istringstream in(text);
+    std::vector<std::string> out;
+    for (std::string l; std::getline(in, l);) {
+        const bool comment =
+            l.rfind("# HELP " + name + " ", 0) == 0 || l.rfind("# TYPE " + name + " ", 0) == 0;
+        const bool sample = l.rfind(name + "{", 0) == 0 || l.rfind(name + " ", 0) == 0;
+        if (comment || sample) out.push_back(l);
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("records in flight, queued and the unfinished window are gauges per partition") {
+    exo::PipelineStats stats({"payments"});
+    const auto text = exo::render_metrics(stats, status_with_lanes(), true, "0.2.0");
+    CHECK(has_line(text, "exo_records_in_flight{topic=\"payments\",partition=\"0\"} 3"));
+    CHECK(has_line(text, "exo_records_queued{topic=\"payments\",partition=\"0\"} 40"));
+    CHECK(
+        has_line(text, "exo_unfinished_window_offsets{topic=\"payments\",partition=\"0\"} 125000"));
+    // An idle partition shows 0, not no sample: an alert on the window sees it recover.
+    CHECK(has_line(text, "exo_records_in_flight{topic=\"payments\",partition=\"1\"} 0"));
+    CHECK(has_line(text, "exo_records_queued{topic=\"payments\",partition=\"1\"} 0"));
+    CHECK(has_line(text, "exo_unfinished_window_offsets{topic=\"payments\",partition=\"1\"} 0"));
+}
+
+TEST_CASE("batches in flight, held lanes and the records waiting behind them are process gauges") {
+    exo::PipelineStats stats({"payments"});
+    const auto text = exo::render_metrics(stats, status_with_lanes(), true, "0.2.0");
+    CHECK(has_line(text, "exo_batches_in_flight 4"));
+    CHECK(has_line(text, "exo_held_lanes 2"));
+    CHECK(has_line(text, "exo_records_waiting_behind_held 17"));
+    // A member without partitions still says 0, so its dashboards show a line.
+    const auto idle = exo::render_metrics(stats, exo::DaemonStatus{}, true, "0.2.0");
+    CHECK(has_line(idle, "exo_batches_in_flight 0"));
+    CHECK(has_line(idle, "exo_held_lanes 0"));
+    CHECK(has_line(idle, "exo_records_waiting_behind_held 0"));
+    CHECK(idle.find("exo_unfinished_window_offsets{") == std::string::npos);
+}
+
+TEST_CASE("each lane gauge is one gauge family: HELP, TYPE, then all of its samples") {
+    exo::PipelineStats stats({"payments"});
+    const auto text = exo::render_metrics(stats, status_with_lanes(), true, "0.2.0");
+    const std::pair<const char*, std::size_t> families[] = {
+        {"exo_records_in_flight", 2},
+        {"exo_records_queued", 2},
+        {"exo_unfinished_window_offsets", 2},
+        {"exo_batches_in_flight", 1},
+        {"exo_held_lanes", 1},
+        {"exo_records_waiting_behind_held", 1},
+    };
+    for (const auto& [name, samples] : families) {
+        CAPTURE(name);
+        const auto lines = family_lines(text, name);
+        REQUIRE(lines.size() == 2 + samples);
+        CHECK(lines[0].rfind(std::string("# HELP ") + name + " ", 0) == 0);
+        CHECK(lines[0].size() > std::string("# HELP ").size() + std::strlen(name) + 1);
+        CHECK(lines[1] == std::string("# TYPE ") + name + " gauge");
+        // Contiguous in the text: promtool refuses a family whose samples are split.
+        const auto block = lines[0] + "\n" + lines[1] + "\n" + lines[2] + "\n";
+        CHECK(text.find(block) != std::string::npos);
+        if (samples == 2) CHECK(text.find(lines[2] + "\n" + lines[3] + "\n") != std::string::npos);
+    }
 }
