@@ -141,6 +141,12 @@ TEST_CASE(
         "held-a tried three times", 60s, [] { return ordering::held_tries.load(); },
         [](int n) { return n >= 3; });
     CHECK(run.applied() == 0);
+    // What ordering: key would free, as the status (and /metrics) shows it: the
+    // ten other keys queued behind held-a, between two of its tries.
+    wait_until(
+        "the ten b keys shown waiting behind held-a", 15s,
+        [&] { return run.daemon->status().keys_waiting_behind_held; },
+        [](std::size_t n) { return n == 10; });
 
     run.finish();
     std::vector<std::string> produced;

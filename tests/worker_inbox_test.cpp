@@ -709,8 +709,27 @@ TEST_SUITE("WorkerInbox lanes (ordering key or entity)") {
         CHECK(offsets_of(other, kP0) == seq(2, 2));  // a@0 and a@1 wait for the hold
         const auto t = inbox.totals();
         CHECK(t.held_lanes == 1);
-        CHECK(t.waiting_behind_held == 2);
+        CHECK(t.waiting_behind_held == 1);       // a@1 behind a@0
+        CHECK(t.keys_waiting_behind_held == 0);  // a's own
         finish_all(inbox);
+    }
+
+    TEST_CASE("a held partition lane counts the other Kafka keys waiting behind its first record") {
+        WorkerInbox inbox;
+        auto with_key = [](std::int64_t offset, std::string key) {
+            auto p = pending(kP0, offset);
+            p.record.key = std::move(key);
+            return p;
+        };
+        inbox.push({with_key(0, "a"), with_key(1, "b"), with_key(2, "a"), with_key(3, "c"),
+                    with_key(4, "b")});
+        auto batch = take_now(inbox);
+        REQUIRE(batch.size() == 5);
+        finish_oldest(inbox, std::move(batch), {{kP0, Clock::now() + 1h}});
+        const auto t = inbox.totals();
+        CHECK(t.held_lanes == 1);
+        CHECK(t.waiting_behind_held == 4);
+        CHECK(t.keys_waiting_behind_held == 2);  // b and c; a is the holder's
     }
 
     TEST_CASE("a stalled lane marks its partition stalled until cleared, and only that lane") {
@@ -728,8 +747,9 @@ TEST_SUITE("WorkerInbox lanes (ordering key or entity)") {
         CHECK(inbox.stalled_lanes() == 0);
     }
 
-    TEST_CASE("a batch takes one taker's share of what is ready, but not less than its share "
-              "of max") {
+    TEST_CASE(
+        "a batch takes one taker's share of what is ready, but not less than its share "
+        "of max") {
         WorkerInbox inbox(4);
         std::vector<PendingRecord> records;
         for (int i = 0; i < 200; ++i) records.push_back(keyed(kP0, i, "k" + std::to_string(i)));

@@ -50,7 +50,8 @@ struct DaemonStatus {
     // stall) with the records waiting in them.
     std::size_t batches_in_flight = 0;
     std::size_t held_lanes = 0;
-    std::size_t waiting_behind_held = 0;
+    std::size_t waiting_behind_held = 0;       // behind the first record of each
+    std::size_t keys_waiting_behind_held = 0;  // their Kafka keys, the held record's left out
     // As last observed: Redis and PostgreSQL by every worker's last use of
     // them, Kafka by librdkafka's statistics (a broker connection up).
     bool redis_up = true;

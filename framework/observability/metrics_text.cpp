@@ -211,9 +211,14 @@ std::string render_metrics(const PipelineStats& stats, const DaemonStatus& statu
              "later (NACK, retry) or is stalled.");
     w.sample("exo_held_lanes", "", static_cast<std::uint64_t>(status.held_lanes));
     w.family("exo_records_waiting_behind_held", "gauge",
-             "Records waiting in held lanes: with ordering key or entity, only their own key's.");
+             "Records queued in held lanes behind the record that holds each.");
     w.sample("exo_records_waiting_behind_held", "",
              static_cast<std::uint64_t>(status.waiting_behind_held));
+    w.family("exo_keys_waiting_behind_held", "gauge",
+             "Distinct Kafka keys among those records, the holding record's left out: keys "
+             "another key's retries hold up (ordering: key would let them pass).");
+    w.sample("exo_keys_waiting_behind_held", "",
+             static_cast<std::uint64_t>(status.keys_waiting_behind_held));
     w.family("exo_partitions_assigned", "gauge", "Partitions assigned to this member.");
     w.sample("exo_partitions_assigned", "", static_cast<std::uint64_t>(status.partitions.size()));
     w.family("exo_partitions_paused", "gauge",

@@ -339,6 +339,7 @@ void Daemon::publish_status(bool now) {
         s.batches_in_flight += t.batches_out;
         s.held_lanes += t.held_lanes;
         s.waiting_behind_held += t.waiting_behind_held;
+        s.keys_waiting_behind_held += t.keys_waiting_behind_held;
     }
     // Before librdkafka's first statistics, an assignment proves a broker answered.
     s.kafka_up = kafka_statistics_ ? kafka_statistics_->brokers_up > 0 : joined_;

@@ -235,7 +235,14 @@ WorkerInbox::Totals WorkerInbox::totals() const {
         const bool held = (state.held_until && *state.held_until > now) || stalled_.contains(lane);
         if (!held || state.queue.empty()) continue;
         ++t.held_lanes;
-        t.waiting_behind_held += state.queue.size();
+        t.waiting_behind_held += state.queue.size() - 1;
+        const auto& first_key = state.queue.front().record.key;
+        std::set<std::string_view> keys;
+        for (auto it = std::next(state.queue.begin()); it != state.queue.end(); ++it)
+            if (it->record.key != first_key)
+                keys.insert(it->record.key ? std::string_view(*it->record.key)
+                                           : std::string_view());
+        t.keys_waiting_behind_held += keys.size();
     }
     t.batches_out = batches_.size();
     t.lanes = lanes_.size();

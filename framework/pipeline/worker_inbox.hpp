@@ -33,6 +33,7 @@
 #include <optional>
 #include <set>
 #include <stop_token>
+#include <string_view>
 #include <vector>
 
 #include "pipeline/pending_record.hpp"
@@ -93,10 +94,13 @@ public:
         std::size_t parked = 0;
         std::size_t in_batch = 0;
         // Lanes held by a record that must retry later (NACK, retry, stall),
-        // and the records waiting in them: under ordering key or entity these
-        // wait for their own key only.
+        // the records queued behind the first of each, and the distinct Kafka
+        // keys among those other than that record's: under ordering partition
+        // these are the keys one key's retries hold up (what ordering key
+        // would free); under key or entity, 0 but for keyless records.
         std::size_t held_lanes = 0;
         std::size_t waiting_behind_held = 0;
+        std::size_t keys_waiting_behind_held = 0;
         std::size_t batches_out = 0;
         std::size_t lanes = 0;  // with records queued or parked
     };
