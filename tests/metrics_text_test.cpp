@@ -185,6 +185,7 @@ exo::DaemonStatus status_with_lanes() {
     s.batches_in_flight = 4;
     s.held_lanes = 2;
     s.waiting_behind_held = 17;
+    s.keys_waiting_behind_held = 6;
     return s;
 }
 
@@ -222,6 +223,7 @@ TEST_CASE("batches in flight, held lanes and the records waiting behind them are
     CHECK(has_line(text, "exo_batches_in_flight 4"));
     CHECK(has_line(text, "exo_held_lanes 2"));
     CHECK(has_line(text, "exo_records_waiting_behind_held 17"));
+    CHECK(has_line(text, "exo_keys_waiting_behind_held 6"));
     // A member without partitions still says 0, so its dashboards show a line.
     const auto idle = exo::render_metrics(stats, exo::DaemonStatus{}, true, "0.2.0");
     CHECK(has_line(idle, "exo_batches_in_flight 0"));
@@ -240,6 +242,7 @@ TEST_CASE("each lane gauge is one gauge family: HELP, TYPE, then all of its samp
         {"exo_batches_in_flight", 1},
         {"exo_held_lanes", 1},
         {"exo_records_waiting_behind_held", 1},
+        {"exo_keys_waiting_behind_held", 1},
     };
     for (const auto& [name, samples] : families) {
         CAPTURE(name);
