@@ -187,38 +187,39 @@ std::string render_metrics(const PipelineStats& stats, const DaemonStatus& statu
             w.sample("exo_consumer_lag", partition_labels(p.partition),
                      static_cast<double>(*p.lag));
     }
-    w.family("exo_records_in_flight", "gauge",
-             "Records of the partition in a batch being run now.");
-    for (const auto& p : status.partitions)
-        w.sample("exo_records_in_flight", partition_labels(p.partition),
-                 static_cast<std::uint64_t>(p.in_flight));
-    w.family("exo_records_queued", "gauge",
-             "Records of the partition waiting for a batch (parked ones excluded).");
-    for (const auto& p : status.partitions)
-        w.sample("exo_records_queued", partition_labels(p.partition),
-                 static_cast<std::uint64_t>(p.queued));
-    w.family("exo_unfinished_window_offsets", "gauge",
-             "Offsets from the partition's lowest unfinished record to its highest polled: what "
-             "a restart would read again.");
-    for (const auto& p : status.partitions)
-        w.sample("exo_unfinished_window_offsets", partition_labels(p.partition),
-                 static_cast<std::uint64_t>(p.unfinished_window));
-    w.family("exo_batches_in_flight", "gauge",
-             "Batches being run now (at most workers x pipeline.concurrency).");
-    w.sample("exo_batches_in_flight", "", static_cast<std::uint64_t>(status.batches_in_flight));
-    w.family("exo_held_lanes", "gauge",
-             "Lanes (a partition, or one ordering key of it) held by a record that retries "
-             "later (NACK, retry) or is stalled.");
-    w.sample("exo_held_lanes", "", static_cast<std::uint64_t>(status.held_lanes));
-    w.family("exo_records_waiting_behind_held", "gauge",
-             "Records queued in held lanes behind the record that holds each.");
-    w.sample("exo_records_waiting_behind_held", "",
-             static_cast<std::uint64_t>(status.waiting_behind_held));
-    w.family("exo_keys_waiting_behind_held", "gauge",
-             "Distinct Kafka keys among those records, the holding record's left out: keys "
-             "another key's retries hold up (ordering: key would let them pass).");
-    w.sample("exo_keys_waiting_behind_held", "",
-             static_cast<std::uint64_t>(status.keys_waiting_behind_held));
+    // A gauge per assigned partition, read from its status.
+    const auto per_partition = [&](const char* name, const char* help, auto value) {
+        w.family(name, "gauge", help);
+        for (const auto& p : status.partitions)
+            w.sample(name, partition_labels(p.partition), static_cast<std::uint64_t>(value(p)));
+    };
+    per_partition("exo_records_in_flight", "Records of the partition in a batch being run now.",
+                  [](const PartitionStatus& p) { return p.in_flight; });
+    per_partition("exo_records_queued",
+                  "Records of the partition waiting for a batch (parked ones excluded).",
+                  [](const PartitionStatus& p) { return p.queued; });
+    per_partition("exo_unfinished_window_offsets",
+                  "Offsets from the partition's lowest unfinished record to its highest polled: "
+                  "what a restart would read again.",
+                  [](const PartitionStatus& p) { return p.unfinished_window; });
+    const auto process_gauge = [&](const char* name, const char* help, std::size_t value) {
+        w.family(name, "gauge", help);
+        w.sample(name, "", static_cast<std::uint64_t>(value));
+    };
+    process_gauge("exo_batches_in_flight",
+                  "Batches being run now (at most workers x pipeline.concurrency).",
+                  status.batches_in_flight);
+    process_gauge("exo_held_lanes",
+                  "Lanes (a partition, or one ordering key of it) held by a record that retries "
+                  "later (NACK, retry) or is stalled.",
+                  status.held_lanes);
+    process_gauge("exo_records_waiting_behind_held",
+                  "Records queued in held lanes behind the record that holds each.",
+                  status.waiting_behind_held);
+    process_gauge("exo_keys_waiting_behind_held",
+                  "Distinct Kafka keys among those records, the holding record's left out: keys "
+                  "another key's retries hold up (ordering: key would let them pass).",
+                  status.keys_waiting_behind_held);
     w.family("exo_partitions_assigned", "gauge", "Partitions assigned to this member.");
     w.sample("exo_partitions_assigned", "", static_cast<std::uint64_t>(status.partitions.size()));
     w.family("exo_partitions_paused", "gauge",

@@ -77,6 +77,9 @@ Daemon::Daemon(const Config& config, const HandlerRegistry& handlers, Failpoints
     if (config.outbox.enabled)
         relay_ = std::make_unique<OutboxRelay>(config_, stats_, failpoints,
                                                dead_letter_producer(bootstrap_, config.kafka));
+    // The workers create their dead-letter producers at their first dead
+    // letter: one made and dropped here refuses a bad property at start-up.
+    { const KafkaProducer checked(dead_letter_producer(bootstrap_, config.kafka)); }
     auto prefix = owner_prefix(config.kafka.group_id);
     for (int i = 0; i < config.pipeline.workers; ++i) {
         WorkerContext ctx{config_,

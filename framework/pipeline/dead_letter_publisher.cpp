@@ -36,7 +36,12 @@ DeadLetterPublisher::DeadLetterPublisher(const Config& config, const ProducerOpt
       postgres_(postgres),
       redis_(redis),
       backoff_(std::move(backoff)),
-      producer_(producer) {}
+      producer_options_(producer) {}
+
+KafkaProducer& DeadLetterPublisher::producer() {
+    if (!producer_) producer_.emplace(producer_options_);
+    return *producer_;
+}
 
 void DeadLetterPublisher::publish(Batch& batch) {
     std::vector<BatchRecord*> dead;
@@ -151,12 +156,12 @@ void DeadLetterPublisher::produce(const BatchRecord& item) {
     // then this record's alone, and a delivered one is never sent again because
     // a neighbour failed.
     auto send = [&](DeadLetterValue value) {
-        producer_.produce(make_dead_letter(item.pending, topic, config_.kafka.group_id,
-                                           verdict.reason, item.key, value));
+        producer().produce(make_dead_letter(item.pending, topic, config_.kafka.group_id,
+                                            verdict.reason, item.key, value));
         try {
-            producer_.flush(kDeadLetterFlushTimeout);
+            producer().flush(kDeadLetterFlushTimeout);
         } catch (const KafkaError& e) {
-            if (e.code() == RD_KAFKA_RESP_ERR__TIMED_OUT) producer_.purge();
+            if (e.code() == RD_KAFKA_RESP_ERR__TIMED_OUT) producer().purge();
             throw;
         }
     };

@@ -8,9 +8,12 @@
 //
 // Thread-safety: none; the worker's thread only. Its producer is its own, so a
 // delivery failure reported during one worker's flush can never be taken for
-// (or hidden from) another worker's dead letters.
+// (or hidden from) another worker's dead letters. The producer is created at
+// the first dead letter: a worker with pipeline.concurrency slots would
+// otherwise hold that many idle producers (threads and broker connections).
 #include <chrono>
 #include <functional>
+#include <optional>
 
 #include <spdlog/logger.h>
 
@@ -27,7 +30,8 @@ namespace exo {
 class DeadLetterPublisher {
 public:
     // The sessions are the worker's; `backoff(n)` is the wait after the n-th failure.
-    // Throws KafkaConfigError for a bad producer property.
+    // Never connects; a bad producer property throws KafkaConfigError at the
+    // first dead letter (the daemon checks the properties at start-up).
     DeadLetterPublisher(const Config& config, const ProducerOptions& producer, PipelineStats& stats,
                         spdlog::logger& log, PostgresSession& postgres, RedisSession& redis,
                         std::function<std::chrono::milliseconds(int)> backoff);
@@ -51,7 +55,10 @@ private:
     PostgresSession& postgres_;
     RedisSession& redis_;
     std::function<std::chrono::milliseconds(int)> backoff_;
-    KafkaProducer producer_;
+    KafkaProducer& producer();  // created on first use
+
+    ProducerOptions producer_options_;
+    std::optional<KafkaProducer> producer_;
 };
 
 }  // namespace exo
