@@ -798,4 +798,15 @@ TEST_SUITE("WorkerInbox lanes (ordering key or entity)") {
         CHECK(inbox.in_batch(kP0) == 0);
         CHECK(inbox.totals().lanes == 0);
     }
+
+    TEST_CASE("a batch of a dropped partition does not hold the records of its re-assignment") {
+        WorkerInbox inbox;
+        inbox.push({keyed(kP0, 0, "a")});
+        auto batch = take_now(inbox);
+        CHECK_FALSE(inbox.drop_partitions({kP0}, Clock::now() + 10ms));
+        inbox.push({keyed(kP0, 0, "a")});  // the partition is back, read again from 0
+        finish_oldest(inbox, std::move(batch), {{Lane{kP0, "a"}, Clock::now() + 1h}});
+        CHECK(offsets_of(take_now(inbox), kP0) == seq(0, 0));  // would hang for an hour if held
+        finish_all(inbox);
+    }
 }

@@ -170,8 +170,11 @@ void WorkerInbox::finish_batch(BatchId id, std::vector<PendingRecord> requeue,
             ++queued_[tp];
             lanes_[it->lane()].queue.push_front(std::move(*it));
         }
-        for (const auto& [lane, until] : hold_until)
+        for (const auto& [lane, until] : hold_until) {
+            // A dropped partition's lane may already hold a re-assignment's records.
+            if (dropped_during_batch_.contains(lane.partition)) continue;
             if (auto it = lanes_.find(lane); it != lanes_.end()) it->second.held_until = until;
+        }
         if (auto out = batches_.find(id); out != batches_.end()) {
             for (const auto& lane : out->second.lanes) in_batch_.erase(lane);
             for (const auto& [tp, n] : out->second.records) {
