@@ -10,6 +10,7 @@
 #include <functional>
 #include <future>
 #include <map>
+#include <numeric>
 #include <set>
 #include <stdexcept>
 #include <stop_token>
@@ -330,6 +331,54 @@ TEST_CASE(
     for (auto& r : poll_for(consumer, 300ms)) second_resume.push_back(std::move(r));
     CHECK(offsets_in(second_resume, 1) == Offsets{3, 4, 5});
     CHECK(offsets_in(second_resume, 0).empty());
+}
+
+TEST_CASE(
+    "pausing and resuming every partition over and over, also with nothing polled in between, "
+    "delivers each record once and in order") {
+    exo::MockCluster cluster(1);
+    const auto topic = unique_name("pause-cycles");
+    cluster.create_topic(topic, 2);
+    constexpr int kPerPartition = 400;
+    {
+        auto producer = make_producer(cluster.bootstrap_servers());
+        for (int i = 0; i < kPerPartition; ++i)
+            for (int p = 0; p < 2; ++p) producer.produce(outgoing(topic, p, std::to_string(i)));
+        producer.flush(10s);
+    }
+    RecordingListener listener;
+    KafkaConsumer consumer(
+        consumer_options(cluster.bootstrap_servers(), unique_name("cycles-group"), topic),
+        listener);
+    const std::vector<TopicPartition> both{tp(topic, 0), tp(topic, 1)};
+
+    // Small polls, so each pause throws away records librdkafka had fetched ahead;
+    // every resume seeks to wake the fetcher (KafkaConsumer::wake_fetcher), and every
+    // other one is followed by a pause and a resume with no record polled between.
+    std::vector<Record> all;
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    for (int cycle = 0; all.size() < 2 * kPerPartition; ++cycle) {
+        REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline,
+                        "gave up after " << cycle << " cycles with " << all.size() << " records");
+        for (auto& r : consumer.poll(37, 100ms)) all.push_back(std::move(r));
+        if (listener.assigned.size() < 2) continue;
+        consumer.pause(both);
+        consumer.resume(both);
+        if (cycle % 2 == 0) {
+            consumer.pause(both);
+            consumer.resume(both);
+        }
+    }
+    for (auto& r : poll_for(consumer, 300ms)) all.push_back(std::move(r));
+    for (int p = 0; p < 2; ++p) {
+        CAPTURE(p);
+        std::vector<std::int64_t> offsets;
+        for (const auto& r : all)
+            if (r.partition.value == p) offsets.push_back(r.offset.value);
+        std::vector<std::int64_t> expected(kPerPartition);
+        std::iota(expected.begin(), expected.end(), 0);
+        CHECK(offsets == expected);
+    }
 }
 
 TEST_CASE("flushing records that cannot be delivered throws KafkaError") {

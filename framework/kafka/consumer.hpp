@@ -110,6 +110,8 @@ private:
     void deliver(Record record, std::vector<Record>& out, std::vector<TopicPartition>& repause);
     void take_held(std::size_t max_records, std::vector<Record>& out);
     void pause_in_librdkafka(const std::vector<TopicPartition>& partitions);
+    // Wakes the broker threads that fetch the `resumed` partitions (see the .cpp).
+    void wake_fetcher(const rd_kafka_topic_partition_list_t* resumed);
     void forget(rd_kafka_t* rk, const std::vector<TopicPartition>& revoked);
 
     // librdkafka 2.0.2 gives every pause/resume and the assignment's fetch start a
