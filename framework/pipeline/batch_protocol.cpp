@@ -31,6 +31,15 @@ BatchProtocol::BatchProtocol(const Config& config, const HandlerRegistry& regist
       transactions_(PassContext{config, handlers_, stats, log, lane_.fate, outbox_doorbell},
                     postgres_) {}
 
+void BatchProtocol::open_sessions() {
+    try {
+        postgres_.connection();
+    } catch (...) {
+        postgres_.drop();  // unreachable, or a handler cannot prepare: the first batch says
+    }
+    lane_.redis.claims();
+}
+
 BatchEnd BatchProtocol::prepare(Batch& batch, LeaseKeeper& leases) {
     PerThread& lane = claiming();
     try {

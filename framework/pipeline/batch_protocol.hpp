@@ -12,8 +12,9 @@
 // prepare pause without counting, loudly (not healthy). A record that cannot
 // be recorded even as a dead letter stalls its partition, loudly.
 //
-// Connections are opened lazily and reopened with backoff after failures, so a
-// dependency down at start-up pauses the worker instead of failing the process.
+// Connections are opened when the worker starts (open_sessions) and reopened
+// with backoff after failures, so a dependency down at start-up pauses the
+// worker instead of failing the process.
 //
 // Thread-safety: two threads at most. prepare() runs on the claiming thread;
 // apply() and settle() on the applying thread (the same thread when the
@@ -61,6 +62,13 @@ public:
     BatchProtocol(const BatchProtocol&) = delete;
     BatchProtocol& operator=(const BatchProtocol&) = delete;
 
+    // Opens the applying thread's PostgreSQL and Redis sessions before the first
+    // batch, as a pool kept full would: with many slots, the first records would
+    // otherwise wait while every slot forks, authenticates and prepares its
+    // PostgreSQL backend at once. On the applying thread, before apply(). Never
+    // throws: a PostgreSQL failure here is left, uncounted, for the first batch
+    // to meet and report; a Redis one is counted and logged as that batch would.
+    void open_sessions();
     // Sections 5.1 and 5.2: keys, then claims (held by `leases` from then on).
     // On the claiming thread. Never throws: a failure is the batch's (fate policy).
     BatchEnd prepare(Batch& batch, LeaseKeeper& leases);

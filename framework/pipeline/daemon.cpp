@@ -135,19 +135,17 @@ void Daemon::run(std::stop_token stop) {
     spdlog::info("consuming {} as group '{}' with {} worker(s)", topics, config_.kafka.group_id,
                  workers_.size());
 
-    auto next_commit = Clock::now() + config_.kafka.commit_interval;
+    next_commit_ = Clock::now() + config_.kafka.commit_interval;
     const std::size_t poll_max = static_cast<std::size_t>(
         std::max(config_.pipeline.batch_size * config_.pipeline.workers, 100));
     while (!stop.stop_requested()) {
         last_poll_ = Clock::now().time_since_epoch().count();
         dispatch(consumer_->poll(poll_max, std::chrono::milliseconds(50)));
-        update_pauses();
+        const auto in_flight = records_in_flight();
+        update_pauses(in_flight);
         update_readiness();
         publish_status();
-        if (Clock::now() >= next_commit) {
-            commit_finished(true, nullptr);
-            next_commit = Clock::now() + config_.kafka.commit_interval;
-        }
+        commit_when_due(in_flight);
     }
 
     spdlog::info("stopping: draining {} partition(s)", assigned_.size());
@@ -187,14 +185,18 @@ void Daemon::dispatch(std::vector<Record> records) {
     }
 }
 
-void Daemon::update_pauses() {
-    const auto limit = static_cast<std::size_t>(config_.pipeline.max_queued_per_partition);
-    const auto total_limit = static_cast<std::size_t>(config_.pipeline.max_in_flight);
+std::size_t Daemon::records_in_flight() const {
     std::size_t total = 0;
     for (const auto& w : workers_) {
         const auto t = w->inbox().totals();
         total += t.queued + t.in_batch;
     }
+    return total;
+}
+
+void Daemon::update_pauses(std::size_t total) {
+    const auto limit = static_cast<std::size_t>(config_.pipeline.max_queued_per_partition);
+    const auto total_limit = static_cast<std::size_t>(config_.pipeline.max_in_flight);
     // Hysteresis, as per partition: paused at the limit, resumed at half.
     if (total >= total_limit) over_total_ = true;
     if (total <= total_limit / 2) over_total_ = false;
@@ -214,6 +216,19 @@ void Daemon::update_pauses() {
         consumer_->resume(to_resume);
         for (const auto& tp : to_resume) paused_.erase(tp);
     }
+}
+
+void Daemon::commit_when_due(std::size_t in_flight) {
+    const auto now = Clock::now();
+    if (in_flight > 0) drain_committed_ = false;
+    const bool drained = in_flight == 0 && !drain_committed_ &&
+                         now >= last_commit_ + config_.kafka.commit_interval / 10;
+    if (now < next_commit_ && !drained) return;
+    // Once per drain: a commit failing while idle is retried at the interval.
+    if (drained) drain_committed_ = true;
+    commit_finished(true, nullptr);
+    last_commit_ = now;
+    next_commit_ = now + config_.kafka.commit_interval;
 }
 
 void Daemon::commit_finished(bool synchronous, const std::vector<TopicPartition>* only) {

@@ -102,6 +102,7 @@ std::optional<Worker::Prepared> Worker::take_and_prepare(std::stop_token stop, S
 }
 
 void Worker::run(std::stop_token stop, Slot& slot, LeaseKeeper& leases) {
+    slot.protocol.open_sessions();
     while (!stop.stop_requested())
         if (auto prepared = take_and_prepare(stop, slot, leases, slot.busy_since, redis_up_)) {
             const auto taken_at = prepared->taken_at;  // in hand since it was taken
@@ -139,6 +140,7 @@ void Worker::run_claiming(std::stop_token stop) {
 
 void Worker::run_applying() {
     Slot& slot = *slots_.front();
+    slot.protocol.open_sessions();
     for (;;) {
         std::optional<Prepared> next;
         {
