@@ -1,11 +1,13 @@
-// The poll loop's timing against real Redis, PostgreSQL and a mock Kafka cluster
-// over TCP: a consumer that has finished everything it polled commits at once
-// rather than at its next commit interval, and every worker slot opens its
-// PostgreSQL session when the daemon starts rather than at its first record.
+// The daemon's start and its poll loop, against real Redis, PostgreSQL and a mock
+// Kafka cluster over TCP: a property the dead-letter producer refuses stops the
+// start, every worker slot opens its PostgreSQL session when the daemon starts
+// rather than at its first record, and a consumer that has finished everything
+// it polled commits at once rather than at its next commit interval.
 #include <doctest/doctest.h>
 
 #include <pqxx/pqxx>
 
+#include "kafka/kafka_error.hpp"
 #include "pipeline_harness.hpp"
 #include "support.hpp"
 
@@ -59,4 +61,17 @@ TEST_CASE(
         [](std::int64_t n) { return n >= 6; });
     CHECK(daemon.stats().batches == 0);  // no record was produced: none of them came from a batch
     daemon.stop();
+}
+
+TEST_CASE(
+    "a Kafka property the dead-letter producer refuses stops the daemon at start-up, naming it, "
+    "though the consumer accepts it, no record was dead-lettered and there is no outbox relay") {
+    PipelineHarness h({.name = "producer_check"});
+    // A producer property the consumer ignores; exo's producers are idempotent,
+    // which needs acks=all.
+    h.mutable_config().kafka.properties["acks"] = "1";
+    // No outbox relay either, whose producer would refuse it at start-up too.
+    h.mutable_config().outbox.enabled = false;
+    CHECK_THROWS_WITH_AS(RunningDaemon(h.config(), h.registry(), h.bootstrap()),
+                         doctest::Contains("acks"), exo::KafkaConfigError);
 }
