@@ -216,6 +216,7 @@ void KafkaConsumer::deliver(Record record, std::vector<Record>& out,
     }
     auto& state = it->second;
     state.fetching = true;
+    state.next_offset = record.offset.value + 1;
     if (!state.paused) {
         out.push_back(std::move(record));
         return;
@@ -298,25 +299,26 @@ void KafkaConsumer::resume(const std::vector<TopicPartition>& partitions) {
     throw_first_partition_error(list.get(), doing);
     throw_if_kafka_error(rd_kafka_resume_partitions(handle_.get(), list.get()), doing);
     throw_first_partition_error(list.get(), doing);
-    wake_fetcher(list.get());
+    wake_fetcher(restart);
 }
 
-void KafkaConsumer::wake_fetcher(const rd_kafka_topic_partition_list_t* resumed) {
+void KafkaConsumer::wake_fetcher(const std::vector<TopicPartition>& resumed) {
     // librdkafka 2.0.2 serves a resume on its main thread and does not wake the
     // broker thread that fetches the partition (rd_kafka_toppar_pause_resume): when
     // every partition that thread fetches was paused, it sleeps up to a second
     // (rd_kafka_max_block_ms) before it fetches again, and the workers run dry
     // meanwhile. A seek wakes it ("seek done" in rd_kafka_toppar_seek); one to the
     // position the resume fetches from anyway changes nothing else. Best effort:
-    // without it the fetch still resumes within that second.
-    TopicPartitionList list(rd_kafka_topic_partition_list_copy(resumed));
-    if (rd_kafka_position(handle_.get(), list.get()) != RD_KAFKA_RESP_ERR_NO_ERROR) return;
-    TopicPartitionList seek(rd_kafka_topic_partition_list_new(list->cnt));
-    for (int i = 0; i < list->cnt; ++i) {
-        const auto& p = list->elems[i];
-        // Nothing returned yet: librdkafka resolves the start itself on resume.
-        if (p.err != RD_KAFKA_RESP_ERR_NO_ERROR || p.offset < 0) continue;
-        rd_kafka_topic_partition_list_add(seek.get(), p.topic, p.partition)->offset = p.offset;
+    // without it the fetch still resumes within that second. The position is
+    // kept here rather than asked of rd_kafka_position(), which a seek leaves
+    // unset until the partition's next record is polled.
+    TopicPartitionList seek(rd_kafka_topic_partition_list_new(static_cast<int>(resumed.size())));
+    for (const auto& tp : resumed) {
+        auto it = assigned_.find(tp);
+        // Nothing handed over yet: librdkafka resolves the start itself on resume.
+        if (it == assigned_.end() || !it->second.next_offset) continue;
+        rd_kafka_topic_partition_list_add(seek.get(), tp.topic.value.c_str(), tp.partition.value)
+            ->offset = *it->second.next_offset;
     }
     if (seek->cnt == 0) return;
     // Timeout 0: asynchronous, and no error is reported (librdkafka's contract).

@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -111,7 +112,7 @@ private:
     void take_held(std::size_t max_records, std::vector<Record>& out);
     void pause_in_librdkafka(const std::vector<TopicPartition>& partitions);
     // Wakes the broker threads that fetch the `resumed` partitions (see the .cpp).
-    void wake_fetcher(const rd_kafka_topic_partition_list_t* resumed);
+    void wake_fetcher(const std::vector<TopicPartition>& resumed);
     void forget(rd_kafka_t* rk, const std::vector<TopicPartition>& revoked);
 
     // librdkafka 2.0.2 gives every pause/resume and the assignment's fetch start a
@@ -126,6 +127,9 @@ private:
         bool paused = false;                // paused by the caller
         bool paused_in_librdkafka = false;  // rd_kafka_pause_partitions was issued
         std::deque<Record> held;            // fetched while paused, not yet returned
+        // One past the last record librdkafka handed over (returned or held): where
+        // a resume fetches from. Unset until the first record.
+        std::optional<std::int64_t> next_offset;
     };
 
     RebalanceListener& listener_;

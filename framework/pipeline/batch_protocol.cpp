@@ -40,6 +40,10 @@ void BatchProtocol::open_sessions() {
     lane_.redis.claims();
 }
 
+void BatchProtocol::open_claiming_session() {
+    if (ahead_) ahead_->redis.claims();
+}
+
 BatchEnd BatchProtocol::prepare(Batch& batch, LeaseKeeper& leases) {
     PerThread& lane = claiming();
     try {

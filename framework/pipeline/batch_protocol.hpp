@@ -69,6 +69,9 @@ public:
     // throws: a PostgreSQL failure here is left, uncounted, for the first batch
     // to meet and report; a Redis one is counted and logged as that batch would.
     void open_sessions();
+    // The same for the claiming thread's Redis session with pipeline.claim_ahead
+    // (nothing otherwise: it is the applying thread's). On the claiming thread.
+    void open_claiming_session();
     // Sections 5.1 and 5.2: keys, then claims (held by `leases` from then on).
     // On the claiming thread. Never throws: a failure is the batch's (fate policy).
     BatchEnd prepare(Batch& batch, LeaseKeeper& leases);

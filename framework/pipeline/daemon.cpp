@@ -88,8 +88,11 @@ Daemon::Daemon(const Config& config, const HandlerRegistry& handlers, Failpoints
                           stats_,
                           failpoints,
                           [this](const std::vector<FinishedOffset>& done) {
-                              std::lock_guard lock(offsets_mutex_);
-                              for (const auto& f : done) offsets_.finish(f.partition, f.offset);
+                              {
+                                  std::lock_guard lock(offsets_mutex_);
+                                  for (const auto& f : done) offsets_.finish(f.partition, f.offset);
+                              }
+                              finished_records_ += done.size();
                           },
                           prefix,
                           relay_ ? &relay_->doorbell() : nullptr};
@@ -220,12 +223,14 @@ void Daemon::update_pauses(std::size_t total) {
 
 void Daemon::commit_when_due(std::size_t in_flight) {
     const auto now = Clock::now();
-    if (in_flight > 0) drain_committed_ = false;
-    const bool drained = in_flight == 0 && !drain_committed_ &&
+    // Counted, not sampled: a parked record taken and finished between two turns
+    // of this loop is a drain too. A commit failing while idle waits for the
+    // interval (nothing finished since it).
+    const auto finished = finished_records_.load();
+    const bool drained = in_flight == 0 && finished != finished_at_last_commit_ &&
                          now >= last_commit_ + config_.kafka.commit_interval / 10;
     if (now < next_commit_ && !drained) return;
-    // Once per drain: a commit failing while idle is retried at the interval.
-    if (drained) drain_committed_ = true;
+    finished_at_last_commit_ = finished;
     commit_finished(true, nullptr);
     last_commit_ = now;
     next_commit_ = now + config_.kafka.commit_interval;

@@ -59,9 +59,10 @@ private:
     // Records queued or in a batch, over every worker (parked ones excluded).
     std::size_t records_in_flight() const;
     void update_pauses(std::size_t in_flight);
-    // Poll thread: commits at every commit interval, and once as soon as
-    // everything polled has finished (at most ten times an interval), so a
-    // caught-up consumer's lag reads 0 at once and a restart re-reads nothing.
+    // Poll thread: commits at every commit interval, and as soon as nothing is
+    // queued or in a batch after records finished (at most ten times an
+    // interval), so a caught-up consumer's lag reads 0 at once and a restart
+    // re-reads nothing.
     void commit_when_due(std::size_t in_flight);
     void commit_finished(bool synchronous, const std::vector<TopicPartition>* only);
     void drain(const std::vector<TopicPartition>& partitions, const char* why);
@@ -82,10 +83,12 @@ private:
 
     std::set<TopicPartition> assigned_;  // poll thread only
     std::set<TopicPartition> paused_;    // poll thread only
-    // Poll thread only: when the periodic commit is due, the last commit, and
-    // whether this drain (nothing in flight) was committed already.
+    // Records finished (the workers count them), and, poll thread only: when the
+    // periodic commit is due, the last commit, and how many records had finished
+    // at it.
+    std::atomic<std::uint64_t> finished_records_{0};
     std::chrono::steady_clock::time_point next_commit_{}, last_commit_{};
-    bool drain_committed_ = false;
+    std::uint64_t finished_at_last_commit_ = 0;
     bool over_total_ = false;  // poll thread only: pipeline.max_in_flight reached, all paused
     std::map<std::string, const BindingConfig*> binding_of_;  // by topic
     bool joined_ = false;                                 // poll thread only: an assignment came

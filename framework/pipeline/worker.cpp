@@ -112,6 +112,7 @@ void Worker::run(std::stop_token stop, Slot& slot, LeaseKeeper& leases) {
 
 void Worker::run_claiming(std::stop_token stop) {
     Slot& slot = *slots_.front();
+    slot.protocol.open_claiming_session();
     std::size_t turn = 0;
     while (!stop.stop_requested()) {
         {
