@@ -5,6 +5,10 @@
 // it polled commits at once rather than at its next commit interval.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include <pqxx/pqxx>
 
 #include "kafka/kafka_error.hpp"
@@ -17,11 +21,25 @@ using exo::testing::RunningDaemon;
 
 namespace {
 
-// Client sessions of the harness's database other than the caller's own.
-std::int64_t client_sessions(const PipelineHarness& h) {
-    return h.count(
-        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-        "AND backend_type = 'client backend' AND pid <> pg_backend_pid()");
+// The application_name of each client session of the harness's database named
+// `like`, sorted.
+std::vector<std::string> session_names(const PipelineHarness& h, const std::string& like) {
+    pqxx::connection c(h.postgres_uri());
+    pqxx::nontransaction tx(c);
+    std::vector<std::string> names;
+    for (const auto& row : tx.exec_params(
+             "SELECT application_name FROM pg_stat_activity WHERE datname = current_database() "
+             "AND backend_type = 'client backend' AND application_name LIKE $1 "
+             "ORDER BY application_name",
+             like))
+        names.push_back(row[0].as<std::string>());
+    return names;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+    std::string out;
+    for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+    return out;
 }
 
 }  // namespace
@@ -52,14 +70,30 @@ TEST_CASE(
 
 TEST_CASE(
     "every worker slot opens its PostgreSQL session when the daemon starts, before its first "
-    "record") {
+    "record, named after the slot in pg_stat_activity") {
     PipelineHarness h({.name = "open_sessions", .partitions = 2, .workers = 2, .concurrency = 3});
     RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());
-    // 2 workers x 3 slots; the pruner's or relay's own sessions may come on top.
-    exo::testing::wait_until(
-        "the slots' sessions", 30s, [&] { return client_sessions(h); },
-        [](std::int64_t n) { return n >= 6; });
+    // 2 workers x 3 slots, each named "exo/w<worker>.<slot> <group>@<host>:<pid>:<n>".
+    auto names = exo::testing::wait_until(
+        "the slots' sessions", 30s, [&] { return joined(session_names(h, "exo/w%")); },
+        [](const std::string& all) { return std::count(all.begin(), all.end(), ',') == 5; });
+    for (const char* slot :
+         {"exo/w0.0 ", "exo/w0.1 ", "exo/w0.2 ", "exo/w1.0 ", "exo/w1.1 ", "exo/w1.2 "}) {
+        CAPTURE(slot);
+        CHECK(names.find(slot + h.config().kafka.group_id) != std::string::npos);
+    }
     CHECK(daemon.stats().batches == 0);  // no record was produced: none of them came from a batch
+    daemon.stop();
+}
+
+TEST_CASE("a slot's session keeps the application_name its PostgreSQL uri gives") {
+    PipelineHarness h({.name = "own_name", .partitions = 1, .workers = 1});
+    h.mutable_config().postgres.uri = h.postgres_uri() + "&application_name=billing-consumer";
+    RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());
+    exo::testing::wait_until(
+        "the slot's session", 30s, [&] { return joined(session_names(h, "billing-consumer")); },
+        [](const std::string& all) { return !all.empty(); });
+    CHECK(session_names(h, "exo/w%").empty());
     daemon.stop();
 }
 

@@ -5,6 +5,17 @@
 #include "pipeline/passes/repeated_keys.hpp"
 
 namespace exo {
+namespace {
+
+// "exo/w0.3 <group>@<host>:<pid>:<n>" for owner "<group>@<host>:<pid>:<n>/w0.3":
+// the slot first, because PostgreSQL keeps only 63 bytes of a name.
+std::string application_name(const std::string& owner) {
+    const auto slash = owner.rfind('/');
+    if (slash == std::string::npos) return "exo " + owner;
+    return "exo/" + owner.substr(slash + 1) + " " + owner.substr(0, slash);
+}
+
+}  // namespace
 
 BatchProtocol::PerThread::PerThread(const Config& config, const std::string& owner,
                                     PipelineStats& stats, spdlog::logger& log)
@@ -25,7 +36,8 @@ BatchProtocol::BatchProtocol(const Config& config, const HandlerRegistry& regist
       ahead_(config.pipeline.claim_ahead ? std::make_unique<PerThread>(config, owner, stats, log)
                                          : nullptr),
       postgres_(
-          config.postgres, [this](pqxx::connection& c) { handlers_.prepare(c); }, log),
+          config.postgres, [this](pqxx::connection& c) { handlers_.prepare(c); }, log,
+          application_name(owner)),
       dead_letters_(config, dead_letter_producer, stats, log, postgres_, lane_.redis,
                     [this](int failures) { return lane_.fate.delay(failures); }),
       transactions_(PassContext{config, handlers_, stats, log, lane_.fate, outbox_doorbell},

@@ -1,5 +1,7 @@
 #include "pipeline/postgres_session.hpp"
 
+#include <pqxx/nontransaction>
+
 #include "pg/session.hpp"
 #include "pipeline/record_connection.hpp"
 
@@ -7,13 +9,24 @@ namespace exo {
 
 PostgresSession::PostgresSession(const PostgresConfig& config,
                                  std::function<void(pqxx::connection&)> prepare,
-                                 spdlog::logger& log)
-    : config_(config), prepare_(std::move(prepare)), log_(log) {}
+                                 spdlog::logger& log, std::string application_name)
+    : config_(config),
+      prepare_(std::move(prepare)),
+      log_(log),
+      application_name_(std::move(application_name)) {}
 
 pqxx::connection& PostgresSession::connection() {
     if (connection_ && connection_->is_open()) return *connection_;
     connection_.reset();
     auto fresh = open_postgres_session(config_);
+    if (!application_name_.empty()) {
+        // A name that came with the startup packet (the uri, PGAPPNAME) is the user's.
+        pqxx::nontransaction tx(*fresh);
+        tx.exec_params(
+            "SELECT set_config('application_name', $1, false) WHERE NOT EXISTS "
+            "(SELECT 1 FROM pg_settings WHERE name = 'application_name' AND source = 'client')",
+            application_name_);
+    }
     prepare_record_connection(*fresh);
     prepare_(*fresh);
     connection_ = std::move(fresh);

@@ -7,6 +7,7 @@
 // Thread-safety: none; the worker's thread only.
 #include <functional>
 #include <memory>
+#include <string>
 
 #include <spdlog/logger.h>
 #include <pqxx/connection>
@@ -18,9 +19,11 @@ namespace exo {
 class PostgresSession {
 public:
     // `prepare` runs on every new connection after the framework's statements;
-    // it throws HandlerPrepareError for a handler that cannot prepare.
+    // it throws HandlerPrepareError for a handler that cannot prepare. Every
+    // connection is named `application_name` in pg_stat_activity (empty: not
+    // named), unless the uri or PGAPPNAME named it already.
     PostgresSession(const PostgresConfig& config, std::function<void(pqxx::connection&)> prepare,
-                    spdlog::logger& log);
+                    spdlog::logger& log, std::string application_name = {});
 
     // The open connection, connecting and preparing first if needed. Throws
     // pqxx::broken_connection when PostgreSQL is unreachable, HandlerPrepareError
@@ -46,6 +49,7 @@ private:
     const PostgresConfig& config_;
     std::function<void(pqxx::connection&)> prepare_;
     spdlog::logger& log_;
+    std::string application_name_;
     std::unique_ptr<pqxx::connection> connection_;
     int failures_ = 0;
     bool down_logged_ = false;
