@@ -129,9 +129,7 @@ TEST_CASE(
     produce_keyed_by_event(run, messages);
 
     run.start();
-    wait_until(
-        "acc-0's first payment in its handler", 30s, [] { return ordering::gate_waiting.load(); },
-        [](int n) { return n == 1; });
+    run.wait_for_gate("acc-0's first payment");
     wait_until(
         "the other 29 accounts' payments applied", 30s,
         [&] { return run.applied("account_id <> 'acc-0'"); },
@@ -274,9 +272,7 @@ TEST_CASE(
     run.h.produce(messages);
 
     run.start();
-    wait_until(
-        "gate-c in its handler", 30s, [] { return ordering::gate_waiting.load(); },
-        [](int n) { return n == 1; });
+    run.wait_for_gate("gate-c");
     wait_until(
         "the 10 records of other keys applied", 30s,
         [&] { return run.applied("event_id LIKE 'b-%'"); }, [](auto n) { return n == 10; });

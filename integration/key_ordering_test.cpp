@@ -71,9 +71,7 @@ TEST_CASE(
     run.start();
     run.h.produce(p0);
 
-    wait_until(
-        "gate-a in its handler", 60s, [] { return ordering::gate_waiting.load(); },
-        [](int n) { return n == 1; });
+    run.wait_for_gate("gate-a", 60s);
     wait_until(
         "the 25 records of other keys applied", 60s, [&] { return run.applied(); },
         [](auto n) { return n == 25; });

@@ -44,6 +44,12 @@ struct OrderedRun {
         ordering::create_applied_order_table(h.postgres_uri());
     }
     void start() { daemon.emplace(h.config(), h.registry(), h.bootstrap()); }
+    // Waits until `gate` (a gate-* record, named for a failed wait) is in its handler.
+    void wait_for_gate(const std::string& gate, std::chrono::milliseconds timeout = 30s) const {
+        wait_until(
+            gate + " in its handler", timeout, [] { return ordering::gate_waiting.load(); },
+            [](int n) { return n == 1; });
+    }
     // Opens the gate, waits until the group committed the whole topic, stops the daemon.
     void finish() {
         ordering::gate_open = true;
