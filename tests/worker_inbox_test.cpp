@@ -351,13 +351,14 @@ TEST_SUITE("WorkerInbox parked records") {
 
     // queued() drives pausing, and pausing for parked records could keep out the
     // predecessor they wait for: it leaves them out; queued_total() has them.
-    TEST_CASE("queued leaves parked records out, parked and queued_total count them") {
+    TEST_CASE("queued and in_flight leave parked records out, parked and queued_total count them") {
         WorkerInbox inbox;
         inbox.push(pending_range(kP0, 0, 2));
         inbox.push(pending_range(kP1, 0, 0));
         auto batch = take_now(inbox);
         REQUIRE(batch.size() == 4);
         CHECK(queued_total(inbox) == 0);
+        CHECK(inbox.in_flight() == 4);  // all in the batch
         std::vector<WorkerInbox::Parked> parked;
         std::vector<PendingRecord> requeue;
         for (auto& p : batch) {
@@ -374,6 +375,9 @@ TEST_SUITE("WorkerInbox parked records") {
         CHECK(inbox.queued(kP1) == 1);
         CHECK(inbox.queued(kP2) == 0);
         CHECK(queued_total(inbox) == 4);
+        CHECK(inbox.in_flight() == 3);  // the parked record left out
+        const auto t = inbox.totals();
+        CHECK(inbox.in_flight() == t.queued + t.in_batch);
     }
 }
 

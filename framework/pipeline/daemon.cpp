@@ -190,10 +190,7 @@ void Daemon::dispatch(std::vector<Record> records) {
 
 std::size_t Daemon::records_in_flight() const {
     std::size_t total = 0;
-    for (const auto& w : workers_) {
-        const auto t = w->inbox().totals();
-        total += t.queued + t.in_batch;
-    }
+    for (const auto& w : workers_) total += w->inbox().in_flight();
     return total;
 }
 

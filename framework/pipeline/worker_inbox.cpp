@@ -252,6 +252,14 @@ WorkerInbox::Totals WorkerInbox::totals() const {
     return t;
 }
 
+std::size_t WorkerInbox::in_flight() const {
+    std::lock_guard lock(mutex_);
+    std::size_t n = 0;
+    for (const auto& [_, queued] : queued_) n += queued;
+    for (const auto& [_, taken] : taken_) n += taken;
+    return n;
+}
+
 bool WorkerInbox::batch_in_progress() const {
     std::lock_guard lock(mutex_);
     return !batches_.empty();

@@ -105,6 +105,9 @@ public:
         std::size_t lanes = 0;  // with records queued or parked
     };
     Totals totals() const;
+    // totals().queued + totals().in_batch without the walk over every lane: the
+    // daemon's poll loop asks on every turn.
+    std::size_t in_flight() const;
 
     // Lanes held by a stalled record (PendingRecord::stalled: it could not be
     // recorded even as a dead letter, so nothing behind it may pass), from the
