@@ -4,11 +4,15 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <any>
 #include <exo/errors.hpp>
+#include <exo/outside_transaction.hpp>
 #include <exo/testing.hpp>
 #include <functional>
+#include <memory>
 #include <pqxx/pqxx>
 #include <string>
+#include <vector>
 
 #include "support.hpp"
 #include "testing_example.hpp"
@@ -35,6 +39,20 @@ private:
 std::unique_ptr<exo::Handler> handler(std::function<void(HandlerContext&)> fn) {
     return std::make_unique<FnHandler>(std::move(fn));
 }
+
+// A handler with work outside its transaction: before_transaction() is `outside`.
+class FnOutsideHandler final : public exo::Handler, public exo::OutsideTransaction {
+public:
+    FnOutsideHandler(std::function<void(exo::OutsideContext&)> outside,
+                     std::function<void(HandlerContext&)> fn)
+        : outside_(std::move(outside)), fn_(std::move(fn)) {}
+    void before_transaction(exo::OutsideContext& ctx) const override { outside_(ctx); }
+    void handle(HandlerContext& ctx) override { fn_(ctx); }
+
+private:
+    std::function<void(exo::OutsideContext&)> outside_;
+    std::function<void(HandlerContext&)> fn_;
+};
 
 const std::pair<std::string, std::string> kNotes{
     "0100_notes.sql", "CREATE TABLE notes (id text PRIMARY KEY, body text NOT NULL)"};
@@ -521,4 +539,60 @@ TEST_CASE(
     CHECK_FALSE(seen[1].continued());
     CHECK(seen[1].trace_id.size() == 32);
     CHECK(seen[1].trace_id != seen[0].trace_id);
+}
+
+TEST_CASE(
+    "the handler kit runs before_transaction() outside the record's transaction, hands its value "
+    "to handle(), and fails the record with what it throws") {
+    std::vector<std::string> outside_calls;
+    bool outside_in_transaction = false;
+    std::unique_ptr<HandlerKit> kit;  // the handler looks at the kit's connection
+    auto outside = [&](exo::OutsideContext& ctx) {
+        outside_calls.push_back(ctx.idempotency_key() + "#" + std::to_string(ctx.attempt()));
+        // The kit's session, seen from another one: not inside the record's transaction.
+        pqxx::connection observer(exo::testing::postgres_uri());
+        pqxx::nontransaction look(observer);
+        outside_in_transaction =
+            outside_in_transaction ||
+            look.exec_params1(
+                    "SELECT state LIKE 'idle in transaction%' FROM pg_stat_activity "
+                    "WHERE pid = $1",
+                    kit->connection().backendpid())[0]
+                .as<bool>();
+        const auto& doc = ctx.json();
+        if (doc.value("flaky", false) && ctx.attempt() == 1)
+            throw exo::RetryableError("the quote service timed out");
+        if (doc.value("refused", false)) throw exo::PermanentError("the quote service refused it");
+        ctx.hand_over(std::string("quoted ") + doc.at("id").get<std::string>());
+    };
+    kit = std::make_unique<HandlerKit>(
+        exo::testing::postgres_uri(),
+        std::make_unique<FnOutsideHandler>(outside,
+                                           [](HandlerContext& ctx) {
+                                               insert_note(ctx);
+                                               ctx.set_result(
+                                                   std::any_cast<std::string>(ctx.handed_over()));
+                                           }),
+        notes({.key = "json:/id"}));
+
+    Delivery plain = kit->deliver({.value = R"({"id": "n-1"})"});
+    CHECK(plain == Outcome::applied);
+    CHECK(plain.result == "quoted n-1");
+
+    const TestRecord flaky{.value = R"({"id": "n-2", "flaky": true})"};
+    Delivery first = kit->deliver(flaky);
+    CHECK(first == Outcome::retry);
+    CHECK(contains(first.reason, "the quote service timed out"));
+    Delivery second = kit->deliver(flaky);
+    CHECK(second == Outcome::applied);
+    CHECK(second.result == "quoted n-2");
+
+    Delivery refused = kit->deliver({.value = R"({"id": "n-3", "refused": true})"});
+    CHECK(refused == Outcome::dead_lettered);
+    CHECK(contains(refused.reason, "the quote service refused it"));
+    CHECK(stored_outcome(*kit, "n-3") == "DEAD_LETTERED");
+
+    CHECK(outside_calls == std::vector<std::string>{"n-1#1", "n-2#1", "n-2#2", "n-3#1"});
+    CHECK_FALSE(outside_in_transaction);
+    CHECK(count(*kit, "notes") == 2);
 }

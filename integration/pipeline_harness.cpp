@@ -7,6 +7,7 @@
 
 #include "kafka/group_progress.hpp"
 #include "ordering_handlers.hpp"
+#include "outside_handlers.hpp"
 #include "pg/migrations.hpp"
 #include "redis/redis_connection.hpp"
 #include "support.hpp"
@@ -83,6 +84,12 @@ PipelineHarness::PipelineHarness(HarnessOptions options) : options_(std::move(op
     });
     registry_.add("order_recording", [slow_for](const HandlerOptions&) {
         return std::make_unique<OrderRecordingHandler>(slow_for);
+    });
+    registry_.add("outside_recording", [](const HandlerOptions&) {
+        return std::make_unique<OutsideRecordingHandler>();
+    });
+    registry_.add("outside_recording_batch", [](const HandlerOptions&) {
+        return std::make_unique<OutsideRecordingBatchHandler>();
     });
     registry_.add("emitting_ledger", [slow_for](const HandlerOptions&) {
         return std::make_unique<EmittingLedger>(slow_for);

@@ -577,6 +577,22 @@ bindings:
                         "false") != std::string::npos);
     }
 
+    TEST_CASE("pipeline.outside_threads defaults to 16 and takes 1 to 1024") {
+        const char* head = R"(
+kafka: { bootstrap_servers: localhost:9092, group_id: g }
+postgres: { uri: postgresql://exo@db/exo }
+bindings:
+  - { topic: a, handler: ledger, key: coordinates }
+)";
+        CHECK(parse(head).pipeline.outside_threads == 16);
+        CHECK(parse(std::string(head) + "pipeline: { outside_threads: 64 }\n")
+                  .pipeline.outside_threads == 64);
+        const std::string text = errors_of(std::string(head) + "pipeline:\n  outside_threads: 0\n");
+        CHECK(text.find("exo.yaml:6: pipeline.outside_threads:") != std::string::npos);
+        CHECK(errors_of(std::string(head) + "pipeline: { outside_threads: 1025 }\n")
+                  .find("pipeline.outside_threads") != std::string::npos);
+    }
+
     TEST_CASE("bindings[].ordering names its choices, and entity needs a sequence") {
         const std::string text = errors_of(R"(
 kafka: { bootstrap_servers: localhost:9092, group_id: g }

@@ -137,6 +137,11 @@ struct PipelineConfig {
     // (a partition, or one ordering key of it), a lane is in one batch at a
     // time. Refused together with claim_ahead (one claiming thread per worker).
     int concurrency = 1;
+    // Threads per worker that run handlers' before_transaction()
+    // (exo/outside_transaction.hpp), shared by its batches: how many records'
+    // outside work (HTTP calls, lookups) a worker waits on at once. Started only
+    // when a bound handler has such work.
+    int outside_threads = 16;
     // Records of a partition waiting in its worker's queue or in a batch
     // (parked ones excluded: pausing for them could keep out the predecessor
     // they wait for): the partition is paused at this, resumed at half.

@@ -103,6 +103,7 @@ public:
         ms("linger_ms", p.linger);
         out_ << YAML::Key << "claim_ahead" << YAML::Value << p.claim_ahead;
         number("concurrency", p.concurrency);
+        number("outside_threads", p.outside_threads);
         number("max_queued_per_partition", p.max_queued_per_partition);
         number("max_in_flight", p.max_in_flight);
         ms("shutdown_timeout_ms", p.shutdown_timeout);

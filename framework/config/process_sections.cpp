@@ -9,6 +9,7 @@ const Keys kPipelineKeys = {"workers",
                             "linger_ms",
                             "claim_ahead",
                             "concurrency",
+                            "outside_threads",
                             "max_in_flight",
                             "max_queued_per_partition",
                             "shutdown_timeout_ms",
@@ -23,6 +24,9 @@ namespace {
 // Each batch in flight holds a PostgreSQL connection: beyond a few hundred
 // per worker the server's max_connections is the limit, not exo.
 constexpr Bounds kConcurrency{1, 256};
+// Threads that mostly wait on other services; a few thousand threads a process
+// is where the stacks' memory starts to matter.
+constexpr Bounds kOutsideThreads{1, 1024};
 const Choices<RedisDownPolicy> kRedisDownPolicies = {
     {"pause", RedisDownPolicy::pause}, {"postgres_only", RedisDownPolicy::postgres_only}};
 const Choices<FrameworkSql> kFrameworkSql = {{"set_based", FrameworkSql::set_based},
@@ -41,6 +45,7 @@ PipelineConfig read_pipeline(const Reader& pipeline) {
     pipeline.read("linger_ms", out.linger, kNonNegativeMs);
     pipeline.read("claim_ahead", out.claim_ahead, kSwitch);
     pipeline.read("concurrency", out.concurrency, kConcurrency);
+    pipeline.read("outside_threads", out.outside_threads, kOutsideThreads);
     pipeline.read("max_queued_per_partition", out.max_queued_per_partition, kPositive);
     pipeline.read("max_in_flight", out.max_in_flight, kPositive);
     if (out.claim_ahead && out.concurrency > 1) {

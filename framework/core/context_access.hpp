@@ -12,6 +12,7 @@
 #include <exo/batch_handler.hpp>
 #include <exo/handler.hpp>
 #include <exo/outbox.hpp>
+#include <exo/outside_transaction.hpp>
 
 namespace exo::detail {
 
@@ -30,6 +31,14 @@ struct ContextAccess {
         return HandlerContext(tx, record, key, payload, log, attempt, rerun, max_emit_bytes, trace,
                               batch_index);
     }
+    // The context of before_transaction(); its hand_over() writes `handed_over`.
+    static OutsideContext outside(const Record& record, const std::string& key,
+                                  JsonPayload& payload, spdlog::logger& log, int attempt,
+                                  const TraceContext* trace, std::any& handed_over) {
+        return OutsideContext(record, key, payload, log, attempt, trace, handed_over);
+    }
+    // What handed_over() returns; nullptr: an empty std::any.
+    static void hand_over(HandlerContext& ctx, const std::any* value) { ctx.handed_over_ = value; }
     static BatchContext batch(pqxx::transaction_base& tx, std::span<HandlerContext> records,
                               spdlog::logger& log) {
         return BatchContext(tx, records, log);

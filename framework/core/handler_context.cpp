@@ -1,5 +1,6 @@
 #include <exo/errors.hpp>
 #include <exo/handler.hpp>
+#include <exo/outside_transaction.hpp>
 #include "core/payload.hpp"
 
 namespace exo {
@@ -10,6 +11,15 @@ const nlohmann::json& HandlerContext::json() {
     } catch (const PermanentError&) {
         fail_with_current();
     }
+}
+
+const std::any& HandlerContext::handed_over() const {
+    static const std::any kNothing;
+    return handed_over_ != nullptr ? *handed_over_ : kNothing;
+}
+
+const nlohmann::json& OutsideContext::json() {
+    return payload_.document();  // throws PermanentError: the record's own failure
 }
 
 void HandlerContext::fail_with_current() const {

@@ -41,6 +41,7 @@ struct TopicStats {
     std::array<std::atomic<std::uint64_t>, kOutcomes.size()> outcomes{};  // by Outcome
     std::atomic<std::uint64_t> parked{0};  // strict-sequence gaps set aside (events, not records)
     BucketHistogram handler_duration;      // handler time per record (a batch's share)
+    BucketHistogram outside_duration;      // before_transaction() per call (its own thread's time)
     BucketHistogram record_latency;        // Kafka timestamp -> durable outcome
 
     std::uint64_t count(Outcome o) const {
@@ -72,6 +73,11 @@ public:
                                                     records);
     }
 
+    // One before_transaction() call (exo/outside_transaction.hpp) that took `took`.
+    void outside_ran(const std::string& topic, std::chrono::microseconds took) {
+        topic_stats(topic).outside_duration.observe(took, 1);
+    }
+
     const std::map<std::string, std::unique_ptr<TopicStats>>& topics() const { return topics_; }
 
     std::atomic<std::uint64_t> polled{0};
@@ -100,6 +106,8 @@ public:
     // Records a batch handler named as failed (BatchRecordFailed): taken out of
     // their transaction, which ran again without them.
     std::atomic<std::uint64_t> records_isolated{0};
+    // before_transaction() calls that threw (each then failed its record).
+    std::atomic<std::uint64_t> outside_failures{0};
     // The outbox relay (outbox/outbox_relay.hpp).
     std::atomic<std::uint64_t> outbox_published{0};  // rows Kafka acknowledged (then marked)
     std::atomic<std::uint64_t> outbox_failures{0};   // relay rounds that failed (retried)

@@ -134,6 +134,10 @@ std::string render_metrics(const PipelineStats& stats, const DaemonStatus& statu
         {"exo_records_isolated_total",
          "Records a batch handler named as failed; their batch ran again without them.",
          stats.records_isolated},
+        {"exo_outside_failures_total",
+         "Handlers' before_transaction() calls that threw; their records failed as if handle() "
+         "had.",
+         stats.outside_failures},
         {"exo_lost_completions_total",
          "Completions that found the claim taken over (PostgreSQL decided).",
          stats.lost_completions},
@@ -171,6 +175,13 @@ std::string render_metrics(const PipelineStats& stats, const DaemonStatus& statu
         if (shown(topic, *t))
             w.histogram("exo_handler_duration_seconds", topic_label(topic),
                         t->handler_duration.snapshot());
+    w.family("exo_outside_duration_seconds", "histogram",
+             "Time of handlers' before_transaction() calls, work done outside the transaction "
+             "(topics whose handler has any).");
+    for (const auto& [topic, t] : stats.topics())
+        if (shown(topic, *t) && t->outside_duration.snapshot().count() > 0)
+            w.histogram("exo_outside_duration_seconds", topic_label(topic),
+                        t->outside_duration.snapshot());
     w.family("exo_record_latency_seconds", "histogram",
              "Kafka record timestamp to durable outcome.");
     for (const auto& [topic, t] : stats.topics())

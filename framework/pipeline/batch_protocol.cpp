@@ -41,7 +41,8 @@ BatchProtocol::BatchProtocol(const Config& config, const HandlerRegistry& regist
       dead_letters_(config, dead_letter_producer, stats, log, postgres_, lane_.redis,
                     [this](int failures) { return lane_.fate.delay(failures); }),
       transactions_(PassContext{config, handlers_, stats, log, lane_.fate, outbox_doorbell},
-                    postgres_) {}
+                    postgres_),
+      on_this_thread_(0, stats, log) {}
 
 void BatchProtocol::open_sessions() {
     try {
@@ -73,6 +74,8 @@ BatchEnd BatchProtocol::prepare(Batch& batch, LeaseKeeper& leases) {
 }
 
 BatchEnd BatchProtocol::apply(Batch& batch) {
+    // Before BEGIN, so no transaction waits on another service.
+    if (handlers_.any_outside()) outside_->run(batch, handlers_);
     try {
         transactions_.run(batch);
     } catch (const std::exception& e) {

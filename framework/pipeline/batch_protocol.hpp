@@ -35,6 +35,7 @@
 #include "pipeline/dead_letter_publisher.hpp"
 #include "pipeline/handler_registry.hpp"
 #include "pipeline/lease_keeper.hpp"
+#include "pipeline/outside_work.hpp"
 #include "pipeline/passes/claims.hpp"
 #include "pipeline/passes/fate_policy.hpp"
 #include "pipeline/passes/transaction_step.hpp"
@@ -72,11 +73,17 @@ public:
     // The same for the claiming thread's Redis session with pipeline.claim_ahead
     // (nothing otherwise: it is the applying thread's). On the claiming thread.
     void open_claiming_session();
+    // Whether a bound handler has work outside its transaction
+    // (exo/outside_transaction.hpp), and where apply() runs it: the worker's
+    // outside threads, set before the first batch (until then: this thread).
+    bool has_outside_work() const { return handlers_.any_outside(); }
+    void use_outside_threads(OutsideWork& work) { outside_ = &work; }
     // Sections 5.1 and 5.2: keys, then claims (held by `leases` from then on).
     // On the claiming thread. Never throws: a failure is the batch's (fate policy).
     BatchEnd prepare(Batch& batch, LeaseKeeper& leases);
-    // Section 5.3, the transaction step, for a batch prepare() let through. On
-    // the applying thread. Never throws.
+    // Section 5.3, the transaction step, for a batch prepare() let through,
+    // after its records' work outside the transaction. On the applying thread.
+    // Never throws.
     BatchEnd apply(Batch& batch);
     // prepare() and, if it went through, apply(): one thread does both.
     BatchEnd transact(Batch& batch, LeaseKeeper& leases);
@@ -116,6 +123,8 @@ private:
     PostgresSession postgres_;
     DeadLetterPublisher dead_letters_;  // after the sessions it uses
     TransactionStep transactions_;
+    OutsideWork on_this_thread_;               // no threads of its own
+    OutsideWork* outside_ = &on_this_thread_;  // or the worker's, which outlives the protocol
     // Batches in a row a handler's DependencyError put back (applying thread).
     int dependency_failures_ = 0;
 };

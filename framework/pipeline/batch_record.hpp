@@ -1,7 +1,9 @@
 #pragma once
 // One record's state while its batch runs through the passes of docs/design.md
 // section 5: what the passes learned about it, and its fate so far.
+#include <any>
 #include <chrono>
+#include <exception>
 #include <optional>
 #include <string>
 
@@ -48,6 +50,11 @@ struct BatchRecord {
     // The set-based start of its transaction wrote its dedup row and moved its
     // sequence: only its handler is left to run (docs/design.md section 4.1).
     bool framework_started = false;
+    // What its handler's before_transaction() handed over (HandlerContext::handed_over()),
+    // or what it threw, rethrown where handle() would run. Both kept through the
+    // batch's re-runs: the work outside the transaction is done once per batch.
+    std::any handed_over;
+    std::exception_ptr outside_failure;
     std::string result;                  // handler result, or the stored one
     std::string error;                   // why requeued / dead-lettered
     std::chrono::milliseconds delay{0};  // requeue: hold the partition this long

@@ -10,6 +10,8 @@ BindingHandlers::BindingHandlers(const Config& config, const HandlerRegistry& re
         auto handler = registry.create(b.handler, b.options);
         if (auto* batch = dynamic_cast<BatchHandler*>(handler.get()))
             batch_handlers_.emplace(b.topic, batch);
+        if (const auto* outside = dynamic_cast<const OutsideTransaction*>(handler.get()))
+            outside_.emplace(b.topic, outside);
         handlers_.emplace(b.topic, std::move(handler));
     }
 }
@@ -17,6 +19,11 @@ BindingHandlers::BindingHandlers(const Config& config, const HandlerRegistry& re
 BatchHandler* BindingHandlers::batch_handler(const BindingConfig& binding) const {
     const auto found = batch_handlers_.find(binding.topic);
     return found == batch_handlers_.end() ? nullptr : found->second;
+}
+
+const OutsideTransaction* BindingHandlers::outside(const BindingConfig& binding) const {
+    const auto found = outside_.find(binding.topic);
+    return found == outside_.end() ? nullptr : found->second;
 }
 
 void BindingHandlers::prepare(pqxx::connection& connection) {

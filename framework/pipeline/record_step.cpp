@@ -68,8 +68,10 @@ RecordStepResult run_handler_step(pqxx::transaction_base& tx, const RecordStepIn
     const auto& binding = in.binding;
     auto ctx = detail::ContextAccess::record(tx, in.record, in.key, in.payload, in.log, in.attempt,
                                              in.handler_ran, in.max_emit_bytes, in.trace);
+    detail::ContextAccess::hand_over(ctx, in.handed_over);
     auto& emitted = detail::ContextAccess::emitted(ctx);
     const auto& result = detail::ContextAccess::result(ctx);
+    if (in.outside_failure) std::rethrow_exception(in.outside_failure);  // as if handle() threw
     ++out.round_trips;  // a handler's statements, at least one
     in.handler_ran = true;
     const auto started = std::chrono::steady_clock::now();

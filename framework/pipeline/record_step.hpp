@@ -10,7 +10,9 @@
 // it means. Two more are thrown here: ContentionError when a concurrent
 // transaction created the record's sequence entity first, and PermanentError
 // when the handler set a result PostgreSQL cannot store.
+#include <any>
 #include <chrono>
+#include <exception>
 #include <optional>
 #include <string>
 
@@ -52,6 +54,11 @@ struct RecordStepInput {
     // written after the handler (TransactionOutbox). nullptr: written after the
     // handler (the handler test kit).
     TransactionOutbox* outbox = nullptr;
+    // What the record's before_transaction() (exo/outside_transaction.hpp)
+    // handed over (HandlerContext::handed_over(); nullptr: nothing), or threw:
+    // rethrown where handle() would be called, which then is not.
+    const std::any* handed_over = nullptr;
+    std::exception_ptr outside_failure = nullptr;
 };
 
 // How a strict sequence gap takes back the record's dedup row: inside a

@@ -24,6 +24,10 @@ Worker::Worker(int index, WorkerContext context)
         auto owner = p.concurrency == 1 ? owner_ : owner_ + "." + std::to_string(i);
         slots_.push_back(std::make_unique<Slot>(ctx_, owner, *log_));
     }
+    if (slots_.front()->protocol.has_outside_work()) {
+        outside_ = std::make_unique<OutsideWork>(p.outside_threads, ctx_.stats, *log_);
+        for (auto& slot : slots_) slot->protocol.use_outside_threads(*outside_);
+    }
     const int keepers = p.claim_ahead ? 2 : p.concurrency;
     for (int i = 0; i < keepers; ++i)
         lease_keepers_.push_back(std::make_unique<LeaseKeeper>(

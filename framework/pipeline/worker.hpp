@@ -137,6 +137,9 @@ private:
     std::string owner_;
     std::shared_ptr<spdlog::logger> log_;
     WorkerInbox inbox_;
+    // Handlers' work outside the transaction, shared by the slots; null when
+    // no bound handler has any. Declared before slots_: their protocols use it.
+    std::unique_ptr<OutsideWork> outside_;
     std::vector<std::unique_ptr<Slot>> slots_;
     // One per batch in hand: per slot, or two for the one slot claiming ahead
     // (the prepared batch's claims are renewed while it waits).

@@ -20,7 +20,9 @@
 #include <random>
 
 #include <exo/errors.hpp>
+#include <exo/outside_transaction.hpp>
 #include "config/config.hpp"
+#include "core/context_access.hpp"
 #include "core/key_derivation.hpp"
 #include "core/text.hpp"
 #include "pg/explicit_transaction.hpp"
@@ -227,8 +229,13 @@ struct HandlerKit::State {
 
     Delivery deliver(const TestRecord& in);
     Verdict run(const Record& record, JsonPayload& payload, const std::string& key, int& attempts);
+    // What the handler's before_transaction() handed over or threw.
+    struct Outside {
+        std::any handed_over;
+        std::exception_ptr failure;
+    };
     Verdict run_record(pqxx::transaction_base& tx, const Record& record, JsonPayload& payload,
-                       const std::string& key, int& attempts);
+                       const std::string& key, int& attempts, const Outside& outside);
     Verdict failed(int& attempts, Failure failure, const std::string& why) const;
     std::optional<Verdict> record_dead_letter(const Verdict& verdict, const Record& record,
                                               const std::string& key);
@@ -286,8 +293,19 @@ Delivery HandlerKit::State::deliver(const TestRecord& in) {
 // The record's transaction: BEGIN, its part, COMMIT (passes/transaction_pass.cpp: commit_records).
 Verdict HandlerKit::State::run(const Record& record, JsonPayload& payload, const std::string& key,
                                int& attempts) {
+    // Before BEGIN, as the worker's outside work (pipeline/outside_work.hpp).
+    Outside outside;
+    if (const auto* work = dynamic_cast<const OutsideTransaction*>(handler.get())) {
+        try {
+            auto ctx = detail::ContextAccess::outside(record, key, payload, *log, attempts + 1,
+                                                      nullptr, outside.handed_over);
+            work->before_transaction(ctx);
+        } catch (...) {
+            outside.failure = std::current_exception();
+        }
+    }
     ExplicitTransaction batch(*connection);
-    Verdict verdict = run_record(batch.statements(), record, payload, key, attempts);
+    Verdict verdict = run_record(batch.statements(), record, payload, key, attempts, outside);
     try {
         batch.commit();
     } catch (const std::exception& e) {
@@ -302,7 +320,8 @@ Verdict HandlerKit::State::run(const Record& record, JsonPayload& payload, const
 // passes/careful_pass.cpp: run_record in the careful pass, with its savepoint
 // statements for a single record, on the worker's own record step.
 Verdict HandlerKit::State::run_record(pqxx::transaction_base& tx, const Record& record,
-                                      JsonPayload& payload, const std::string& key, int& attempts) {
+                                      JsonPayload& payload, const std::string& key, int& attempts,
+                                      const Outside& outside) {
     // Read before anything is written: a bad sequence field is the record's
     // fault alone and needs no rollback.
     std::optional<SequenceValue> seq;
@@ -316,9 +335,10 @@ Verdict HandlerKit::State::run_record(pqxx::transaction_base& tx, const Record& 
     tx.exec(kSavepoint);
     bool handler_ran = false;  // one delivery is one batch: never a rerun
     try {
-        const RecordStepInput input{binding, group,        record,          key,
-                                    payload, seq,          FencingToken{0}, *handler,
-                                    *log,    attempts + 1, handler_ran};
+        RecordStepInput input{binding,         group,    record, key,          payload,    seq,
+                              FencingToken{0}, *handler, *log,   attempts + 1, handler_ran};
+        input.handed_over = &outside.handed_over;
+        input.outside_failure = outside.failure;
         auto step = run_record_step(tx, input, GapUndo::rollback_to_savepoint);
         if (step.outcome == exo::Outcome::applied || step.outcome == exo::Outcome::stale) {
             // A handler that swallowed a database error left the transaction

@@ -5,5 +5,6 @@
 #include <exo/errors.hpp>
 #include <exo/handler.hpp>
 #include <exo/options.hpp>
+#include <exo/outside_transaction.hpp>
 #include <exo/record.hpp>
 #include <exo/types.hpp>

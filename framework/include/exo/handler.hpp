@@ -27,6 +27,10 @@
 // the whole batch back and runs it again with a savepoint per record
 // (ctx.rerun() is true). Either way only one run's effects ever commit.
 //
+// Waiting on another service (HTTP, a slow lookup): do it in before_transaction()
+// (exo/outside_transaction.hpp), outside the transaction and concurrently for a
+// batch's records, and hand its answer to handle().
+//
 // Many records per call: derive from BatchHandler (exo/batch_handler.hpp) and
 // implement handle_batch() instead, to write a batch's effects set-based.
 //
@@ -38,6 +42,7 @@
 // Example (compiled with the unit tests): tests/header_examples/handler_example.cpp.
 #include <spdlog/logger.h>
 
+#include <any>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -95,6 +100,11 @@ public:
     // failed, this record's own failure in the savepoint-free pass forced a
     // re-run with savepoints, or a failed COMMIT made each record run alone.
     bool rerun() const { return rerun_; }
+    // What the handler's before_transaction() handed over for this record
+    // (exo/outside_transaction.hpp): the same value on every run of this
+    // batch; an empty std::any if it handed nothing or the handler has no
+    // such work.
+    const std::any& handed_over() const;
     // Stored with the dedup row and in the Redis claim; returned for duplicates.
     void set_result(std::string result) { result_ = std::move(result); }
 
@@ -138,6 +148,7 @@ private:
     std::optional<std::size_t> batch_index_;  // set: record i of a BatchContext
     const TraceContext* trace_;  // the framework's; nullptr: own_trace_, started on first use
     mutable std::optional<TraceContext> own_trace_;
+    const std::any* handed_over_ = nullptr;  // the record's (set by exo); nullptr: none
     std::string result_;
     std::vector<OutboxMessage> emitted_;  // in order; written by exo after the call
 };

@@ -8,7 +8,9 @@
 //
 // What a delivery runs is the daemon's own code, in the order a worker runs it:
 // the idempotency key from the binding (a record without one is dead-lettered
-// with no dedup row), the sequence fields, BEGIN, SAVEPOINT, the dedup row and
+// with no dedup row), the sequence fields, the handler's before_transaction()
+// if it has one (exo/outside_transaction.hpp; what it throws is rethrown where
+// handle() would run), BEGIN, SAVEPOINT, the dedup row and
 // sequence step in one statement, handle() with a real HandlerContext, the
 // result, RELEASE SAVEPOINT, COMMIT (which notices a swallowed database error),
 // and the daemon's classification of every failure: PermanentError and

@@ -22,26 +22,16 @@ std::vector<HandlerContext> entries_of(pqxx::transaction_base& tx, const PassCon
             tx, record.pending.record, record.key, record.payload, ctx.log,
             record.pending.attempts + 1, record.handler_ran, ctx.config.outbox.max_message_bytes,
             &record.pending.trace, n));
+        detail::ContextAccess::hand_over(entries.back(), &record.handed_over);
         record.handler_ran = true;  // a later run of it in this batch is a rerun
     }
     return entries;
 }
 
 // What a BatchRecordFailed's cause means; throws what pauses the worker.
-std::pair<Failure, std::string> cause_of(const BatchRecordFailed& e, const std::string& handler) {
+RecordFailure cause_of(const BatchRecordFailed& e, const std::string& handler) {
     if (!e.cause()) return {Failure::retryable, printable_text(e.what())};
-    try {
-        std::rethrow_exception(e.cause());
-    } catch (const std::exception& cause) {
-        const Failure failure = classify(cause);
-        if (pauses_the_worker(failure)) throw;  // the whole batch waits
-        return {failure, failure == Failure::aborted_transaction ? swallowed_error_reason(handler)
-                                                                 : printable_text(cause.what())};
-    } catch (...) {
-        return {Failure::retryable,
-                "handler '" + handler +
-                    "' failed a record with an exception that is not a std::exception"};
-    }
+    return record_failure(e.cause(), handler);
 }
 
 }  // namespace
@@ -49,6 +39,13 @@ std::pair<Failure, std::string> cause_of(const BatchRecordFailed& e, const std::
 RunResult call_batch_handler(const PassContext& ctx, pqxx::transaction_base& tx,
                              BatchHandler& handler, const Run& run, TransactionOutbox& outbox) {
     const auto& binding = *run.front()->binding;
+    // A record whose before_transaction() threw fails here, named, as if
+    // handle_batch() had failed it: the others run again without it.
+    for (std::size_t n = 0; n < run.size(); ++n)
+        if (run[n]->outside_failure) {
+            auto failed = record_failure(run[n]->outside_failure, binding.handler);
+            return RunResult::failed(failed.why, NamedFailure{run[n], failed.failure, failed.why});
+        }
     auto entries = entries_of(tx, ctx, run);
     auto context = detail::ContextAccess::batch(tx, entries, ctx.log);
     ctx.stats.postgres_round_trips++;  // a handler's statements, at least one

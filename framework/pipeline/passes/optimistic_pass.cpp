@@ -117,6 +117,13 @@ PassResult run_optimistic_pass(const PassContext& ctx, pqxx::connection& connect
         }
         if (auto ran = call_run(); !ran.applied)
             return roll_back(transaction, ctx.stats, ran.why, std::move(ran.named));
+        if (record->framework_started && record->outside_failure) {
+            // Its before_transaction() threw, and only its handler was left to
+            // run: it fails here, named, and the others run again without it.
+            auto failed = record_failure(record->outside_failure, record->binding->handler);
+            return roll_back(transaction, ctx.stats, failed.why,
+                             NamedFailure{record, failed.failure, failed.why});
+        }
         if (auto failed = run_record(ctx, tx, *record, GapUndo::delete_row, outbox))
             return roll_back(transaction, ctx.stats, failed->why);
     }

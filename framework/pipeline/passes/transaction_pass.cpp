@@ -42,7 +42,9 @@ std::optional<RecordFailure> run_record(const PassContext& ctx, pqxx::transactio
                                     &handler_took,
                                     ctx.config.outbox.max_message_bytes,
                                     &record.pending.trace,
-                                    &outbox};
+                                    &outbox,
+                                    &record.handed_over,
+                                    record.outside_failure};
         auto step = record.framework_started ? run_handler_step(tx, input)
                                              : run_record_step(tx, input, undo);
         ctx.stats.postgres_round_trips += static_cast<std::uint64_t>(step.round_trips);
@@ -60,15 +62,23 @@ std::optional<RecordFailure> run_record(const PassContext& ctx, pqxx::transactio
             ctx.fate.park_for_gap(record, seq->entity);
         }
         return std::nullopt;
+    } catch (...) {
+        return record_failure(std::current_exception(), binding.handler);
+    }
+}
+
+RecordFailure record_failure(const std::exception_ptr& thrown, const std::string& handler) {
+    try {
+        std::rethrow_exception(thrown);
     } catch (const std::exception& e) {
         const Failure failure = classify(e);
         if (pauses_the_worker(failure)) throw;  // the whole batch waits for the dependency
         return RecordFailure{failure, failure == Failure::aborted_transaction
-                                          ? swallowed_error_reason(binding.handler)
+                                          ? swallowed_error_reason(handler)
                                           : printable_text(e.what())};
     } catch (...) {
         // Not a std::exception: nothing says what it means, so it is retried.
-        return RecordFailure{Failure::retryable, "handler '" + binding.handler +
+        return RecordFailure{Failure::retryable, "handler '" + handler +
                                                      "' threw an exception that is not a "
                                                      "std::exception"};
     }

@@ -65,6 +65,10 @@ struct RecordFailure {
     std::string why;
 };
 
+// What a record's failure `thrown` (a handler's, or PostgreSQL's in its step)
+// means for it. Rethrows what pauses the worker (pauses_the_worker).
+RecordFailure record_failure(const std::exception_ptr& thrown, const std::string& handler);
+
 // One record's part in the transaction (pipeline/record_step.hpp), its answer
 // made the record's fate: finished, parked for a gap, or a dead letter. A
 // record whose set-based start is done runs only its handler; its emits go to

@@ -1,0 +1,59 @@
+#pragma once
+// The work handlers do outside their records' transaction
+// (exo/outside_transaction.hpp): a worker's outside threads
+// (pipeline.outside_threads), shared by its batches. A batch's records run
+// their before_transaction() lane by lane: a lane's records one after another
+// in batch order, different lanes at the same time (one of them on the
+// calling thread), so a batch waits about as long as its slowest lane.
+//
+// What a call hands over, or throws, stays with its record
+// (BatchRecord::handed_over, ::outside_failure): the transaction step hands
+// the value to handle() and rethrows the failure where handle() would have run
+// (pipeline/record_step.hpp), so a failure here follows the failure matrix as
+// one of handle() would. The records of a lane behind a failed one run nothing
+// here and are put back behind it (Fate::requeue, no delay): its own fate, a
+// retry or a dead letter, is decided in the transaction.
+//
+// Thread-safety: run() from any of the worker's threads, concurrently.
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <stop_token>
+#include <thread>
+#include <vector>
+
+#include <spdlog/logger.h>
+
+#include "metrics/pipeline_stats.hpp"
+#include "pipeline/batch.hpp"
+#include "pipeline/binding_handlers.hpp"
+
+namespace exo {
+
+class OutsideWork {
+public:
+    // Starts `threads` threads; 0: run() works every lane on the calling thread.
+    OutsideWork(int threads, PipelineStats& stats, spdlog::logger& log);
+    OutsideWork(const OutsideWork&) = delete;
+    OutsideWork& operator=(const OutsideWork&) = delete;
+    ~OutsideWork();  // stops and joins the threads; no run() may be in progress
+
+    // Runs before_transaction() for every pending record of `batch` whose
+    // binding's handler has one (`handlers`: the calling slot's instances), and
+    // returns when every call returned. Never throws.
+    void run(Batch& batch, const BindingHandlers& handlers);
+
+private:
+    void serve(std::stop_token stop);
+    void submit(std::function<void()> task);
+
+    PipelineStats& stats_;
+    spdlog::logger& log_;
+    std::mutex mutex_;
+    std::condition_variable_any ready_;
+    std::deque<std::function<void()>> tasks_;
+    std::vector<std::jthread> threads_;  // last: they use everything above
+};
+
+}  // namespace exo

@@ -1,0 +1,158 @@
+// Handlers' work outside the transaction (exo/outside_transaction.hpp) in the
+// daemon, against real Redis, PostgreSQL and a mock Kafka cluster over TCP.
+// The handlers (outside_handlers.hpp) record every before_transaction() call,
+// look at the daemon's PostgreSQL session while it runs, and write what it
+// handed over with each applied record.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <map>
+#include <optional>
+#include <pqxx/pqxx>
+#include <string>
+#include <vector>
+
+#include "dedup_rows.hpp"
+#include "observability/metrics_text.hpp"
+#include "outside_handlers.hpp"
+#include "pipeline_harness.hpp"
+#include "records.hpp"
+#include "support.hpp"
+
+using namespace std::chrono_literals;
+using exo::testing::HarnessOptions;
+using exo::testing::payment;
+using exo::testing::PipelineHarness;
+using exo::testing::RunningDaemon;
+namespace outside = exo::testing::outside;
+
+namespace {
+
+// One partition, one worker, one slot: every before_transaction() call that
+// overlaps another does so on the worker's outside threads.
+HarnessOptions one_slot(const char* name, const char* handler) {
+    return {.name = name,
+            .partitions = 1,
+            .with_sequence = false,
+            .workers = 1,
+            .batch_size = 100,
+            .handler = handler,
+            .slow_for = 0ms,
+            .max_attempts = 3,
+            .ordering = exo::Ordering::key,
+            .concurrency = 1};
+}
+
+void prepare(PipelineHarness& h, std::chrono::milliseconds pause) {
+    outside::reset();
+    outside::create_table(h.postgres_uri());
+    outside::observer_uri = h.postgres_uri();
+    outside::session_like = "exo/w% " + h.config().kafka.group_id + "@%";
+    outside::pause = pause;
+    h.mutable_config().pipeline.outside_threads = 8;
+}
+
+// Per account, its sequence ids in the order they were applied ("1 2 3").
+std::map<std::string, std::string> applied_by_account(const PipelineHarness& h) {
+    pqxx::connection c(h.postgres_uri());
+    pqxx::nontransaction tx(c);
+    std::map<std::string, std::string> out;
+    for (const auto& row :
+         tx.exec("SELECT account_id, sequence_id FROM outside_applied ORDER BY serial")) {
+        auto& sequences = out[row[0].as<std::string>()];
+        sequences += (sequences.empty() ? "" : " ") + row[1].as<std::string>();
+    }
+    return out;
+}
+
+std::vector<std::string> calls_of(const std::string& account) {
+    std::lock_guard lock(outside::mutex);
+    return outside::calls[account];
+}
+
+// Records of three accounts, one before_transaction() failing per cue, through `handler`.
+void check_failures(const char* name, const char* handler) {
+    PipelineHarness h(one_slot(name, handler));
+    prepare(h, 0ms);
+    h.produce({payment("fail-once-r", "acc-r", 1, 1), payment("p-1", "acc-p", 1, 1),
+               payment("x-1", "acc-x", 1, 1), payment("r-2", "acc-r", 1, 2),
+               payment("refused-p", "acc-p", 1, 2), payment("x-2", "acc-x", 1, 2),
+               payment("r-3", "acc-r", 1, 3), payment("p-3", "acc-p", 1, 3),
+               payment("x-3", "acc-x", 1, 3)});
+    {
+        RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());
+        REQUIRE(h.wait_until_consumed(90s));
+        CHECK(daemon.stats().outside_failures.load() == 2);
+    }
+    const auto applied = applied_by_account(h);
+    CHECK(applied.at("acc-r") == "1 2 3");  // the retried first, the others behind it
+    CHECK(applied.at("acc-p") == "1 3");    // the refused one dead-lettered, the next applied
+    CHECK(applied.at("acc-x") == "1 2 3");
+    CHECK(h.count("SELECT count(*) FROM outside_applied WHERE handed_over IS DISTINCT FROM "
+                  "'outside:' || event_id") == 0);
+    const auto rows = exo::testing::processed(h);
+    CHECK(rows.at("refused-p").rfind("DEAD_LETTERED", 0) == 0);
+    CHECK(rows.at("fail-once-r") == "APPLIED");
+    // A failed call's lane ran nothing behind it until it was retried.
+    CHECK(calls_of("acc-r") ==
+          std::vector<std::string>{"fail-once-r", "fail-once-r", "r-2", "r-3"});
+    CHECK(calls_of("acc-p") == std::vector<std::string>{"p-1", "refused-p", "p-3"});
+}
+
+}  // namespace
+
+TEST_CASE(
+    "before_transaction() runs outside the transaction, at the same time for different keys and "
+    "one at a time in order within a key, and handle() gets what it handed over") {
+    PipelineHarness h(one_slot("outsidework", "outside_recording"));
+    prepare(h, 20ms);
+    constexpr int accounts = 20, per_account = 5;
+    std::vector<exo::PaymentMessage> messages;
+    for (int seq = 1; seq <= per_account; ++seq)
+        for (int a = 0; a < accounts; ++a)
+            messages.push_back(
+                payment(fmt::format("k-{}-{}", a, seq), fmt::format("acc-{}", a), 1, seq));
+    h.produce(messages);
+    {
+        RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());
+        REQUIRE(h.wait_until_consumed(90s));
+        CHECK(daemon.stats().outside_failures.load() == 0);
+        const auto metrics =
+            exo::render_metrics(daemon.stats(), daemon.status(), daemon.ready(), "test");
+        CHECK(metrics.find("exo_outside_duration_seconds_count{topic=\"" + h.topic() +
+                           "\"} 100\n") != std::string::npos);
+        CHECK(metrics.find("\nexo_outside_failures_total 0\n") != std::string::npos);
+    }
+
+    CHECK(h.count("SELECT count(DISTINCT event_id) FROM outside_applied") == 100);
+    CHECK(h.count("SELECT count(*) FROM outside_applied") == 100);
+    CHECK(h.count("SELECT count(*) FROM outside_applied WHERE handed_over IS DISTINCT FROM "
+                  "'outside:' || event_id") == 0);
+    const auto applied = applied_by_account(h);
+    CHECK(applied.size() == accounts);
+    for (int a = 0; a < accounts; ++a) {
+        const auto account = fmt::format("acc-{}", a);
+        INFO(account);
+        CHECK(applied.at(account) == "1 2 3 4 5");
+        std::vector<std::string> expected;
+        for (int seq = 1; seq <= per_account; ++seq)
+            expected.push_back(fmt::format("k-{}-{}", a, seq));
+        CHECK(calls_of(account) == expected);  // once each, in order
+    }
+    CHECK_FALSE(outside::account_overlapped);
+    CHECK(outside::max_in_flight.load() > 1);  // one slot: only the outside threads overlap
+    CHECK(outside::looked.load() == 100);
+    CHECK(outside::saw_open_transaction.load() == 0);
+}
+
+TEST_CASE(
+    "a before_transaction() that throws fails its record as handle() would: retried, or "
+    "dead-lettered, and the records of its key behind it wait for it") {
+    check_failures("outsidefail", "outside_recording");
+}
+
+TEST_CASE(
+    "a batch handler's before_transaction() failures fail only their records, and handle_batch() "
+    "gets what each record's call handed over") {
+    check_failures("outsidebatch", "outside_recording_batch");
+}

@@ -1,0 +1,241 @@
+// Handlers' work outside the transaction (pipeline/outside_work.hpp,
+// exo/outside_transaction.hpp), without servers: which records run
+// before_transaction(), in what order, on which threads, and what a failure
+// leaves behind.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <any>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include <exo/errors.hpp>
+#include <exo/outside_transaction.hpp>
+#include "config/config.hpp"
+#include "metrics/pipeline_stats.hpp"
+#include "pipeline/batch.hpp"
+#include "pipeline/binding_handlers.hpp"
+#include "pipeline/handler_registry.hpp"
+#include "pipeline/outside_work.hpp"
+
+using namespace std::chrono_literals;
+using exo::Fate;
+
+namespace {
+
+// What the handler saw, shared by every instance and thread of one test.
+struct Seen {
+    std::mutex mutex;
+    std::vector<std::string> calls;                  // "key:offset", in call order
+    std::map<std::string, std::thread::id> threads;  // by "key:offset"
+    std::map<std::string, int> in_flight;            // by ordering key
+    bool overlapped_within_a_key = false;
+    // Calls of the first `gate` distinct keys wait here until all of them are in,
+    // so the test knows lanes ran at the same time (bounded: a sequential run
+    // fails instead of hanging).
+    int gate = 0;
+    std::set<std::string> at_gate;
+    std::condition_variable gate_changed;
+    bool gate_timed_out = false;
+};
+
+// before_transaction(): records the call, hands over "seen <offset>", throws on
+// cue ("fail" / "permanent" in the payload).
+class Recording final : public exo::Handler, public exo::OutsideTransaction {
+public:
+    explicit Recording(Seen& seen) : seen_(seen) {}
+    void handle(exo::HandlerContext&) override {}
+    void before_transaction(exo::OutsideContext& ctx) const override {
+        const auto& r = ctx.record();
+        const std::string key = r.key.value_or("");
+        const std::string call = key + ":" + std::to_string(r.offset.value);
+        {
+            std::unique_lock lock(seen_.mutex);
+            seen_.calls.push_back(call);
+            seen_.threads[call] = std::this_thread::get_id();
+            if (++seen_.in_flight[key] > 1) seen_.overlapped_within_a_key = true;
+            if (seen_.gate > 0 && seen_.at_gate.size() < static_cast<std::size_t>(seen_.gate) &&
+                !seen_.at_gate.contains(key)) {
+                seen_.at_gate.insert(key);
+                seen_.gate_changed.notify_all();
+                if (!seen_.gate_changed.wait_for(lock, 10s, [&] {
+                        return seen_.at_gate.size() == static_cast<std::size_t>(seen_.gate);
+                    }))
+                    seen_.gate_timed_out = true;
+            }
+        }
+        std::this_thread::sleep_for(
+            2ms);  // a short wait, so calls of a lane could overlap if run so
+        {
+            std::lock_guard lock(seen_.mutex);
+            --seen_.in_flight[key];
+        }
+        if (r.value.find("permanent") != std::string::npos)
+            throw exo::PermanentError("the service refused it");
+        if (r.value.find("fail") != std::string::npos)
+            throw exo::RetryableError("the service timed out");
+        ctx.hand_over(std::string("seen ") + std::to_string(r.offset.value));
+    }
+
+private:
+    Seen& seen_;
+};
+
+// Has no outside work: its records are left alone.
+class Plain final : public exo::Handler {
+public:
+    void handle(exo::HandlerContext&) override {}
+};
+
+struct Fixture {
+    explicit Fixture(Seen& seen) {
+        exo::BindingConfig outside;
+        outside.topic = "quotes";
+        outside.handler = "recording";
+        exo::BindingConfig plain;
+        plain.topic = "plain";
+        plain.handler = "plain";
+        config.bindings = {outside, plain};
+        registry.add("recording", [&seen](const exo::HandlerOptions&) {
+            return std::make_unique<Recording>(seen);
+        });
+        registry.add("plain", [](const exo::HandlerOptions&) { return std::make_unique<Plain>(); });
+        handlers = std::make_unique<exo::BindingHandlers>(config, registry);
+    }
+    // A record of `topic` partition 0 at `offset` whose ordering key (and Kafka key) is `key`.
+    exo::PendingRecord record(const std::string& key, std::int64_t offset,
+                              const std::string& value = "{}",
+                              const std::string& topic = "quotes") {
+        exo::PendingRecord p;
+        p.record.topic = exo::Topic{topic};
+        p.record.partition = exo::Partition{0};
+        p.record.offset = exo::Offset{offset};
+        p.record.key = key;
+        p.record.value = value;
+        p.ordering_key = key;
+        return p;
+    }
+    // The batch of `records`, each bound to its topic's binding.
+    std::unique_ptr<exo::Batch> batch(std::vector<exo::PendingRecord> records) {
+        auto out = std::make_unique<exo::Batch>(std::move(records));
+        for (auto& r : *out)
+            r.binding = r.pending.record.topic.value == "quotes" ? &config.bindings[0]
+                                                                 : &config.bindings[1];
+        return out;
+    }
+
+    exo::Config config;
+    exo::HandlerRegistry registry;
+    std::unique_ptr<exo::BindingHandlers> handlers;
+    exo::PipelineStats stats{{"quotes", "plain"}};
+};
+
+exo::BatchRecord& at(exo::Batch& batch, std::size_t n) {
+    return *(batch.begin() + static_cast<std::ptrdiff_t>(n));
+}
+
+std::string handed(const exo::BatchRecord& r) {
+    return r.handed_over.has_value() ? std::any_cast<std::string>(r.handed_over) : "(nothing)";
+}
+
+}  // namespace
+
+TEST_CASE(
+    "outside work runs different keys' records at the same time and each key's records in order, "
+    "one at a time, and hands each record its value") {
+    Seen seen;
+    seen.gate = 3;  // the first calls of a, b and c must all be in before_transaction at once
+    Fixture f(seen);
+    exo::OutsideWork work(4, f.stats, *spdlog::default_logger());
+    std::vector<exo::PendingRecord> records;
+    for (int i = 0; i < 12; ++i) records.push_back(f.record(std::string(1, "abc"[i % 3]), i));
+    auto batch = f.batch(std::move(records));
+
+    work.run(*batch, *f.handlers);
+
+    CHECK_FALSE(seen.gate_timed_out);
+    CHECK_FALSE(seen.overlapped_within_a_key);
+    REQUIRE(seen.calls.size() == 12);
+    for (const char key : std::string("abc")) {
+        std::vector<std::string> of_key;
+        for (const auto& call : seen.calls)
+            if (call[0] == key) of_key.push_back(call);
+        INFO("key " << key);
+        CHECK(std::is_sorted(of_key.begin(), of_key.end(), [](const auto& x, const auto& y) {
+            return std::stoi(x.substr(2)) < std::stoi(y.substr(2));
+        }));
+    }
+    for (auto& r : *batch) {
+        CHECK(r.fate == Fate::pending);
+        CHECK_FALSE(r.outside_failure);
+        CHECK(handed(r) == "seen " + std::to_string(r.pending.record.offset.value));
+    }
+    CHECK(f.stats.outside_failures == 0);
+    CHECK(f.stats.topics().at("quotes")->outside_duration.snapshot().count() == 12);
+}
+
+TEST_CASE(
+    "a record whose outside work throws keeps what it threw, and the records of its key behind it "
+    "run nothing and are put back behind it; other keys go on") {
+    Seen seen;
+    Fixture f(seen);
+    exo::OutsideWork work(2, f.stats, *spdlog::default_logger());
+    auto batch = f.batch({f.record("a", 0), f.record("b", 1, "{\"fail\":1}"), f.record("a", 2),
+                          f.record("b", 3), f.record("c", 4, "{\"permanent\":1}"), f.record("b", 5),
+                          f.record("c", 6)});
+
+    work.run(*batch, *f.handlers);
+
+    CHECK(std::count(seen.calls.begin(), seen.calls.end(), "b:3") == 0);
+    CHECK(std::count(seen.calls.begin(), seen.calls.end(), "b:5") == 0);
+    CHECK(std::count(seen.calls.begin(), seen.calls.end(), "c:6") == 0);
+    CHECK(seen.calls.size() == 4);  // a:0, b:1, a:2, c:4
+    // The failed records: still pending, their failure kept for the transaction step.
+    for (std::size_t n : {1u, 4u}) {
+        INFO("record " << n);
+        CHECK(at(*batch, n).fate == Fate::pending);
+        CHECK(at(*batch, n).outside_failure);
+    }
+    CHECK_THROWS_AS(std::rethrow_exception(at(*batch, 1).outside_failure), exo::RetryableError);
+    CHECK_THROWS_AS(std::rethrow_exception(at(*batch, 4).outside_failure), exo::PermanentError);
+    for (std::size_t n : {3u, 5u, 6u}) {
+        INFO("record " << n);
+        CHECK(at(*batch, n).fate == Fate::requeue);
+        CHECK(at(*batch, n).delay == 0ms);
+        CHECK_FALSE(at(*batch, n).outside_failure);
+    }
+    CHECK(handed(at(*batch, 0)) == "seen 0");
+    CHECK(handed(at(*batch, 2)) == "seen 2");
+    CHECK(f.stats.outside_failures == 2);
+}
+
+TEST_CASE(
+    "outside work skips records already decided and records whose handler has none, and with no "
+    "threads runs on the caller's") {
+    Seen seen;
+    Fixture f(seen);
+    exo::OutsideWork work(0, f.stats, *spdlog::default_logger());
+    auto batch = f.batch({f.record("a", 0), f.record("b", 1), f.record("c", 2),
+                          f.record("d", 3, "{}", "plain"), f.record("e", 4)});
+    at(*batch, 1).finish(exo::Outcome::duplicate_redis);  // its claim answered DUPLICATE
+    at(*batch, 2).dead_letter("no key");                  // judged before its transaction
+
+    work.run(*batch, *f.handlers);
+
+    CHECK(seen.calls == std::vector<std::string>{"a:0", "e:4"});
+    CHECK(seen.threads["a:0"] == std::this_thread::get_id());
+    CHECK(seen.threads["e:4"] == std::this_thread::get_id());
+    CHECK(handed(at(*batch, 1)) == "(nothing)");
+    CHECK(handed(at(*batch, 3)) == "(nothing)");
+    CHECK(handed(at(*batch, 4)) == "seen 4");
+}
