@@ -379,12 +379,13 @@ void print_header(const BenchOptions& o) {
             "keyed-*: {} records over {} Kafka keys (the producer's partitioner spreads them) on "
             "{} partitions; handler keyed_wait, key /eventId, no sequence, one statement per "
             "record after a {:.1f} ms wait (client: sleep_for in handle(); server: SELECT "
-            "pg_sleep() in the transaction; exo has no hook outside the transaction); workers={} "
-            "batch_size={}; -partition-c1: ordering partition, concurrency 1; -partition: "
-            "ordering partition, concurrency {}; -key: ordering key, concurrency {}{}\n",
+            "pg_sleep() in the transaction; outside: sleep_for in before_transaction(), before "
+            "it); workers={} batch_size={}; -partition-c1: ordering partition, concurrency 1; "
+            "-partition: ordering partition, -key: ordering key, both at concurrency {} "
+            "(outside: concurrency {}, pipeline.outside_threads {}){}\n",
             o.keyed_records, o.keyed_keys, o.keyed_partitions, o.keyed_wait_us / 1000.0,
             o.keyed_workers, o.keyed_batch_size > 0 ? o.keyed_batch_size : p.batch_size,
-            o.keyed_concurrency, o.keyed_concurrency,
+            o.keyed_concurrency, o.keyed_outside_concurrency, o.keyed_outside_threads,
             o.keyed_config.empty() ? "" : "; --keyed-config " + describe(o.keyed_config));
     const char* arenas = std::getenv("MALLOC_ARENA_MAX");
     std::cout << "memory: RSS read per scenario (VmHWM reset before each); MALLOC_ARENA_MAX="

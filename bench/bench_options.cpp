@@ -35,12 +35,15 @@ targets in docs/performance.md, and a Markdown summary table.
                          exo-flaky-named, exo-flaky-unnamed (0.5% of records fail once, named
                          by index or not); postgres-bare-savepoints, proto-set-framework,
                          proto-set-all (or --prototypes); an --extra name (exo[SPEC]);
-                         the per-key concurrency scenarios (or keyed for all six):
-                         keyed-{client,server}-partition-c1 (ordering partition,
-                         concurrency 1), keyed-{client,server}-partition (ordering
-                         partition) and keyed-{client,server}-key (ordering key), both at
-                         --keyed-concurrency; client: the handler sleeps in handle(),
-                         server: it runs SELECT pg_sleep() (either in its transaction)
+                         the per-key concurrency scenarios (or keyed for all nine):
+                         keyed-{client,server,outside}-partition-c1 (ordering partition,
+                         concurrency 1), keyed-{client,server,outside}-partition
+                         (ordering partition) and keyed-{client,server,outside}-key
+                         (ordering key), both at --keyed-concurrency (outside:
+                         --keyed-outside-concurrency); client: the
+                         handler sleeps in handle(), server: it runs SELECT pg_sleep()
+                         (either in its transaction), outside: it sleeps in
+                         before_transaction(), before its transaction
   --all                  also run the earlier designs exo is compared with (see --only)
   --prototypes           also run postgres-bare-savepoints and the proto-set-* scenarios:
                          what-if measurements for the report's proposals (not exo's code)
@@ -63,7 +66,12 @@ targets in docs/performance.md, and a Markdown summary table.
   --keyed-partitions N   its partitions (4)
   --keyed-wait-ms MS     simulated I/O per record, may be fractional (5)
   --keyed-workers N      pipeline.workers of the keyed scenarios (2)
-  --keyed-concurrency N  pipeline.concurrency of keyed-*-partition and keyed-*-key (32)
+  --keyed-concurrency N  pipeline.concurrency of keyed-{client,server}-partition and
+                         -key (32)
+  --keyed-outside-concurrency N
+                         pipeline.concurrency of keyed-outside-partition and -key (8)
+  --keyed-outside-threads N
+                         pipeline.outside_threads of keyed-outside-* (64)
   --keyed-batch-size N   pipeline.batch_size of the keyed scenarios; 0: the config
                          default (0: a batch takes a slot's share of what is ready)
   --keyed-config K=V     an exo.yaml path set in every keyed scenario, as in --extra
@@ -237,6 +245,10 @@ std::optional<BenchOptions> parse_bench_options(int argc, char** argv) {
             o.keyed_workers = to_int(flag, v, 1);
         else if (flag == "--keyed-concurrency")
             o.keyed_concurrency = to_int(flag, v, 1);
+        else if (flag == "--keyed-outside-concurrency")
+            o.keyed_outside_concurrency = to_int(flag, v, 1);
+        else if (flag == "--keyed-outside-threads")
+            o.keyed_outside_threads = to_int(flag, v, 1);
         else if (flag == "--keyed-batch-size")
             o.keyed_batch_size = to_int(flag, v, 0);
         else if (flag == "--keyed-config")

@@ -62,12 +62,16 @@ struct BenchOptions {
     std::chrono::seconds timeout{300};      // per scenario, from start to last commit
     std::uint64_t seed = 42;
     // The per-key concurrency scenarios (keyed_scenario.hpp).
-    int keyed_records = 10000;                 // records of the keyed workload
-    int keyed_keys = 1000;                     // distinct Kafka record keys
-    int keyed_partitions = 4;                  // partitions of its topic
-    int keyed_wait_us = 5000;                  // simulated I/O per record
-    int keyed_workers = 2;                     // pipeline.workers of every keyed scenario
-    int keyed_concurrency = 32;                // pipeline.concurrency of the concurrent ones
+    int keyed_records = 10000;   // records of the keyed workload
+    int keyed_keys = 1000;       // distinct Kafka record keys
+    int keyed_partitions = 4;    // partitions of its topic
+    int keyed_wait_us = 5000;    // simulated I/O per record
+    int keyed_workers = 2;       // pipeline.workers of every keyed scenario
+    int keyed_concurrency = 32;  // pipeline.concurrency of the concurrent ones
+    // The same for keyed-outside-*, whose waits overlap on the outside threads instead of
+    // slots: fewer slots (PostgreSQL backends) and more outside threads serve them best.
+    int keyed_outside_concurrency = 8;
+    int keyed_outside_threads = 64;            // pipeline.outside_threads of keyed-outside-*
     int keyed_batch_size = 0;                  // pipeline.batch_size; 0: the config default (1000)
     std::vector<ConfigOverride> keyed_config;  // --keyed-config, set in every keyed scenario
 

@@ -29,9 +29,14 @@ void KeyedWaitHandler::handle(HandlerContext& ctx) {
         throw PermanentError("a keyed record wants a Kafka key and an integer seq");
     if (mode_ == KeyedWait::client)
         std::this_thread::sleep_for(wait_);
-    else
+    else if (mode_ == KeyedWait::server)
         ctx.transaction().exec_prepared(kWait, static_cast<double>(wait_.count()) / 1e6);
     ctx.transaction().exec_prepared(kApply, *key, ctx.idempotency_key(), doc["seq"].get<int>());
+}
+
+void KeyedOutsideWaitHandler::before_transaction(OutsideContext& ctx) const {
+    (void)ctx;
+    std::this_thread::sleep_for(wait_);
 }
 
 }  // namespace exo::bench

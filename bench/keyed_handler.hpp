@@ -1,28 +1,24 @@
 #pragma once
-// The handler of the per-key concurrency scenarios (keyed_scenario.hpp): each record waits
+// The handlers of the per-key concurrency scenarios (keyed_scenario.hpp): each record waits
 // `wait` of simulated I/O, then writes its effect row, which says where in its key's
-// history it was applied. exo has no hook that runs handler code outside the batch's
-// transaction, so either wait holds the transaction open:
-//  - client wait: std::this_thread::sleep_for in handle(), as a handler calling an HTTP
-//    service would (the transaction open and idle meanwhile);
-//  - server wait: `SELECT pg_sleep(...)` in the transaction, as a slow query would.
+// history it was applied. Where the wait is:
+//  - client: std::this_thread::sleep_for in handle(), as a handler calling an HTTP
+//    service there would (the transaction open and idle meanwhile);
+//  - server: `SELECT pg_sleep(...)` in the transaction, as a slow query would;
+//  - outside: sleep_for in before_transaction() (exo/outside_transaction.hpp), the same
+//    call made before the transaction, handle() left with the effect alone.
 //
-// The effect: an upsert of keyed_last (key -> records applied so far) returning the new
-// count, and a keyed_effects row (event id, key, the record's produced position in its
-// key, that count). The upsert's row lock serializes a key's transactions in commit order,
-// so the count is the record's rank among its key's committed records: a record applied
-// out of its key's order, twice or never shows in check_keyed (keyed_workload.hpp).
-//
-// Thread-safety: one instance per batch thread (exo's contract for handlers).
 #include <chrono>
 
 #include <exo/handler.hpp>
+#include <exo/outside_transaction.hpp>
 
 namespace exo::bench {
 
 enum class KeyedWait {
-    client,  // sleep_for in handle(): an HTTP-like call while the transaction is idle
-    server,  // SELECT pg_sleep() in the transaction: a slow query
+    client,   // sleep_for in handle(): an HTTP-like call while the transaction is idle
+    server,   // SELECT pg_sleep() in the transaction: a slow query
+    outside,  // sleep_for in before_transaction(): the call before the transaction
 };
 
 // The tables the handler writes, created in a scenario's schema before the daemon starts.
@@ -31,7 +27,7 @@ inline constexpr const char* kKeyedTablesSql =
     "CREATE TABLE keyed_effects (id bigserial PRIMARY KEY, event_id text NOT NULL,"
     " key text NOT NULL, seq integer NOT NULL, rank integer NOT NULL)";
 
-class KeyedWaitHandler final : public Handler {
+class KeyedWaitHandler : public Handler {
 public:
     KeyedWaitHandler(KeyedWait mode, std::chrono::microseconds wait) : mode_(mode), wait_(wait) {}
     void prepare(pqxx::connection_base& connection) override;
@@ -41,6 +37,18 @@ public:
 
 private:
     KeyedWait mode_;
+    std::chrono::microseconds wait_;
+};
+
+// KeyedWait::outside: the wait in before_transaction(), which may run on several threads
+// at once (it only sleeps).
+class KeyedOutsideWaitHandler final : public KeyedWaitHandler, public OutsideTransaction {
+public:
+    explicit KeyedOutsideWaitHandler(std::chrono::microseconds wait)
+        : KeyedWaitHandler(KeyedWait::outside, wait), wait_(wait) {}
+    void before_transaction(OutsideContext& ctx) const override;
+
+private:
     std::chrono::microseconds wait_;
 };
 

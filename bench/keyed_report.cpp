@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <utility>
 
 #include "keyed_scenario.hpp"
 
@@ -31,20 +32,29 @@ void print_keyed_table(std::ostream& out, const BenchOptions& o, const BenchResu
         o.keyed_workers, o.keyed_batch_size > 0 ? o.keyed_batch_size : PipelineConfig{}.batch_size,
         o.runs);
     out << fmt::format(
-        "| wait (in the transaction) | partition, concurrency 1 | partition, concurrency {0} | "
-        "key, concurrency {0} | key / partition (concurrency {0}) | key / partition "
-        "(concurrency 1) | key / Parallel Consumer ({1}/s) |\n"
+        "| wait (concurrency N) | partition, concurrency 1 | partition, concurrency N | key, "
+        "concurrency N | key / partition (concurrency N) | key / partition (concurrency 1) | "
+        "key / Parallel Consumer ({}/s) |\n"
         "| --- | --- | --- | --- | --- | --- | --- |\n",
-        o.keyed_concurrency, grouped(kParallelConsumerKeyRate));
-    for (const char* wait : {"client", "server"}) {
-        const double c1 = rate(fmt::format("keyed-{}-partition-c1", wait));
-        const double part = rate(fmt::format("keyed-{}-partition", wait));
-        const double key = rate(fmt::format("keyed-{}-key", wait));
-        out << fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n",
-                           std::string(wait) == "client" ? "client: sleep_for in handle()"
-                                                         : "server: SELECT pg_sleep()",
-                           grouped(c1), grouped(part), grouped(key), cell(key / part, 1),
-                           cell(key / c1, 1), cell(key / kParallelConsumerKeyRate, 2));
+        grouped(kParallelConsumerKeyRate));
+    const std::pair<KeyedWait, const char*> waits[] = {
+        {KeyedWait::client, "client: sleep_for in handle(), in the transaction"},
+        {KeyedWait::server, "server: SELECT pg_sleep(), in the transaction"},
+        {KeyedWait::outside, "outside: sleep_for in before_transaction(), before it"}};
+    for (const auto& [wait, described] : waits) {
+        const char* name = wait == KeyedWait::client   ? "client"
+                           : wait == KeyedWait::server ? "server"
+                                                       : "outside";
+        const double c1 = rate(fmt::format("keyed-{}-partition-c1", name));
+        const double part = rate(fmt::format("keyed-{}-partition", name));
+        const double key = rate(fmt::format("keyed-{}-key", name));
+        if (std::isnan(c1) && std::isnan(part) && std::isnan(key)) continue;
+        std::string row = fmt::format("{} (N = {}", described, keyed_concurrency(o, wait));
+        if (wait == KeyedWait::outside)
+            row += fmt::format(", outside_threads {}", o.keyed_outside_threads);
+        out << fmt::format("| {}) | {} | {} | {} | {} | {} | {} |\n", row, grouped(c1),
+                           grouped(part), grouped(key), cell(key / part, 1), cell(key / c1, 1),
+                           cell(key / kParallelConsumerKeyRate, 2));
     }
     out << "\n(records/s from the first poll to the last offset commit, each run checked: every "
            "record's effect row exactly once, each key's records applied in produced order.)\n";

@@ -1,6 +1,7 @@
 #pragma once
 // The per-key concurrency scenarios (issue "Per-key concurrency", item 7): a handler that
-// waits per record (keyed_handler.hpp: in handle(), or pg_sleep in the transaction) over
+// waits per record (keyed_handler.hpp: in handle(), pg_sleep in the transaction, or in
+// before_transaction() outside it) over
 // the keyed workload (keyed_workload.hpp), run with `ordering: partition` (today) and
 // `ordering: key`, the same workers and pipeline.concurrency, plus partition ordering at
 // concurrency 1 (the default config's shape). Each is an ordinary pipeline scenario
@@ -29,12 +30,21 @@ inline constexpr KeyedScenarioSpec kKeyedScenarios[] = {
     {"keyed-server-partition-c1", KeyedWait::server, false, false},
     {"keyed-server-partition", KeyedWait::server, false, true},
     {"keyed-server-key", KeyedWait::server, true, true},
+    {"keyed-outside-partition-c1", KeyedWait::outside, false, false},
+    {"keyed-outside-partition", KeyedWait::outside, false, true},
+    {"keyed-outside-key", KeyedWait::outside, true, true},
 };
+
+// pipeline.concurrency of `spec`'s concurrent scenarios (-partition, -key).
+inline int keyed_concurrency(const BenchOptions& o, KeyedWait wait) {
+    return wait == KeyedWait::outside ? o.keyed_outside_concurrency : o.keyed_concurrency;
+}
 
 // Creates the handler's tables in `iso` and returns the scenario: `world`'s config with the
 // keyed binding (handler keyed_wait, key json /eventId, no sequence), --keyed-workers,
-// --keyed-batch-size, and the ordering and concurrency set through exo.yaml paths
-// (bindings[0].ordering, pipeline.concurrency) by exo's own parser. Throws ConfigError when
+// --keyed-batch-size, and the ordering, concurrency (keyed_concurrency()) and, for
+// keyed-outside-*, pipeline.outside_threads set through exo.yaml paths by exo's own parser
+// before --keyed-config. Throws ConfigError when
 // this build's parser refuses them. `w` must outlive the scenario's run (its check reads it).
 PipelineScenario keyed_scenario(BenchWorld& world, const Isolation& iso, const KeyedWorkload& w,
                                 const KeyedScenarioSpec& spec, const BenchOptions& options,

@@ -408,7 +408,7 @@ Verdict print_report(std::ostream& out, const BenchOptions& o, const Calibration
     }
     // Issue "Per-key concurrency": ordering key against partition ordering, per wait, when
     // the keyed scenarios ran.
-    for (const char* wait : {"client", "server"}) {
+    for (const char* wait : {"client", "server", "outside"}) {
         const std::string key = fmt::format("keyed-{}-key", wait);
         const std::string part = fmt::format("keyed-{}-partition", wait);
         const std::string c1 = part + "-c1";

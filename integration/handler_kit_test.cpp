@@ -546,9 +546,11 @@ TEST_CASE(
     "to handle(), and fails the record with what it throws") {
     std::vector<std::string> outside_calls;
     bool outside_in_transaction = false;
+    std::string outside_trace, handle_trace;
     std::unique_ptr<HandlerKit> kit;  // the handler looks at the kit's connection
     auto outside = [&](exo::OutsideContext& ctx) {
         outside_calls.push_back(ctx.idempotency_key() + "#" + std::to_string(ctx.attempt()));
+        outside_trace = ctx.trace().trace_id;
         // The kit's session, seen from another one: not inside the record's transaction.
         pqxx::connection observer(exo::testing::postgres_uri());
         pqxx::nontransaction look(observer);
@@ -568,7 +570,8 @@ TEST_CASE(
     kit = std::make_unique<HandlerKit>(
         exo::testing::postgres_uri(),
         std::make_unique<FnOutsideHandler>(outside,
-                                           [](HandlerContext& ctx) {
+                                           [&](HandlerContext& ctx) {
+                                               handle_trace = ctx.trace().trace_id;
                                                insert_note(ctx);
                                                ctx.set_result(
                                                    std::any_cast<std::string>(ctx.handed_over()));
@@ -578,6 +581,8 @@ TEST_CASE(
     Delivery plain = kit->deliver({.value = R"({"id": "n-1"})"});
     CHECK(plain == Outcome::applied);
     CHECK(plain.result == "quoted n-1");
+    CHECK_FALSE(outside_trace.empty());
+    CHECK(outside_trace == handle_trace);  // one delivery, one trace
 
     const TestRecord flaky{.value = R"({"id": "n-2", "flaky": true})"};
     Delivery first = kit->deliver(flaky);
@@ -595,4 +600,28 @@ TEST_CASE(
     CHECK(outside_calls == std::vector<std::string>{"n-1#1", "n-2#1", "n-2#2", "n-3#1"});
     CHECK_FALSE(outside_in_transaction);
     CHECK(count(*kit, "notes") == 2);
+}
+
+TEST_CASE(
+    "the handler kit throws a before_transaction() DependencyError, or its own lost connection, "
+    "from deliver() uncounted, as the daemon pauses on it") {
+    bool down = true;
+    auto kit = HandlerKit(exo::testing::postgres_uri(),
+                          std::make_unique<FnOutsideHandler>(
+                              [&](exo::OutsideContext& ctx) {
+                                  if (!down) return;
+                                  if (ctx.json().value("lost", false))
+                                      throw pqxx::broken_connection("gone");
+                                  throw exo::DependencyError("the quote service is down");
+                              },
+                              insert_note),
+                          notes({.key = "json:/id"}));
+    CHECK_THROWS_AS(kit.deliver({.value = R"({"id": "n-1"})"}), exo::DependencyError);
+    CHECK_THROWS_WITH_AS(kit.deliver({.value = R"({"id": "n-2", "lost": true})"}),
+                         doctest::Contains("the handler's own connection failed: gone"),
+                         exo::DependencyError);
+    down = false;
+    Delivery later = kit.deliver({.value = R"({"id": "n-1"})"});
+    CHECK(later == Outcome::applied);
+    CHECK(later.attempt == 1);  // the outage counted no attempt
 }

@@ -97,6 +97,8 @@ void check_failures(const char* name, const char* handler) {
     CHECK(calls_of("acc-r") ==
           std::vector<std::string>{"fail-once-r", "fail-once-r", "r-2", "r-3"});
     CHECK(calls_of("acc-p") == std::vector<std::string>{"p-1", "refused-p", "p-3"});
+    // Other keys are not held by either: each called once.
+    CHECK(calls_of("acc-x") == std::vector<std::string>{"x-1", "x-2", "x-3"});
 }
 
 }  // namespace
@@ -140,7 +142,8 @@ TEST_CASE(
         CHECK(calls_of(account) == expected);  // once each, in order
     }
     CHECK_FALSE(outside::account_overlapped);
-    CHECK(outside::max_in_flight.load() > 1);  // one slot: only the outside threads overlap
+    CHECK(outside::max_in_flight.load() > 1);       // one slot: only the outside threads overlap
+    CHECK(outside::max_in_flight.load() <= 8 + 1);  // outside_threads and the slot's own
     CHECK(outside::looked.load() == 100);
     CHECK(outside::saw_open_transaction.load() == 0);
 }
@@ -155,4 +158,37 @@ TEST_CASE(
     "a batch handler's before_transaction() failures fail only their records, and handle_batch() "
     "gets what each record's call handed over") {
     check_failures("outsidebatch", "outside_recording_batch");
+}
+
+TEST_CASE(
+    "with ordering: partition and two slots, before_transaction() runs each partition's records "
+    "in offset order, once each, and different partitions at once") {
+    auto options = one_slot("outsidepartition", "outside_recording");
+    options.partitions = 2;
+    options.ordering = exo::Ordering::partition;
+    options.concurrency = 2;
+    PipelineHarness h(options);
+    prepare(h, 5ms);
+    std::vector<exo::PaymentMessage> messages;
+    for (int seq = 1; seq <= 20; ++seq)
+        for (int p = 0; p < 2; ++p)
+            messages.push_back(
+                payment(fmt::format("p{}-{}", p, seq), fmt::format("acc-{}", p), 1, seq, p));
+    h.produce(messages);
+    {
+        RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());
+        REQUIRE(h.wait_until_consumed(90s));
+    }
+    for (int p = 0; p < 2; ++p) {
+        const auto account = fmt::format("acc-{}", p);
+        INFO(account);
+        std::vector<std::string> expected;
+        for (int seq = 1; seq <= 20; ++seq) expected.push_back(fmt::format("p{}-{}", p, seq));
+        CHECK(calls_of(account) == expected);
+    }
+    CHECK(h.count("SELECT count(*) FROM outside_applied") == 40);
+    CHECK(h.count("SELECT count(*) FROM outside_applied WHERE handed_over IS DISTINCT FROM "
+                  "'outside:' || event_id") == 0);
+    CHECK_FALSE(outside::account_overlapped);
+    CHECK(outside::saw_open_transaction.load() == 0);
 }

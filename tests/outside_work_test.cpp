@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <spdlog/spdlog.h>
+#include <pqxx/except>
 
 #include <exo/errors.hpp>
 #include <exo/outside_transaction.hpp>
@@ -27,6 +28,7 @@
 #include "pipeline/binding_handlers.hpp"
 #include "pipeline/handler_registry.hpp"
 #include "pipeline/outside_work.hpp"
+#include "pipeline/passes/transaction_step.hpp"
 
 using namespace std::chrono_literals;
 using exo::Fate;
@@ -238,4 +240,63 @@ TEST_CASE(
     CHECK(handed(at(*batch, 1)) == "(nothing)");
     CHECK(handed(at(*batch, 3)) == "(nothing)");
     CHECK(handed(at(*batch, 4)) == "seen 4");
+}
+
+TEST_CASE(
+    "a dead-letter verdict carried from an earlier try is taken before the outside work: it and "
+    "the records of its lane behind it call nothing, other lanes do") {
+    Seen seen;
+    Fixture f(seen);
+    exo::OutsideWork work(2, f.stats, *spdlog::default_logger());
+    auto batch = f.batch({f.record("a", 0), f.record("b", 1), f.record("a", 2), f.record("b", 3)});
+    at(*batch, 0).pending.dead_letter = exo::DeadLetterVerdict{"bad payload", true, false};
+
+    exo::take_carried_dead_letters(*batch);
+    work.run(*batch, *f.handlers);
+
+    CHECK(at(*batch, 0).fate == Fate::dead_letter);
+    CHECK(at(*batch, 0).error == "bad payload");
+    CHECK(at(*batch, 2).fate == Fate::requeue);  // behind it in lane a
+    CHECK(at(*batch, 1).fate == Fate::pending);  // lane b is not held
+    CHECK(at(*batch, 3).fate == Fate::pending);
+    CHECK(seen.calls == std::vector<std::string>{"b:1", "b:3"});
+}
+
+namespace {
+
+// What outside_failure() makes of `thrown`, rethrown.
+template <class E>
+std::exception_ptr translated(E thrown) {
+    return exo::outside_failure(std::make_exception_ptr(std::move(thrown)));
+}
+
+}  // namespace
+
+TEST_CASE(
+    "a before_transaction() failure that reads as exo's own sessions failing is the handler's: "
+    "a lost connection its dependency down, an aborted transaction or lock timeout a retryable "
+    "failure; the handler's own errors stay as thrown") {
+    CHECK_THROWS_AS(std::rethrow_exception(translated(pqxx::broken_connection("gone"))),
+                    exo::DependencyError);
+    CHECK_THROWS_WITH(std::rethrow_exception(translated(pqxx::broken_connection("gone"))),
+                      doctest::Contains("the handler's own connection failed: gone"));
+    CHECK_THROWS_AS(std::rethrow_exception(translated(pqxx::in_doubt_error("unknown"))),
+                    exo::DependencyError);
+    CHECK_THROWS_AS(
+        std::rethrow_exception(translated(pqxx::sql_error("ERROR: x", "SELECT 1", "25P02"))),
+        exo::RetryableError);
+    CHECK_THROWS_AS(
+        std::rethrow_exception(translated(pqxx::sql_error("ERROR: x", "SELECT 1", "55P03"))),
+        exo::RetryableError);
+    CHECK_THROWS_AS(std::rethrow_exception(translated(exo::PermanentError("no"))),
+                    exo::PermanentError);
+    CHECK_THROWS_AS(std::rethrow_exception(translated(exo::DependencyError("down"))),
+                    exo::DependencyError);
+    CHECK_THROWS_AS(std::rethrow_exception(translated(exo::RetryableError("later"))),
+                    exo::RetryableError);
+    // A constraint violation of the handler's own statement: as classify() says (permanent).
+    CHECK_THROWS_AS(
+        std::rethrow_exception(translated(pqxx::unique_violation("ERROR: dup", "INSERT", "23505"))),
+        pqxx::unique_violation);
+    CHECK_THROWS_AS(std::rethrow_exception(translated(42)), int);
 }

@@ -135,8 +135,8 @@ std::string render_metrics(const PipelineStats& stats, const DaemonStatus& statu
          "Records a batch handler named as failed; their batch ran again without them.",
          stats.records_isolated},
         {"exo_outside_failures_total",
-         "Handlers' before_transaction() calls that threw; their records failed as if handle() "
-         "had.",
+         "Handlers' before_transaction() calls that threw; each fails its record where handle() "
+         "would have run, unless the record turned out a duplicate or stale.",
          stats.outside_failures},
         {"exo_lost_completions_total",
          "Completions that found the claim taken over (PostgreSQL decided).",

@@ -7,11 +7,10 @@ Batch::Batch(std::vector<PendingRecord> taken) {
 }
 
 void Batch::hold_behind(const BatchRecord& record) {
-    const auto tp = record.partition();
+    const auto lane = record.pending.lane();
     for (std::size_t j = record.position + 1; j < records_.size(); ++j)
-        if (records_[j].fate == Fate::pending && records_[j].partition() == tp)
-            records_[j].requeue(std::chrono::milliseconds(0),
-                                "behind a held record of its partition");
+        if (records_[j].fate == Fate::pending && records_[j].pending.lane() == lane)
+            records_[j].requeue(std::chrono::milliseconds(0), "behind a held record of its lane");
 }
 
 std::vector<TokenRequest> Batch::open_claims() const {

@@ -33,8 +33,9 @@ public:
     auto begin() const { return records_.begin(); }
     auto end() const { return records_.end(); }
 
-    // Order is per partition: the pending records behind `record` in its
-    // partition wait for the next batch, where they come after it again.
+    // Order is per lane (a partition, or one ordering key of it: section 5.8):
+    // the pending records behind `record` in its lane wait for the next batch,
+    // where they come after it again. Other lanes are not held.
     void hold_behind(const BatchRecord& record);
     // The Redis claims the batch holds now (for the lease keeper).
     std::vector<TokenRequest> open_claims() const;

@@ -73,10 +73,18 @@ BatchEnd BatchProtocol::prepare(Batch& batch, LeaseKeeper& leases) {
     return BatchEnd::went_through;
 }
 
-BatchEnd BatchProtocol::apply(Batch& batch) {
-    // Before BEGIN, so no transaction waits on another service.
-    if (handlers_.any_outside()) outside_->run(batch, handlers_);
+BatchEnd BatchProtocol::apply(Batch& batch, LeaseKeeper& leases) {
     try {
+        // Before BEGIN, so no transaction waits on another service; after the
+        // verdicts carried from an earlier try, so what they hold calls nothing.
+        if (handlers_.any_outside()) {
+            take_carried_dead_letters(batch);
+            outside_->run(batch, handlers_);
+            // What was put back behind a failed call does not run now: its
+            // claims would NACK other workers' copies of its keys meanwhile.
+            lane_.claims.give_back_unrun(batch);
+            leases.hold(batch.open_claims());
+        }
         transactions_.run(batch);
     } catch (const std::exception& e) {
         return batch_failed(batch, e, lane_);
@@ -94,7 +102,7 @@ BatchEnd BatchProtocol::apply(Batch& batch) {
 
 BatchEnd BatchProtocol::transact(Batch& batch, LeaseKeeper& leases) {
     const BatchEnd prepared = prepare(batch, leases);
-    return prepared == BatchEnd::went_through ? apply(batch) : prepared;
+    return prepared == BatchEnd::went_through ? apply(batch, leases) : prepared;
 }
 
 void BatchProtocol::settle(Batch& batch, LeaseKeeper& leases) {

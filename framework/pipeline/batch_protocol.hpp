@@ -82,9 +82,10 @@ public:
     // On the claiming thread. Never throws: a failure is the batch's (fate policy).
     BatchEnd prepare(Batch& batch, LeaseKeeper& leases);
     // Section 5.3, the transaction step, for a batch prepare() let through,
-    // after its records' work outside the transaction. On the applying thread.
-    // Never throws.
-    BatchEnd apply(Batch& batch);
+    // after its records' work outside the transaction (5.9; the claims of the
+    // records that put back give back at once, and `leases` stops renewing
+    // them). On the applying thread. Never throws.
+    BatchEnd apply(Batch& batch, LeaseKeeper& leases);
     // prepare() and, if it went through, apply(): one thread does both.
     BatchEnd transact(Batch& batch, LeaseKeeper& leases);
     // Sections 5.4 and 5.6, whatever transact() answered: claims of settled

@@ -1,10 +1,13 @@
 #include "pipeline/outside_work.hpp"
 
-#include <latch>
+#include <atomic>
 #include <map>
 
+#include <exo/errors.hpp>
 #include "core/context_access.hpp"
 #include "core/log_context.hpp"
+#include "core/text.hpp"
+#include "pipeline/failure_matrix.hpp"
 
 namespace exo {
 namespace {
@@ -13,12 +16,12 @@ using Clock = std::chrono::steady_clock;
 
 struct LaneWork {
     std::vector<BatchRecord*> records;  // in batch order
-    std::size_t done = 0;               // records whose call returned
+    std::size_t done = 0;               // records whose call returned or threw
 };
 
 // The records of a lane behind its failed record wait for it in the inbox.
-void requeue_behind_failures(std::map<Lane, LaneWork>& lanes) {
-    for (auto& [_, lane] : lanes)
+void requeue_behind_failures(std::vector<LaneWork>& lanes) {
+    for (auto& lane : lanes)
         for (std::size_t n = lane.done; n < lane.records.size(); ++n)
             lane.records[n]->requeue(std::chrono::milliseconds(0),
                                      "behind a record of its lane whose before_transaction() "
@@ -26,6 +29,35 @@ void requeue_behind_failures(std::map<Lane, LaneWork>& lanes) {
 }
 
 }  // namespace
+
+std::exception_ptr outside_failure(std::exception_ptr thrown) {
+    try {
+        std::rethrow_exception(thrown);
+    } catch (const std::exception& e) {
+        switch (classify(e)) {
+            case Failure::postgres_down:
+            case Failure::redis_down:
+                // Not exo's sessions (no transaction is open yet): the handler's own
+                // client lost its server, a dependency of the handler.
+                return std::make_exception_ptr(
+                    DependencyError("before_transaction(): the handler's own connection failed: " +
+                                    printable_text(e.what())));
+            case Failure::aborted_transaction:
+            case Failure::contention:
+            case Failure::handler_unprepared:
+                // Meant for exo's transaction; from the handler's own statements a
+                // failure of the record's try like any other.
+                return std::make_exception_ptr(
+                    RetryableError("before_transaction(): " + printable_text(e.what())));
+            case Failure::dependency_down:
+            case Failure::retryable:
+            case Failure::permanent:
+                return thrown;
+        }
+    } catch (...) {
+    }
+    return thrown;
+}
 
 OutsideWork::OutsideWork(int threads, PipelineStats& stats, spdlog::logger& log)
     : stats_(stats), log_(log) {
@@ -48,7 +80,7 @@ void OutsideWork::serve(std::stop_token stop) {
             task = std::move(tasks_.front());
             tasks_.pop_front();
         }
-        task();
+        task();  // never throws (run() makes them so)
     }
 }
 
@@ -61,56 +93,79 @@ void OutsideWork::submit(std::function<void()> task) {
 }
 
 void OutsideWork::run(Batch& batch, const BindingHandlers& handlers) {
-    std::map<Lane, LaneWork> lanes;
-    for (auto& record : batch) {
-        if (record.fate != Fate::pending || record.pending.dead_letter) continue;
-        const auto* handler = handlers.outside(*record.binding);
-        if (handler == nullptr) continue;
-        record.handed_over.reset();  // a batch's work is its own
-        record.outside_failure = nullptr;
-        lanes[record.pending.lane()].records.push_back(&record);
+    std::vector<LaneWork> lanes;
+    {
+        std::map<Lane, std::size_t> index;  // lane -> its place in `lanes`
+        for (auto& record : batch) {
+            if (record.fate != Fate::pending) continue;
+            if (handlers.outside(*record.binding) == nullptr) continue;
+            const auto [at, added] = index.try_emplace(record.pending.lane(), lanes.size());
+            if (added) lanes.emplace_back();
+            lanes[at->second].records.push_back(&record);
+        }
     }
     if (lanes.empty()) return;
 
-    // One lane's records in order; the first failure ends the lane's work.
-    const auto work = [&](LaneWork& lane) {
-        for (auto* record : lane.records) {
-            const auto& r = record->pending.record;
-            LogContext log_context(r.topic, r.partition, r.offset, record->key,
-                                   &record->pending.trace);
-            const auto started = Clock::now();
-            try {
-                auto ctx = detail::ContextAccess::outside(
-                    r, record->key, record->payload, log_, record->pending.attempts + 1,
-                    &record->pending.trace, record->handed_over);
-                handlers.outside(*record->binding)->before_transaction(ctx);
-            } catch (...) {
-                record->outside_failure = std::current_exception();
-                stats_.outside_failures++;
+    // One record's call; what it throws stays with the record.
+    const auto call = [&](BatchRecord& record) noexcept {
+        const auto started = Clock::now();
+        try {
+            const auto& r = record.pending.record;
+            LogContext log_context(r.topic, r.partition, r.offset, record.key,
+                                   &record.pending.trace);
+            auto ctx = detail::ContextAccess::outside(r, record.key, record.payload, log_,
+                                                      record.pending.attempts + 1,
+                                                      &record.pending.trace, record.handed_over);
+            handlers.outside(*record.binding)->before_transaction(ctx);
+        } catch (...) {
+            record.outside_failure = outside_failure(std::current_exception());
+            stats_.outside_failures++;
+        }
+        stats_.outside_ran(
+            record.binding->topic,
+            std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started));
+    };
+    // Lanes are taken one at a time by whoever is free, this thread included: a
+    // lane's records in order, its first failure ending its work.
+    std::atomic<std::size_t> next{0};
+    const auto drain = [&]() noexcept {
+        for (std::size_t i; (i = next++) < lanes.size();) {
+            auto& lane = lanes[i];
+            for (auto* record : lane.records) {
+                call(*record);
+                ++lane.done;
+                if (record->outside_failure) break;
             }
-            stats_.outside_ran(
-                record->binding->topic,
-                std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started));
-            ++lane.done;
-            if (record->outside_failure) return;
         }
     };
-    if (threads_.empty()) {
-        for (auto& [_, lane] : lanes) work(lane);
-        requeue_behind_failures(lanes);
-        return;
+    // Helpers done, under `mutex`: this thread returns (and `lanes` goes) only
+    // after the last one has let go of everything here.
+    std::mutex mutex;
+    std::condition_variable all_done;
+    std::size_t helping = 0;
+    const std::size_t helpers = std::min(lanes.size() - 1, threads_.size());
+    for (std::size_t n = 0; n < helpers; ++n) {
+        {
+            std::lock_guard lock(mutex);
+            ++helping;
+        }
+        try {
+            submit([&]() noexcept {
+                drain();
+                std::lock_guard lock(mutex);
+                if (--helping == 0) all_done.notify_all();
+            });
+        } catch (...) {
+            std::lock_guard lock(mutex);
+            --helping;
+            break;  // out of memory: this thread drains what is left
+        }
     }
-    std::latch finished(static_cast<std::ptrdiff_t>(lanes.size() - 1));
-    auto first = lanes.begin();
-    for (auto it = std::next(first); it != lanes.end(); ++it) {
-        LaneWork& lane = it->second;
-        submit([&work, &lane, &finished] {
-            work(lane);
-            finished.count_down();
-        });
+    drain();
+    {
+        std::unique_lock lock(mutex);
+        all_done.wait(lock, [&] { return helping == 0; });
     }
-    work(first->second);  // this thread's share, instead of waiting idle
-    finished.wait();
     requeue_behind_failures(lanes);
 }
 

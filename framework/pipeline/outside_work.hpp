@@ -3,20 +3,23 @@
 // (exo/outside_transaction.hpp): a worker's outside threads
 // (pipeline.outside_threads), shared by its batches. A batch's records run
 // their before_transaction() lane by lane: a lane's records one after another
-// in batch order, different lanes at the same time (one of them on the
-// calling thread), so a batch waits about as long as its slowest lane.
+// in batch order, different lanes at the same time, taken one at a time by
+// the calling thread and up to outside_threads helpers, so a batch waits
+// about as long as its slowest lane.
 //
 // What a call hands over, or throws, stays with its record
 // (BatchRecord::handed_over, ::outside_failure): the transaction step hands
 // the value to handle() and rethrows the failure where handle() would have run
 // (pipeline/record_step.hpp), so a failure here follows the failure matrix as
-// one of handle() would. The records of a lane behind a failed one run nothing
-// here and are put back behind it (Fate::requeue, no delay): its own fate, a
-// retry or a dead letter, is decided in the transaction.
+// one of handle() would (after outside_failure() below). The records of a lane
+// behind a failed one run nothing here and are put back behind it
+// (Fate::requeue, no delay): its own fate, a retry or a dead letter, is
+// decided in the transaction.
 //
 // Thread-safety: run() from any of the worker's threads, concurrently.
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <stop_token>
@@ -31,6 +34,14 @@
 
 namespace exo {
 
+// What a failure of before_transaction() means for its record: what the
+// handler threw, but for what classify() (pipeline/failure_matrix.hpp) reads
+// as exo's own sessions failing, which before the transaction can only be the
+// handler's own clients: a lost connection is the handler's dependency down
+// (DependencyError: the worker pauses, uncounted), an aborted transaction, a
+// lock timeout or a failed prepare a retryable failure of the record.
+std::exception_ptr outside_failure(std::exception_ptr thrown);
+
 class OutsideWork {
 public:
     // Starts `threads` threads; 0: run() works every lane on the calling thread.
@@ -41,7 +52,9 @@ public:
 
     // Runs before_transaction() for every pending record of `batch` whose
     // binding's handler has one (`handlers`: the calling slot's instances), and
-    // returns when every call returned. Never throws.
+    // returns when every call returned. Decide records that must not call
+    // (a dead-letter verdict carried from an earlier try, and what it holds
+    // behind it) first. Never throws.
     void run(Batch& batch, const BindingHandlers& handlers);
 
 private:

@@ -167,7 +167,7 @@ void Worker::apply_and_settle(Slot& slot, Prepared prepared,
     Batch& batch = *prepared.batch;
     LeaseKeeper& leases = *prepared.leases;
     BatchEnd end = prepared.end;
-    if (end == BatchEnd::went_through) end = slot.protocol.apply(batch);
+    if (end == BatchEnd::went_through) end = slot.protocol.apply(batch, leases);
     switch (end) {
         case BatchEnd::went_through:
             healthy_ = true;

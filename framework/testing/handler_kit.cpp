@@ -25,12 +25,14 @@
 #include "core/context_access.hpp"
 #include "core/key_derivation.hpp"
 #include "core/text.hpp"
+#include "core/trace_context.hpp"
 #include "pg/explicit_transaction.hpp"
 #include "pg/framework_statements.hpp"
 #include "pg/migrations.hpp"
 #include "pg/pg_errors.hpp"
 #include "pg/session.hpp"
 #include "pipeline/failure_matrix.hpp"
+#include "pipeline/outside_work.hpp"
 #include "pipeline/record_connection.hpp"
 #include "pipeline/record_step.hpp"
 
@@ -229,8 +231,10 @@ struct HandlerKit::State {
 
     Delivery deliver(const TestRecord& in);
     Verdict run(const Record& record, JsonPayload& payload, const std::string& key, int& attempts);
-    // What the handler's before_transaction() handed over or threw.
+    // The delivery's trace, and what the handler's before_transaction() handed
+    // over or threw.
     struct Outside {
+        TraceContext trace;
         std::any handed_over;
         std::exception_ptr failure;
     };
@@ -294,14 +298,14 @@ Delivery HandlerKit::State::deliver(const TestRecord& in) {
 Verdict HandlerKit::State::run(const Record& record, JsonPayload& payload, const std::string& key,
                                int& attempts) {
     // Before BEGIN, as the worker's outside work (pipeline/outside_work.hpp).
-    Outside outside;
+    Outside outside{start_trace(record), {}, nullptr};
     if (const auto* work = dynamic_cast<const OutsideTransaction*>(handler.get())) {
         try {
             auto ctx = detail::ContextAccess::outside(record, key, payload, *log, attempts + 1,
-                                                      nullptr, outside.handed_over);
+                                                      &outside.trace, outside.handed_over);
             work->before_transaction(ctx);
         } catch (...) {
-            outside.failure = std::current_exception();
+            outside.failure = outside_failure(std::current_exception());
         }
     }
     ExplicitTransaction batch(*connection);
@@ -337,6 +341,7 @@ Verdict HandlerKit::State::run_record(pqxx::transaction_base& tx, const Record& 
     try {
         RecordStepInput input{binding,         group,    record, key,          payload,    seq,
                               FencingToken{0}, *handler, *log,   attempts + 1, handler_ran};
+        input.trace = &outside.trace;
         input.handed_over = &outside.handed_over;
         input.outside_failure = outside.failure;
         auto step = run_record_step(tx, input, GapUndo::rollback_to_savepoint);

@@ -28,8 +28,8 @@
 // (ctx.rerun() is true). Either way only one run's effects ever commit.
 //
 // Waiting on another service (HTTP, a slow lookup): do it in before_transaction()
-// (exo/outside_transaction.hpp), outside the transaction and concurrently for a
-// batch's records, and hand its answer to handle().
+// (exo/outside_transaction.hpp), outside the transaction and at the same time
+// for records of different ordering lanes, and hand its answer to handle().
 //
 // Many records per call: derive from BatchHandler (exo/batch_handler.hpp) and
 // implement handle_batch() instead, to write a batch's effects set-based.

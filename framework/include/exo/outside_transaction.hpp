@@ -3,8 +3,9 @@
 // service, a slow lookup. Done in handle(), such a wait holds the transaction
 // (and its PostgreSQL connection and row locks) open and idle, and one worker
 // thread waits for one record at a time. Done in before_transaction(), it runs
-// outside any transaction and concurrently for the records of a batch, so a
-// few connections serve many waits.
+// outside any transaction, and for records of different ordering lanes at the
+// same time (different keys under `ordering: key` or `entity`; different
+// partitions under `partition`), so a few connections serve many waits.
 //
 // Add OutsideTransaction as a second base of a Handler (or BatchHandler):
 //
@@ -18,35 +19,49 @@
 //       }
 //   };
 //
-// When it runs: once per record and delivery, after the record's Redis claim
-// and before the transaction its handle() runs in, on one of the worker's
-// outside threads (pipeline.outside_threads). A record the claim settles (a
-// Redis DUPLICATE, a CONFLICT) never gets here. A record whose dedup row
+// When it runs: after the record's Redis claim and before the transaction its
+// handle() runs in, on one of the worker's outside threads
+// (pipeline.outside_threads) or the batch's own thread, once for each batch
+// the record is in. A record the claim settles (a Redis DUPLICATE, a
+// CONFLICT), a later copy of a key in its batch, and a dead letter whose
+// recording is being retried never get here. A record whose dedup row
 // PostgreSQL finds already committed (Redis lost its claim), or whose sequence
-// turns out stale or early, did run it and then runs no handle(). A retried
-// record (attempt() > 1) runs it again; a re-run of handle() within the batch
-// (HandlerContext::rerun()) gets the same handed-over value without running it
-// again.
+// turns out stale or early, did run it and then runs no handle(). A record put
+// back (its own retry, a NACK, a batch that failed as a whole, a record of its
+// lane ahead of it that failed) runs it again in its next batch, with the same
+// attempt() unless its own failure counted. A re-run of handle() within the
+// batch (HandlerContext::rerun()) gets the same handed-over value without
+// running it again.
 //
-// Order and threading: the records of one ordering lane (the partition under
-// `ordering: partition`, the key under `key` or `entity`) run it in their
+// Order and threading: the records of one ordering lane run it in their
 // order, one at a time, each after the previous one returned; records of
 // different lanes run it at the same time, on the same handler instance. So
 // before_transaction() must be safe to call from several threads at once
 // (it is const: guard any state it changes). handle() still sees each record
-// on the worker's thread, after every before_transaction() of its batch returned.
+// on the worker's thread, after every before_transaction() of its batch
+// returned. The order holds per batch: a record whose transaction fails after
+// the records behind it in its lane made their calls calls again, and they do
+// after it (a service sees r1, r2, r1, r2).
 //
 // What it may throw, and what follows: the same as handle() (exo/errors.hpp),
-// at the record's place in its transaction: RetryableError (or anything else)
-// retries the record with backoff, PermanentError dead-letters it, and
-// DependencyError pauses the worker. The records of its lane behind it run no
-// before_transaction() in this batch: they wait for it, as they would for a
-// failed handle().
+// at the record's place in its transaction, once the record is known to be
+// still new: RetryableError (or anything else) retries the record with
+// backoff, PermanentError dead-letters it, and DependencyError pauses the
+// worker. An error of the handler's own database or Redis client means what it
+// says about the handler's dependency: a lost connection is a DependencyError,
+// an aborted transaction or a lock timeout a RetryableError. The records of its
+// lane behind it run no before_transaction() in this batch: they go back
+// behind it and come in its next batch, whatever its fate.
 //
 // Effects outside PostgreSQL happen at least once, and may happen for a record
 // that is then never applied (a crash before COMMIT, a failure of its
 // transaction, a duplicate found in PostgreSQL). Pass ctx.idempotency_key() to
 // services that take one, so a repeated call is harmless.
+//
+// How long a batch waits for its calls: its slowest lane's calls one after
+// another. Under `ordering: partition` a batch's lane is a whole partition's
+// records in it (up to pipeline.batch_size), so keep batch_size x the call's
+// latency well under pipeline.shutdown_timeout_ms, or order by key.
 //
 // Example (compiled with the unit tests): tests/header_examples/outside_example.cpp.
 #include <any>

@@ -91,6 +91,10 @@ void Claims::claim(Batch& batch) {
     give_back(batch, [](const BatchRecord& record) { return record.fate != Fate::pending; });
 }
 
+void Claims::give_back_unrun(Batch& batch) {
+    give_back(batch, [](const BatchRecord& record) { return record.fate == Fate::requeue; });
+}
+
 void Claims::complete(Batch& batch) {
     std::vector<CompleteRequest> requests;
     for (auto& record : batch) {

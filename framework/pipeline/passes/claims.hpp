@@ -32,6 +32,10 @@ public:
     // always, and never asks Redis: then complete() and release() have no token
     // to settle, and the lease keeper nothing to renew.
     void claim(Batch& batch);
+    // Gives back the claims of the records that will not run in this batch's
+    // transaction after all (put back by the work outside it), as claim() does
+    // for the records held behind a CONFLICT. Never throws.
+    void give_back_unrun(Batch& batch);
     // Settles the claims of the finished records (COMPLETED with the result, or
     // DEAD_LETTERED for a duplicate whose row says so). Never throws.
     void complete(Batch& batch);

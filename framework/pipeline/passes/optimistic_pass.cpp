@@ -94,6 +94,20 @@ PassResult run_optimistic_pass(const PassContext& ctx, pqxx::connection& connect
     if (ctx.config.pipeline.framework_sql == FrameworkSql::set_based)
         if (auto why = start_set_based(ctx, tx, records))
             return roll_back(transaction, ctx.stats, std::move(*why));
+    // Records still to apply whose before_transaction() threw fail now, all at
+    // once, before any handler runs; the others run again without them. (A
+    // record the start found a duplicate or stale ends as that instead.)
+    std::vector<NamedFailure> outside_failed;
+    for (auto* record : records)
+        if (record->fate == Fate::pending && record->framework_started && record->outside_failure) {
+            auto failed = record_failure(record->outside_failure, record->binding->handler);
+            outside_failed.push_back({record, failed.failure, std::move(failed.why)});
+        }
+    if (!outside_failed.empty()) {
+        auto result = roll_back(transaction, ctx.stats, outside_failed.front().why);
+        result.outside_failed = std::move(outside_failed);
+        return result;
+    }
     // Consecutive records of one batch handler's binding make a run, one
     // handle_batch() call each. Handlers see records in the order of the
     // transaction's records, the order their sequences were decided in.
@@ -117,13 +131,6 @@ PassResult run_optimistic_pass(const PassContext& ctx, pqxx::connection& connect
         }
         if (auto ran = call_run(); !ran.applied)
             return roll_back(transaction, ctx.stats, ran.why, std::move(ran.named));
-        if (record->framework_started && record->outside_failure) {
-            // Its before_transaction() threw, and only its handler was left to
-            // run: it fails here, named, and the others run again without it.
-            auto failed = record_failure(record->outside_failure, record->binding->handler);
-            return roll_back(transaction, ctx.stats, failed.why,
-                             NamedFailure{record, failed.failure, failed.why});
-        }
         if (auto failed = run_record(ctx, tx, *record, GapUndo::delete_row, outbox))
             return roll_back(transaction, ctx.stats, failed->why);
     }

@@ -6,6 +6,7 @@
 // alone (integration/transaction_passes_test.cpp).
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <spdlog/logger.h>
 #include <pqxx/transaction_base>
@@ -50,11 +51,15 @@ struct PassResult {
     // The optimistic pass only: a batch handler named the record it failed on,
     // so the records can run optimistically again without it.
     std::optional<NamedFailure> named;
+    // The optimistic pass only: records whose before_transaction() threw
+    // (exo/outside_transaction.hpp), known before BEGIN and failed here all at
+    // once, once the set-based start had decided they were still to apply.
+    std::vector<NamedFailure> outside_failed;
 
-    static PassResult done() { return {true, {}, std::nullopt}; }
+    static PassResult done() { return {true, {}, std::nullopt, {}}; }
     static PassResult rolled_back(std::string why,
                                   std::optional<NamedFailure> named = std::nullopt) {
-        return {false, std::move(why), std::move(named)};
+        return {false, std::move(why), std::move(named), {}};
     }
 };
 

@@ -6,21 +6,25 @@
 
 namespace exo {
 
+void take_carried_dead_letters(Batch& batch) {
+    for (auto& record : batch) {
+        if (record.fate != Fate::pending || !record.pending.dead_letter) continue;
+        // Already judged in an earlier try; only its dead-letter step failed.
+        record.fate = Fate::dead_letter;
+        record.error = record.pending.dead_letter->reason;
+        // Nothing behind it runs before it is recorded: a stalled dead letter
+        // stops its lane, it does not just hold back the offsets.
+        batch.hold_behind(record);
+    }
+}
+
 void TransactionStep::run(Batch& batch) {
+    take_carried_dead_letters(batch);
     // Records run in partition order: a record that must run alone ends the
     // transaction's records before it, runs, and new ones start after it.
     TransactionRecords records;
     for (auto& record : batch) {
         if (record.fate != Fate::pending) continue;
-        if (record.pending.dead_letter) {
-            // Already judged in an earlier try; only its dead-letter step failed.
-            record.fate = Fate::dead_letter;
-            record.error = record.pending.dead_letter->reason;
-            // Nothing behind it runs before it is recorded: a stalled dead letter
-            // stops its partition, it does not just hold back the offsets.
-            batch.hold_behind(record);
-            continue;
-        }
         if (!record.pending.solo) {
             records.push_back(&record);
             continue;
@@ -54,6 +58,13 @@ void TransactionStep::run_records(Batch& batch, const TransactionRecords& record
         const auto pass = run_optimistic_pass(ctx_, postgres_.connection(), records);
         if (pass.committed) return;
         for (auto* record : live) record->reset_to_pending();
+        if (!pass.outside_failed.empty()) {
+            // Failed before BEGIN, taken out together: no exclusion of a handler's.
+            for (const auto& failed : pass.outside_failed)
+                ctx_.fate.record_failed(batch, *failed.record, failed.failure, failed.why);
+            --exclusions;
+            continue;
+        }
         if (!pass.named || exclusions == kMaxExclusions) break;
         ctx_.stats.records_isolated++;
         ctx_.fate.record_failed(batch, *pass.named->record, pass.named->failure, pass.named->why);

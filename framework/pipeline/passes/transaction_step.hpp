@@ -18,6 +18,12 @@ namespace exo {
 // they run carefully.
 inline constexpr int kMaxExclusions = 8;
 
+// Records whose dead-letter verdict an earlier try took (only their dead-letter
+// step failed) go straight to the dead-letter step, and the pending records of
+// their lane behind them wait for the next batch. Done before anything of the
+// batch runs: none of them runs handler code in this batch.
+void take_carried_dead_letters(Batch& batch);
+
 class TransactionStep {
 public:
     TransactionStep(PassContext ctx, PostgresSession& postgres) : ctx_(ctx), postgres_(postgres) {}
