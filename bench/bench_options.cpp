@@ -69,9 +69,9 @@ targets in docs/performance.md, and a Markdown summary table.
   --keyed-concurrency N  pipeline.concurrency of keyed-{client,server}-partition and
                          -key (32)
   --keyed-outside-concurrency N
-                         pipeline.concurrency of keyed-outside-partition and -key (8)
+                         pipeline.concurrency of keyed-outside-partition and -key (4)
   --keyed-outside-threads N
-                         pipeline.outside_threads of keyed-outside-* (64)
+                         pipeline.outside_threads of keyed-outside-* (128)
   --keyed-batch-size N   pipeline.batch_size of the keyed scenarios; 0: the config
                          default (0: a batch takes a slot's share of what is ready)
   --keyed-config K=V     an exo.yaml path set in every keyed scenario, as in --extra

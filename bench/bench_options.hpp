@@ -70,7 +70,7 @@ struct BenchOptions {
     int keyed_concurrency = 32;  // pipeline.concurrency of the concurrent ones
     // The same for keyed-outside-*, whose waits overlap on the outside threads instead of
     // slots: fewer slots (PostgreSQL backends) and more outside threads serve them best.
-    int keyed_outside_concurrency = 8;
+    int keyed_outside_concurrency = 4;
     int keyed_outside_threads = 64;            // pipeline.outside_threads of keyed-outside-*
     int keyed_batch_size = 0;                  // pipeline.batch_size; 0: the config default (1000)
     std::vector<ConfigOverride> keyed_config;  // --keyed-config, set in every keyed scenario

@@ -625,3 +625,24 @@ TEST_CASE(
     CHECK(later == Outcome::applied);
     CHECK(later.attempt == 1);  // the outage counted no attempt
 }
+
+TEST_CASE(
+    "the handler kit dead-letters a record whose before_transaction() finds its payload is not "
+    "JSON, and retries one whose call throws something that is not a std::exception") {
+    int handled = 0;
+    auto kit = HandlerKit(exo::testing::postgres_uri(),
+                          std::make_unique<FnOutsideHandler>(
+                              [](exo::OutsideContext& ctx) {
+                                  if (ctx.record().value == "odd") throw 7;
+                                  (void)ctx.json();
+                              },
+                              [&](HandlerContext&) { ++handled; }),
+                          {.key = "coordinates"});
+    Delivery broken = kit.deliver({.value = "{not json"});
+    CHECK(broken == Outcome::dead_lettered);
+    CHECK(stored_outcome(kit, broken.key) == "DEAD_LETTERED");
+    Delivery odd = kit.deliver({.value = "odd"});
+    CHECK(odd == Outcome::retry);
+    CHECK(contains(odd.reason, "not a std::exception"));
+    CHECK(handled == 0);
+}
