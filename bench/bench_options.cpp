@@ -71,7 +71,7 @@ targets in docs/performance.md, and a Markdown summary table.
   --keyed-outside-concurrency N
                          pipeline.concurrency of keyed-outside-partition and -key (4)
   --keyed-outside-threads N
-                         pipeline.outside_threads of keyed-outside-* (128)
+                         pipeline.outside_threads of keyed-outside-* (64)
   --keyed-batch-size N   pipeline.batch_size of the keyed scenarios; 0: the config
                          default (0: a batch takes a slot's share of what is ready)
   --keyed-config K=V     an exo.yaml path set in every keyed scenario, as in --extra
