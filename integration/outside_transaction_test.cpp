@@ -65,6 +65,13 @@ std::map<std::string, std::string> applied_by_account(const PipelineHarness& h) 
     return out;
 }
 
+std::size_t total_calls() {
+    std::lock_guard lock(outside::mutex);
+    std::size_t n = 0;
+    for (const auto& [_, calls] : outside::calls) n += calls.size();
+    return n;
+}
+
 std::vector<std::string> calls_of(const std::string& account) {
     std::lock_guard lock(outside::mutex);
     return outside::calls[account];
@@ -204,4 +211,38 @@ TEST_CASE(
                   "'outside:' || event_id") == 0);
     CHECK_FALSE(outside::account_overlapped);
     CHECK(outside::saw_open_transaction.load() == 0);
+}
+
+TEST_CASE(
+    "a shutdown whose drain deadline passes stops the batch's calls outside the transaction: "
+    "what it did not call is redelivered and every record is applied once") {
+    auto options = one_slot("outsideabandon", "outside_recording");
+    options.ordering = exo::Ordering::partition;  // one lane: the batch's calls one after another
+    PipelineHarness h(options);
+    prepare(h, 300ms);
+    h.mutable_config().pipeline.shutdown_timeout = 1500ms;
+    std::vector<exo::PaymentMessage> messages;
+    for (int seq = 1; seq <= 40; ++seq)
+        messages.push_back(payment(fmt::format("a-{}", seq), "acc-a", 1, seq));
+    h.produce(messages);
+    {
+        RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());
+        exo::testing::wait_until(
+            "the batch's first calls", 60s, [] { return total_calls(); },
+            [](std::size_t n) { return n >= 2; });
+    }  // stopped: 40 calls of 300 ms would take 12 s, the drain waits 1.5 s
+    const auto called = total_calls();
+    CHECK(called < 40);
+    INFO("calls before the stop: " << called);
+
+    outside::pause = 0ms;
+    {
+        RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());
+        REQUIRE(h.wait_until_consumed(90s));
+    }
+    CHECK(h.count("SELECT count(*) FROM outside_applied") == 40);
+    CHECK(h.count("SELECT count(DISTINCT event_id) FROM outside_applied") == 40);
+    CHECK(applied_by_account(h).at("acc-a") ==
+          "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 "
+          "32 33 34 35 36 37 38 39 40");
 }

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -49,6 +50,7 @@ struct Seen {
     std::set<std::string> at_gate;
     std::condition_variable gate_changed;
     bool gate_timed_out = false;
+    std::function<void(const std::string& call)> on_call;  // set: run in each call
 };
 
 // before_transaction(): records the call, hands over "seen <offset>", throws on
@@ -76,8 +78,9 @@ public:
                     seen_.gate_timed_out = true;
             }
         }
-        std::this_thread::sleep_for(
-            2ms);  // a short wait, so calls of a lane could overlap if run so
+        if (seen_.on_call) seen_.on_call(call);
+        // A short wait, so calls of a lane could overlap if run so.
+        std::this_thread::sleep_for(2ms);
         {
             std::lock_guard lock(seen_.mutex);
             --seen_.in_flight[key];
@@ -299,4 +302,32 @@ TEST_CASE(
         std::rethrow_exception(translated(pqxx::unique_violation("ERROR: dup", "INSERT", "23505"))),
         pqxx::unique_violation);
     CHECK_THROWS_AS(std::rethrow_exception(translated(42)), int);
+}
+
+TEST_CASE(
+    "abandoned calls: the call in progress finishes and hands over, no other starts, and every "
+    "record not called is put back; the next batch calls again") {
+    Seen seen;
+    Fixture f(seen);
+    exo::OutsideWork work(0, f.stats, *spdlog::default_logger());
+    seen.on_call = [&](const std::string& call) {
+        if (call == "a:1") work.abandon_calls();  // a revoke's deadline passed meanwhile
+    };
+    auto batch = f.batch({f.record("a", 0), f.record("a", 1), f.record("a", 2), f.record("b", 3)});
+
+    work.run(*batch, *f.handlers);
+
+    CHECK(seen.calls == std::vector<std::string>{"a:0", "a:1"});
+    CHECK(handed(at(*batch, 1)) == "seen 1");
+    CHECK(at(*batch, 1).fate == Fate::pending);  // called: on to its transaction
+    CHECK(at(*batch, 2).fate == Fate::requeue);
+    CHECK(at(*batch, 3).fate == Fate::requeue);
+    CHECK(f.stats.outside_failures == 0);
+
+    seen.on_call = nullptr;
+    auto next = f.batch({f.record("a", 2), f.record("b", 3)});
+    work.run(*next, *f.handlers);
+    CHECK(seen.calls.size() == 4);
+    CHECK(at(*next, 0).fate == Fate::pending);
+    CHECK(at(*next, 1).fate == Fate::pending);
 }

@@ -1,6 +1,5 @@
 #include "pipeline/outside_work.hpp"
 
-#include <atomic>
 #include <map>
 
 #include <exo/errors.hpp>
@@ -19,13 +18,14 @@ struct LaneWork {
     std::size_t done = 0;               // records whose call returned or threw
 };
 
-// The records of a lane behind its failed record wait for it in the inbox.
-void requeue_behind_failures(std::vector<LaneWork>& lanes) {
+// The records not called (behind their lane's failed record, or after the
+// calls were abandoned) wait in the inbox, in their order.
+void requeue_uncalled(std::vector<LaneWork>& lanes) {
     for (auto& lane : lanes)
         for (std::size_t n = lane.done; n < lane.records.size(); ++n)
             lane.records[n]->requeue(std::chrono::milliseconds(0),
-                                     "behind a record of its lane whose before_transaction() "
-                                     "failed");
+                                     "before_transaction() not run in this batch (a record of its "
+                                     "lane ahead of it failed, or the batch was abandoned)");
 }
 
 }  // namespace
@@ -128,10 +128,12 @@ void OutsideWork::run(Batch& batch, const BindingHandlers& handlers) {
     // Lanes are taken one at a time by whoever is free, this thread included: a
     // lane's records in order, its first failure ending its work.
     std::atomic<std::size_t> next{0};
+    const std::uint64_t abandoned = abandoned_.load();
     const auto drain = [&]() noexcept {
         for (std::size_t i; (i = next++) < lanes.size();) {
             auto& lane = lanes[i];
             for (auto* record : lane.records) {
+                if (abandoned_.load() != abandoned) break;
                 call(*record);
                 ++lane.done;
                 if (record->outside_failure) break;
@@ -166,7 +168,7 @@ void OutsideWork::run(Batch& batch, const BindingHandlers& handlers) {
         std::unique_lock lock(mutex);
         all_done.wait(lock, [&] { return helping == 0; });
     }
-    requeue_behind_failures(lanes);
+    requeue_uncalled(lanes);
 }
 
 }  // namespace exo

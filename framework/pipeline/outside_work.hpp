@@ -17,7 +17,9 @@
 // decided in the transaction.
 //
 // Thread-safety: run() from any of the worker's threads, concurrently.
+#include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <exception>
 #include <functional>
@@ -56,6 +58,13 @@ public:
     // (a dead-letter verdict carried from an earlier try, and what it holds
     // behind it) first. Never throws.
     void run(Batch& batch, const BindingHandlers& handlers);
+    // The batches in progress make no more calls: each record not called yet
+    // is put back as if a record of its lane ahead of it had failed. For a
+    // revoke or shutdown whose deadline passed (Worker::abandon_leases): those
+    // records will be redelivered, here or to the partition's new owner, and
+    // must not wait for, or make, calls meanwhile. Later batches call again.
+    // Thread-safe.
+    void abandon_calls() { ++abandoned_; }
 
 private:
     void serve(std::stop_token stop);
@@ -66,7 +75,8 @@ private:
     std::mutex mutex_;
     std::condition_variable_any ready_;
     std::deque<std::function<void()>> tasks_;
-    std::vector<std::jthread> threads_;  // last: they use everything above
+    std::atomic<std::uint64_t> abandoned_{0};  // abandon_calls() so far
+    std::vector<std::jthread> threads_;        // last: they use everything above
 };
 
 }  // namespace exo

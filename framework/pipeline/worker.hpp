@@ -80,8 +80,11 @@ public:
     // decides which transaction wins).
     // Sticks until the keeper's next batch: the worker's own hold() after its
     // claim step cannot undo it (LeaseKeeper says how). Thread-safe.
+    // The batches in hand also make no more calls outside their transaction
+    // (OutsideWork::abandon_calls): what they have not called is put back.
     void abandon_leases() {
         for (auto& keeper : lease_keepers_) keeper->abandon();
+        if (outside_) outside_->abandon_calls();
     }
     // True while the worker's dependencies answered on their last use, its
     // handlers prepared, and none of its lanes is stalled.

@@ -60,8 +60,11 @@
 //
 // How long a batch waits for its calls: its slowest lane's calls one after
 // another. Under `ordering: partition` a batch's lane is a whole partition's
-// records in it (up to pipeline.batch_size), so keep batch_size x the call's
-// latency well under pipeline.shutdown_timeout_ms, or order by key.
+// records in it (up to pipeline.batch_size); order by key to shorten lanes. A
+// call in progress is never interrupted, but when a revoke or shutdown waited
+// pipeline.shutdown_timeout_ms for the batch, it makes no further calls: the
+// records it has not called are put back (and redelivered), the ones it has
+// go on to their transaction.
 //
 // Example (compiled with the unit tests): tests/header_examples/outside_example.cpp.
 #include <any>
