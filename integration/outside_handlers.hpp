@@ -5,8 +5,10 @@
 // daemon's PostgreSQL sessions while it runs, and hands "outside:<event id>"
 // to handle(), which writes it with the record in outside_applied.
 //
-// Cues (the event id's prefix): fail-once-* throws RetryableError on the
-// record's first attempt; refused-* always throws PermanentError.
+// Cues (the event id's prefix): fail-once-* throws RetryableError from
+// before_transaction() on the record's first attempt; refused-* always throws
+// PermanentError from it; boom-* throws RetryableError from handle() on the
+// record's first attempt (the call succeeded).
 #include <algorithm>
 #include <any>
 #include <atomic>
@@ -96,6 +98,8 @@ public:
 protected:
     // The record's row, with what its before_transaction() handed over (NULL: nothing).
     static void write(pqxx::transaction_base& tx, HandlerContext& ctx) {
+        if (ctx.idempotency_key().rfind("boom-", 0) == 0 && ctx.attempt() == 1)
+            throw RetryableError("handle() failed after its call");
         const auto& doc = ctx.json();
         const auto* handed = std::any_cast<std::string>(&ctx.handed_over());
         tx.exec_params(

@@ -246,3 +246,25 @@ TEST_CASE(
           "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 "
           "32 33 34 35 36 37 38 39 40");
 }
+
+TEST_CASE(
+    "when handle() fails after the calls, the batch's re-run with a savepoint per record reuses "
+    "what each call handed over: no record calls twice but the one retried") {
+    PipelineHarness h(one_slot("outsiderrun", "outside_recording"));
+    prepare(h, 0ms);
+    h.mutable_config().pipeline.framework_sql =
+        exo::FrameworkSql::per_record;  // no named exclusion
+    h.produce({payment("x-1", "acc-x", 1, 1), payment("boom-y", "acc-y", 1, 1),
+               payment("z-1", "acc-z", 1, 1), payment("x-2", "acc-x", 1, 2)});
+    {
+        RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());
+        REQUIRE(h.wait_until_consumed(90s));
+        CHECK(daemon.stats().retries.load() == 1);
+    }
+    CHECK(h.count("SELECT count(*) FROM outside_applied") == 4);
+    CHECK(h.count("SELECT count(*) FROM outside_applied WHERE handed_over IS DISTINCT FROM "
+                  "'outside:' || event_id") == 0);
+    CHECK(calls_of("acc-x") == std::vector<std::string>{"x-1", "x-2"});
+    CHECK(calls_of("acc-z") == std::vector<std::string>{"z-1"});
+    CHECK(calls_of("acc-y") == std::vector<std::string>{"boom-y", "boom-y"});  // its retry
+}
