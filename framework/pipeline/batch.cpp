@@ -7,10 +7,16 @@ Batch::Batch(std::vector<PendingRecord> taken) {
 }
 
 void Batch::hold_behind(const BatchRecord& record) {
-    const auto lane = record.pending.lane();
-    for (std::size_t j = record.position + 1; j < records_.size(); ++j)
-        if (records_[j].fate == Fate::pending && records_[j].pending.lane() == lane)
-            records_[j].requeue(std::chrono::milliseconds(0), "behind a held record of its lane");
+    // Its lane's fields compared in place: a Lane per record would copy strings.
+    const auto& held = record.pending;
+    for (std::size_t j = record.position + 1; j < records_.size(); ++j) {
+        auto& behind = records_[j];
+        if (behind.fate == Fate::pending &&
+            behind.pending.record.partition == held.record.partition &&
+            behind.pending.record.topic == held.record.topic &&
+            behind.pending.ordering_key == held.ordering_key)
+            behind.requeue(std::chrono::milliseconds(0), "behind a held record of its lane");
+    }
 }
 
 std::vector<TokenRequest> Batch::open_claims() const {

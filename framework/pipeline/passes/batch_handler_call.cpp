@@ -39,13 +39,6 @@ RecordFailure cause_of(const BatchRecordFailed& e, const std::string& handler) {
 RunResult call_batch_handler(const PassContext& ctx, pqxx::transaction_base& tx,
                              BatchHandler& handler, const Run& run, TransactionOutbox& outbox) {
     const auto& binding = *run.front()->binding;
-    // A record whose before_transaction() threw fails here, named, as if
-    // handle_batch() had failed it: the others run again without it.
-    for (std::size_t n = 0; n < run.size(); ++n)
-        if (run[n]->outside_failure) {
-            auto failed = record_failure(run[n]->outside_failure, binding.handler);
-            return RunResult::failed(failed.why, NamedFailure{run[n], failed.failure, failed.why});
-        }
     auto entries = entries_of(tx, ctx, run);
     auto context = detail::ContextAccess::batch(tx, entries, ctx.log);
     ctx.stats.postgres_round_trips++;  // a handler's statements, at least one
