@@ -577,6 +577,25 @@ bindings:
                         "false") != std::string::npos);
     }
 
+    TEST_CASE(
+        "pipeline.concurrency defaults to 8 when a binding orders by key or entity, else to 1") {
+        const char* head = R"(
+kafka: { bootstrap_servers: localhost:9092, group_id: g }
+postgres: { uri: postgresql://exo@db/exo }
+)";
+        const std::string keyed = std::string(head) + R"(bindings:
+  - { topic: a, handler: ledger, key: coordinates }
+  - { topic: b, handler: ledger, key: coordinates, ordering: key }
+)";
+        CHECK(parse(keyed).pipeline.concurrency == 8);
+        CHECK(parse(keyed + "pipeline: { concurrency: 1 }\n").pipeline.concurrency == 1);
+        CHECK(parse(keyed + "pipeline: { claim_ahead: true }\n").pipeline.concurrency == 1);
+        CHECK(parse(std::string(head) + R"(bindings:
+  - { topic: a, handler: ledger, key: coordinates }
+)")
+                  .pipeline.concurrency == 1);
+    }
+
     TEST_CASE("pipeline.outside_threads defaults to 16 and takes 1 to 1024") {
         const char* head = R"(
 kafka: { bootstrap_servers: localhost:9092, group_id: g }

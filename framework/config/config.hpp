@@ -136,7 +136,11 @@ struct PipelineConfig {
     // is a binding's `ordering` (key, entity): a batch takes whole lanes
     // (a partition, or one ordering key of it), a lane is in one batch at a
     // time. Refused together with claim_ahead (one claiming thread per worker).
+    // Not set in the file: 1, or kLaneConcurrency when a binding orders by key
+    // or entity (and claim_ahead is off): that ordering's promise, different
+    // keys at once, needs more than one batch a worker to mean anything.
     int concurrency = 1;
+    static constexpr int kLaneConcurrency = 8;
     // Threads per worker that run handlers' before_transaction()
     // (exo/outside_transaction.hpp), shared by its batches: how many records'
     // outside work (HTTP calls, lookups) a worker waits on at once. Started only

@@ -62,6 +62,17 @@ void check_claim_store(const Config& config, const Reader& top, const Reader& cl
                          "says what to do while Redis is down, but" + why + "the key" + or_redis);
 }
 
+// ordering: key or entity says different keys run at once; with one batch a
+// worker they would not, so a file that does not set the concurrency gets one
+// that does (PipelineConfig::concurrency).
+void default_lane_concurrency(Config& config, const config_reading::Reader& pipeline) {
+    if (pipeline.has("concurrency") || config.pipeline.claim_ahead) return;
+    const bool lanes =
+        std::any_of(config.bindings.begin(), config.bindings.end(),
+                    [](const BindingConfig& b) { return b.ordering != Ordering::partition; });
+    if (lanes) config.pipeline.concurrency = PipelineConfig::kLaneConcurrency;
+}
+
 Config read_config(Context& ctx, const YAML::Node& root, const std::vector<std::string>& handlers) {
     using namespace config_reading;
     const Reader top(ctx, root, "", 0, kTopKeys);
@@ -82,6 +93,7 @@ Config read_config(Context& ctx, const YAML::Node& root, const std::vector<std::
     config.outbox = read_outbox(top.map("outbox", kOutboxKeys), config.kafka);
     config.retention = read_retention(top.map("retention", kRetentionKeys));
     config.bindings = read_bindings(top, handlers);
+    default_lane_concurrency(config, pipeline);
     // Without Redis there is no COMPLETED record for the dedup row to outlive.
     if (config.claim.in_redis()) check_retention(config, claim, postgres);
     check_claim_store(config, top, claim, pipeline);
