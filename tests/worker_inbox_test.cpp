@@ -3,6 +3,7 @@
 // a wait happened or that nothing hung, never how long something took exactly.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <deque>
@@ -107,6 +108,20 @@ void finish_oldest(WorkerInbox& inbox, std::vector<PendingRecord> requeue,
 std::size_t queued_total(const WorkerInbox& inbox) {
     const auto t = inbox.totals();
     return t.queued + t.parked;
+}
+
+// True if a take finds nothing ready within `watch` (a stop then ends it);
+// long enough for a ready record to come out at once on a loaded machine.
+bool nothing_ready_within(WorkerInbox& inbox, std::chrono::milliseconds watch) {
+    std::stop_source stop;
+    std::thread stopper([&] {
+        std::this_thread::sleep_for(watch);
+        stop.request_stop();
+    });
+    auto taken = inbox.take_batch(100, 0ms, stop.get_token());
+    stopper.join();
+    if (!taken.records.empty()) inbox.finish_batch(taken.id, {}, {});
+    return taken.records.empty();
 }
 
 void finish_all(WorkerInbox& inbox) {
@@ -812,5 +827,180 @@ TEST_SUITE("WorkerInbox lanes (ordering key or entity)") {
         finish_oldest(inbox, std::move(batch), {{Lane{kP0, "a"}, Clock::now() + 1h}});
         CHECK(offsets_of(take_now(inbox), kP0) == seq(0, 0));  // would hang for an hour if held
         finish_all(inbox);
+    }
+
+    TEST_CASE(
+        "a partition re-assigned to this member keeps the put-backs of batches taken after "
+        "the drop") {
+        WorkerInbox inbox(2);
+        inbox.push({keyed(kP0, 0, "a")});
+        auto old_batch = inbox.take_batch(1, 0ms, never_stopped.get_token());  // lane a, out
+        REQUIRE(old_batch.records.size() == 1);
+        // The revoke's drain gives up on it; the partition comes back at once.
+        CHECK_FALSE(inbox.drop_partitions({kP0}, Clock::now() + 10ms));
+        inbox.push({keyed(kP0, 1, "b"), keyed(kP0, 2, "b")});
+        auto fresh = inbox.take_batch(10, 0ms, never_stopped.get_token());
+        REQUIRE(offsets_of(fresh.records, kP0) == seq(1, 2));
+        // b@1 failed: both go back, held briefly.
+        inbox.finish_batch(fresh.id, std::move(fresh.records),
+                           {{Lane{kP0, "b"}, Clock::now() + 1ms}});
+        REQUIRE(inbox.queued(kP0) == 2);
+        // The batch out at the drop still loses what it puts back.
+        inbox.finish_batch(old_batch.id, std::move(old_batch.records), {});
+        CHECK(inbox.queued(kP0) == 2);
+        auto retried = inbox.take_batch(10, 0ms, never_stopped.get_token());
+        CHECK(offsets_of(retried.records, kP0) == seq(1, 2));
+        inbox.finish_batch(retried.id, {}, {});
+    }
+
+    TEST_CASE("dropping waits only for the batches out at the drop, not for later ones") {
+        WorkerInbox inbox(2);
+        inbox.push({keyed(kP0, 0, "a")});
+        auto old_batch = inbox.take_batch(1, 0ms, never_stopped.get_token());
+        CHECK_FALSE(inbox.drop_partitions({kP0}, Clock::now() + 10ms));
+        inbox.push({keyed(kP0, 1, "b")});  // back, and a new batch of it out
+        auto fresh = inbox.take_batch(1, 0ms, never_stopped.get_token());
+        REQUIRE(fresh.records.size() == 1);
+        inbox.finish_batch(old_batch.id, {}, {});
+        // A second revoke now waits for `fresh` only, which is out: not done.
+        CHECK_FALSE(inbox.drop_partitions({kP0}, Clock::now() + 10ms));
+        inbox.finish_batch(fresh.id, std::move(fresh.records), {});
+        CHECK(inbox.queued(kP0) == 0);  // `fresh` was out at that second drop
+        CHECK(inbox.drop_partitions({kP0}, Clock::now() + 10ms));
+    }
+
+    TEST_CASE("a shorter hold does not shorten a lane's longer one") {
+        WorkerInbox inbox;
+        inbox.push({keyed(kP0, 5, "a")});
+        auto head = take_now(inbox);
+        // a@5 goes back held for an hour (its dead letter could not be recorded);
+        // a@3 of the same key, older, was parked and is due now.
+        std::vector<WorkerInbox::Parked> parked;
+        parked.push_back({keyed(kP0, 3, "a"), Clock::now()});
+        finish_oldest(inbox, std::move(head), {{Lane{kP0, "a"}, Clock::now() + 1h}},
+                      std::move(parked));
+        auto older = take_now(inbox);  // older than the head: it may go while held
+        REQUIRE(offsets_of(older, kP0) == seq(3, 3));
+        finish_oldest(inbox, {}, {{Lane{kP0, "a"}, Clock::now() + 1ms}});
+        std::this_thread::sleep_for(20ms);
+        CHECK(nothing_ready_within(inbox, 100ms));  // a@5 is still held for the hour
+        CHECK(inbox.queued(kP0) == 1);
+    }
+
+    TEST_CASE("a due parked record younger than its held lane's head waits for the hold") {
+        WorkerInbox inbox;
+        inbox.push({keyed(kP0, 5, "a")});
+        auto head = take_now(inbox);
+        // a@5 could not be recorded as a dead letter yet: back, held an hour; a@7
+        // of the same key was parked and is due now.
+        std::vector<WorkerInbox::Parked> parked;
+        parked.push_back({keyed(kP0, 7, "a"), Clock::now()});
+        finish_oldest(inbox, std::move(head), {{Lane{kP0, "a"}, Clock::now() + 1h}},
+                      std::move(parked));
+        CHECK(nothing_ready_within(inbox, 100ms));
+        CHECK(inbox.parked(kP0) == 1);
+        CHECK(inbox.queued(kP0) == 1);
+    }
+}
+
+TEST_SUITE("WorkerInbox held keys spill") {
+    TEST_CASE("a held key queues at most its cap, spills the rest, and other keys still queue") {
+        WorkerInbox inbox(1, 3);
+        inbox.push({keyed(kP0, 0, "a")});
+        auto head = take_now(inbox);
+        finish_oldest(inbox, std::move(head), {{Lane{kP0, "a"}, Clock::now() + 1h}});
+        for (std::int64_t o = 1; o <= 6; ++o) inbox.push({keyed(kP0, o, "a")});
+        inbox.push({keyed(kP0, 7, "b")});
+        CHECK(inbox.queued(kP0) == 4);   // a@0, a@1, a@2 and b@7
+        CHECK(inbox.spilled(kP0) == 4);  // a@3 to a@6
+        const auto held = inbox.held_keys(kP0);
+        CHECK(held.queued == 3);
+        CHECK(held.spilled == 4);
+        CHECK_FALSE(held.read_again_from);  // a is still held
+        CHECK(offsets_of(take_now(inbox), kP0) == seq(7, 7));
+        finish_all(inbox);
+    }
+
+    TEST_CASE("a spilled key's later records spill too, so they cannot overtake") {
+        WorkerInbox inbox(1, 1);
+        inbox.push({keyed(kP0, 0, "a")});
+        auto head = take_now(inbox);
+        finish_oldest(inbox, std::move(head), {{Lane{kP0, "a"}, Clock::now() + 100ms}});
+        inbox.push({keyed(kP0, 1, "a")});    // spilled: the lane is held and full
+        std::this_thread::sleep_for(150ms);  // the hold is over
+        inbox.push({keyed(kP0, 2, "a")});    // not held any more, but behind a@1
+        CHECK(inbox.spilled(kP0) == 2);
+        auto retried = take_now(inbox);
+        CHECK(offsets_of(retried, kP0) == seq(0, 0));
+        finish_all(inbox);
+        // Free and empty: read again from a@1.
+        const auto held = inbox.held_keys(kP0);
+        REQUIRE(held.read_again_from);
+        CHECK(held.read_again_from->value == 1);
+    }
+
+    TEST_CASE("records read again go back in order and the others read again are dropped") {
+        WorkerInbox inbox(1, 1);
+        inbox.push({keyed(kP0, 0, "a")});
+        auto head = take_now(inbox);
+        finish_oldest(inbox, std::move(head), {{Lane{kP0, "a"}, Clock::now() + 100ms}});
+        inbox.push({keyed(kP0, 1, "a"), keyed(kP0, 2, "b"), keyed(kP0, 3, "a")});
+        CHECK(inbox.spilled(kP0) == 2);
+        std::this_thread::sleep_for(150ms);
+        auto batch = offsets_of(take_now(inbox), kP0);  // a@0 and b@2, lane by lane
+        std::sort(batch.begin(), batch.end());
+        CHECK(batch == std::vector<std::int64_t>{0, 2});
+        finish_all(inbox);
+        // The partition read again from 1: a@1, b@2 (already done), a@3.
+        inbox.push_rereads({keyed(kP0, 1, "a"), keyed(kP0, 2, "b"), keyed(kP0, 3, "a")});
+        CHECK(inbox.spilled(kP0) == 0);
+        CHECK(inbox.queued(kP0) == 2);
+        CHECK(offsets_of(take_now(inbox), kP0) == std::vector<std::int64_t>{1, 3});
+        finish_all(inbox);
+        CHECK(inbox.totals().lanes == 0);
+    }
+
+    TEST_CASE("a record read again while its key is held and full again stays spilled") {
+        WorkerInbox inbox(1, 1);
+        inbox.push({keyed(kP0, 0, "a")});
+        auto head = take_now(inbox);
+        finish_oldest(inbox, std::move(head), {{Lane{kP0, "a"}, Clock::now() + 1h}});
+        inbox.push({keyed(kP0, 1, "a"), keyed(kP0, 2, "a")});
+        inbox.push_rereads({keyed(kP0, 1, "a"), keyed(kP0, 2, "a")});
+        CHECK(inbox.spilled(kP0) == 2);
+        CHECK(inbox.queued(kP0) == 1);
+    }
+
+    TEST_CASE("a second delivery of a spilled record is spilled once") {
+        WorkerInbox inbox(1, 1);
+        inbox.push({keyed(kP0, 0, "a")});
+        auto head = take_now(inbox);
+        finish_oldest(inbox, std::move(head), {{Lane{kP0, "a"}, Clock::now() + 1h}});
+        inbox.push({keyed(kP0, 1, "a"), keyed(kP0, 2, "a")});
+        inbox.push({keyed(kP0, 2, "a")});
+        CHECK(inbox.spilled(kP0) == 2);
+    }
+
+    TEST_CASE("the partition lane never spills: ordering partition pauses instead") {
+        WorkerInbox inbox(1, 1);
+        inbox.push({pending(kP0, 0)});
+        auto head = take_now(inbox);
+        finish_oldest(inbox, std::move(head), {{kP0, Clock::now() + 1h}});
+        inbox.push(pending_range(kP0, 1, 5));
+        CHECK(inbox.spilled(kP0) == 0);
+        CHECK(inbox.queued(kP0) == 6);
+        CHECK(inbox.held_keys(kP0).queued == 0);  // counted for the pause
+    }
+
+    TEST_CASE("dropping a partition forgets its spilled records") {
+        WorkerInbox inbox(1, 1);
+        inbox.push({keyed(kP0, 0, "a")});
+        auto head = take_now(inbox);
+        finish_oldest(inbox, std::move(head), {{Lane{kP0, "a"}, Clock::now() + 1h}});
+        inbox.push({keyed(kP0, 1, "a")});
+        REQUIRE(inbox.spilled(kP0) == 1);
+        CHECK(inbox.drop_partitions({kP0}, Clock::now() + 10ms));
+        CHECK(inbox.spilled(kP0) == 0);
+        CHECK(inbox.totals().lanes == 0);
     }
 }

@@ -302,6 +302,22 @@ void KafkaConsumer::resume(const std::vector<TopicPartition>& partitions) {
     wake_fetcher(restart);
 }
 
+void KafkaConsumer::rewind(const TopicPartition& tp, Offset offset) {
+    auto it = assigned_.find(tp);
+    if (it == assigned_.end() || !it->second.fetching) return;
+    // A resume seeks to next_offset (wake_fetcher): it must not undo the rewind.
+    it->second.held.clear();
+    it->second.next_offset = offset.value;
+    TopicPartitionList list(rd_kafka_topic_partition_list_new(1));
+    rd_kafka_topic_partition_list_add(list.get(), tp.topic.value.c_str(), tp.partition.value)
+        ->offset = offset.value;
+    // Timeout 0: asynchronous. librdkafka raises the partition's op version at
+    // once, so records fetched before this call are not returned after it.
+    throw_if_kafka_error(rd_kafka_seek_partitions(handle_.get(), list.get(), 0),
+                         "reading " + describe(tp) + " again from offset " +
+                             std::to_string(offset.value) + " for group '" + group_id_ + "'");
+}
+
 void KafkaConsumer::wake_fetcher(const std::vector<TopicPartition>& resumed) {
     // librdkafka 2.0.2 serves a resume on its main thread and does not wake the
     // broker thread that fetches the partition (rd_kafka_toppar_pause_resume): when

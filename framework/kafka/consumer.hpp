@@ -79,6 +79,13 @@ public:
     void pause(const std::vector<TopicPartition>& partitions);
     void resume(const std::vector<TopicPartition>& partitions);
 
+    // Reads `tp` again from `offset`: the next records of it poll() returns start
+    // there (a pause stays; records held for it are dropped, and librdkafka drops
+    // what it had fetched before). For reading back records the caller let go of
+    // (pipeline/read_again.hpp). Ignored for a partition not assigned or not
+    // fetching yet. Throws KafkaError if librdkafka refuses.
+    void rewind(const TopicPartition& tp, Offset offset);
+
     // Commits exactly these offsets; an empty list is a no-op. synchronous=true blocks
     // until the broker answered and throws KafkaError on failure (of the request or of
     // any one partition); false queues it and the outcome is logged (from a later poll()),

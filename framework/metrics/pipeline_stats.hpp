@@ -97,6 +97,9 @@ public:
     std::atomic<std::uint64_t> leases_lost{0};           // extension found the claim taken over
     std::atomic<std::uint64_t> assignments{0};           // rebalance callbacks that gave partitions
     std::atomic<std::uint64_t> revocations{0};           // ... and that took them (lost included)
+    // Partitions read again from a held key's oldest spilled record
+    // (pipeline/worker_inbox.hpp): one held key kept its records out of memory.
+    std::atomic<std::uint64_t> reads_again{0};
     std::atomic<std::uint64_t> batches{0};
     std::atomic<std::uint64_t> batch_failures{0};  // whole batch put back (dependency down)
     std::atomic<std::uint64_t> redis_round_trips{0};

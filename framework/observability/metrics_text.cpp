@@ -161,6 +161,9 @@ std::string render_metrics(const PipelineStats& stats, const DaemonStatus& statu
          stats.assignments},
         {"exo_rebalance_revocations_total", "Rebalances that took partitions (lost included).",
          stats.revocations},
+        {"exo_partition_reads_again_total",
+         "Partitions read again from Kafka for records a held key spilled out of memory.",
+         stats.reads_again},
     };
     for (const auto& c : counters) {
         w.family(c.name, "counter", c.help);

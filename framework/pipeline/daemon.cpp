@@ -168,24 +168,36 @@ void Daemon::run(std::stop_token stop) {
 
 void Daemon::dispatch(std::vector<Record> records) {
     if (records.empty()) return;
-    std::map<Worker*, std::vector<PendingRecord>> per_worker;
+    // Ordering keys first, outside the offsets lock: ordering: entity parses
+    // every payload, and every worker's finish waits on that lock.
+    std::vector<PendingRecord> fresh, rereads;
+    fresh.reserve(records.size());
+    const auto now = Clock::now();
+    for (auto& r : records) {
+        // Records fetched before a revoke that happened within the same poll.
+        if (!assigned_.contains(r.topic_partition())) continue;
+        const bool reread =
+            read_again_.fetched(r.topic_partition(), r.offset, now) == ReadAgain::Fetched::reread;
+        auto& p = (reread ? rereads : fresh).emplace_back(PendingRecord{std::move(r)});
+        if (auto b = binding_of_.find(p.record.topic.value); b != binding_of_.end())
+            p.ordering_key = ordering_key(*b->second, p.record);
+        if (!reread) log_unused_traceparent(p);
+    }
+    // Re-reads were tracked when first fetched, and are still unfinished if spilled.
     {
         std::lock_guard lock(offsets_mutex_);
-        for (auto& r : records) {
-            auto tp = r.topic_partition();
-            // Records fetched before a revoke that happened within the same poll.
-            if (!assigned_.contains(tp)) continue;
-            offsets_.track(tp, r.offset);
-            auto& pending = per_worker[&worker_for(tp)].emplace_back(PendingRecord{std::move(r)});
-            if (auto b = binding_of_.find(tp.topic.value); b != binding_of_.end())
-                pending.ordering_key = ordering_key(*b->second, pending.record);
-            log_unused_traceparent(pending);
-        }
+        for (const auto& p : fresh) offsets_.track(p.record.topic_partition(), p.record.offset);
     }
+    std::map<Worker*, std::vector<PendingRecord>> per_worker, rereads_per_worker;
+    for (auto& p : fresh)
+        per_worker[&worker_for(p.record.topic_partition())].push_back(std::move(p));
+    for (auto& p : rereads)
+        rereads_per_worker[&worker_for(p.record.topic_partition())].push_back(std::move(p));
     for (auto& [worker, batch] : per_worker) {
         stats_.polled += batch.size();
         worker->inbox().push(std::move(batch));
     }
+    for (auto& [worker, batch] : rereads_per_worker) worker->inbox().push_rereads(std::move(batch));
 }
 
 std::size_t Daemon::records_in_flight() const {
@@ -197,16 +209,36 @@ std::size_t Daemon::records_in_flight() const {
 void Daemon::update_pauses(std::size_t total) {
     const auto limit = static_cast<std::size_t>(config_.pipeline.max_queued_per_partition);
     const auto total_limit = static_cast<std::size_t>(config_.pipeline.max_in_flight);
+    // Spilled records cost an offset each; this many a partition's held keys
+    // may spill before the partition is paused after all.
+    const auto spill_limit = limit * kSpilledPerQueued;
     // Hysteresis, as per partition: paused at the limit, resumed at half.
     if (total >= total_limit) over_total_ = true;
     if (total <= total_limit / 2) over_total_ = false;
+    const auto now = Clock::now();
     std::vector<TopicPartition> to_pause, to_resume;
     for (const auto& tp : assigned_) {
         auto& inbox = worker_for(tp).inbox();
         auto in_flight = inbox.queued(tp) + inbox.in_batch(tp);
+        std::size_t spilled_held = 0;
+        // Held keys' own records do not count (worker_inbox.hpp): one key's
+        // retries must not pause the partition's other keys. Walked only when
+        // it can matter.
+        if (in_flight > limit / 2 || inbox.spilled(tp) > 0) {
+            const auto held = inbox.held_keys(tp);
+            in_flight -= std::min(in_flight, held.queued);
+            spilled_held = held.spilled;
+            if (held.read_again_from && read_again_.open(tp, *held.read_again_from, now)) {
+                consumer_->rewind(tp, *held.read_again_from);
+                stats_.reads_again++;
+            }
+        }
+        const bool over = in_flight >= limit || spilled_held >= spill_limit || over_total_;
+        const bool under =
+            in_flight <= limit / 2 && spilled_held <= spill_limit / 2 && !over_total_;
         bool paused = paused_.contains(tp);
-        if (!paused && (in_flight >= limit || over_total_)) to_pause.push_back(tp);
-        if (paused && in_flight <= limit / 2 && !over_total_) to_resume.push_back(tp);
+        if (!paused && over) to_pause.push_back(tp);
+        if (paused && under) to_resume.push_back(tp);
     }
     if (!to_pause.empty()) {
         consumer_->pause(to_pause);
@@ -284,7 +316,10 @@ void Daemon::on_assigned(const std::vector<TopicPartition>& partitions) {
     // The consumer drops a partition's pause on revoke, so a re-assigned one
     // arrives unpaused: only our own bookkeeping needs resetting.
     assigned_.insert(partitions.begin(), partitions.end());
-    for (const auto& tp : partitions) paused_.erase(tp);
+    for (const auto& tp : partitions) {
+        paused_.erase(tp);
+        read_again_.forget(tp);
+    }
     publish_status(true);
 }
 
@@ -298,6 +333,7 @@ void Daemon::on_revoked(const std::vector<TopicPartition>& partitions, bool lost
         offsets_.forget(tp);
         assigned_.erase(tp);
         paused_.erase(tp);
+        read_again_.forget(tp);
     }
     if (lost) joined_ = false;  // the group moved on without this member
 }

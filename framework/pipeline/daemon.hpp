@@ -29,6 +29,7 @@
 #include "observability/observed_daemon.hpp"
 #include "outbox/outbox_relay.hpp"
 #include "pipeline/handler_registry.hpp"
+#include "pipeline/read_again.hpp"
 #include "pipeline/retention_pruner.hpp"
 #include "pipeline/worker.hpp"
 
@@ -90,6 +91,12 @@ private:
     std::chrono::steady_clock::time_point next_commit_{}, last_commit_{};
     std::uint64_t finished_at_last_commit_ = 0;
     bool over_total_ = false;  // poll thread only: pipeline.max_in_flight reached, all paused
+    // Held keys' spilled records (worker_inbox.hpp) read again: poll thread only.
+    ReadAgain read_again_;
+    // A partition whose held keys spilled this many offsets per record of
+    // max_queued_per_partition is paused after all: memory stays bounded
+    // (8 bytes an offset) when a hot key is held for long.
+    static constexpr std::size_t kSpilledPerQueued = 100;
     std::map<std::string, const BindingConfig*> binding_of_;  // by topic
     bool joined_ = false;                                 // poll thread only: an assignment came
     std::optional<ConsumerStatistics> kafka_statistics_;  // poll thread only: the last reading

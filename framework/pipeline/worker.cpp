@@ -11,13 +11,20 @@ std::shared_ptr<spdlog::logger> worker_logger(int index) {
     return spdlog::default_logger()->clone(name);
 }
 
+// What one held key may keep queued before it spills (worker_inbox.hpp): half
+// the partition's bound, so the other half still fetches for its other keys.
+std::size_t held_lane_cap(const PipelineConfig& p) {
+    return static_cast<std::size_t>(std::max(1, p.max_queued_per_partition / 2));
+}
+
 }  // namespace
 
 Worker::Worker(int index, WorkerContext context)
     : ctx_(std::move(context)),
       owner_(ctx_.owner_prefix + "/w" + std::to_string(index)),
       log_(worker_logger(index)),
-      inbox_(ctx_.config.pipeline.claim_ahead ? 1 : ctx_.config.pipeline.concurrency) {
+      inbox_(ctx_.config.pipeline.claim_ahead ? 1 : ctx_.config.pipeline.concurrency,
+             held_lane_cap(ctx_.config.pipeline)) {
     const auto& p = ctx_.config.pipeline;
     for (int i = 0; i < p.concurrency; ++i) {
         // A claim is re-entrant for its owner: slots must never share one.

@@ -22,13 +22,54 @@ std::size_t count_of(const std::map<TopicPartition, std::size_t>& counts,
 
 }  // namespace
 
+bool WorkerInbox::must_spill(const Lane& lane, const LaneState& state,
+                             Clock::time_point now) const {
+    return held_lane_cap_ > 0 && !lane.key.empty() && state.queue.size() >= held_lane_cap_ &&
+           held_or_stalled(lane, state, now);
+}
+
 void WorkerInbox::push(std::vector<PendingRecord> records) {
     if (records.empty()) return;
     {
         std::lock_guard lock(mutex_);
+        const auto now = Clock::now();
         for (auto& r : records) {
-            ++queued_[r.record.topic_partition()];
-            lanes_[r.lane()].queue.push_back(std::move(r));
+            const auto tp = r.record.topic_partition();
+            auto [it, _] = lanes_.try_emplace(r.lane());
+            auto& state = it->second;
+            // A second delivery of a record already spilled (fetched before a
+            // rewind, returned after it): it stays spilled once.
+            if (!state.spilled.empty() && r.record.offset <= state.spilled.back()) continue;
+            // Behind spilled records of its key, or beyond a held key's cap.
+            if (!state.spilled.empty() || must_spill(it->first, state, now)) {
+                state.spilled.push_back(r.record.offset);
+                ++spilled_[tp];
+                continue;
+            }
+            ++queued_[tp];
+            state.queue.push_back(std::move(r));
+        }
+        ++generation_;
+    }
+    changed_.notify_all();
+}
+
+void WorkerInbox::push_rereads(std::vector<PendingRecord> records) {
+    if (records.empty()) return;
+    {
+        std::lock_guard lock(mutex_);
+        const auto now = Clock::now();
+        for (auto& r : records) {
+            auto it = lanes_.find(r.lane());
+            if (it == lanes_.end()) continue;
+            auto& state = it->second;
+            if (state.spilled.empty() || state.spilled.front() != r.record.offset) continue;
+            if (must_spill(it->first, state, now)) continue;  // held again: stays spilled
+            const auto tp = r.record.topic_partition();
+            state.spilled.pop_front();
+            take_from(spilled_, tp, 1);
+            ++queued_[tp];
+            state.queue.push_back(std::move(r));
         }
         ++generation_;
     }
@@ -39,14 +80,16 @@ std::size_t WorkerInbox::ready_count(Clock::time_point now, Clock::time_point* n
     std::size_t ready = 0;
     for (const auto& [lane, state] : lanes_) {
         if (in_batch_.contains(lane)) continue;
+        const bool held = is_held(state, now);
         for (const auto& p : state.parked) {
+            if (held && behind_held_head(state, p)) continue;  // counted when the hold ends
             if (p.due <= now)
                 ++ready;
             else if (next_release && p.due < *next_release)
                 *next_release = p.due;
         }
         if (state.queue.empty()) continue;
-        if (state.held_until && *state.held_until > now) {
+        if (held) {
             if (next_release && *state.held_until < *next_release)
                 *next_release = *state.held_until;
             continue;
@@ -59,8 +102,11 @@ std::size_t WorkerInbox::ready_count(Clock::time_point now, Clock::time_point* n
 bool WorkerInbox::take_lane(LaneState& lane, Clock::time_point now, std::size_t limit,
                             std::vector<PendingRecord>& out) {
     const auto before = out.size();
-    // Parked records first: they are older than anything queued.
+    const bool held = is_held(lane, now);
+    // Due parked records first, in offset order; while the lane is held, only
+    // those older than the record holding it: a younger one would overtake it.
     for (auto it = lane.parked.begin(); it != lane.parked.end() && out.size() - before < limit;) {
+        if (held && behind_held_head(lane, *it)) break;  // sorted: the rest are younger still
         if (it->due > now) {
             ++it;
             continue;
@@ -69,10 +115,8 @@ bool WorkerInbox::take_lane(LaneState& lane, Clock::time_point now, std::size_t 
         out.push_back(std::move(it->record));
         it = lane.parked.erase(it);
     }
-    if (lane.held_until) {
-        if (*lane.held_until > now) return out.size() > before;
-        lane.held_until.reset();
-    }
+    if (held) return out.size() > before;
+    lane.held_until.reset();
     while (!lane.queue.empty() && out.size() - before < limit) {
         take_from(queued_, lane.queue.front().record.topic_partition(), 1);
         out.push_back(std::move(lane.queue.front()));
@@ -82,7 +126,8 @@ bool WorkerInbox::take_lane(LaneState& lane, Clock::time_point now, std::size_t 
 }
 
 void WorkerInbox::collect(std::map<Lane, LaneState>::iterator it) {
-    if (it->second.queue.empty() && it->second.parked.empty()) lanes_.erase(it);
+    const auto& state = it->second;
+    if (state.queue.empty() && state.parked.empty() && state.spilled.empty()) lanes_.erase(it);
 }
 
 WorkerInbox::Taken WorkerInbox::take_batch(std::size_t max, std::chrono::milliseconds linger,
@@ -139,10 +184,7 @@ WorkerInbox::Taken WorkerInbox::take_batch(std::size_t max, std::chrono::millise
 
     taken.id = next_id_++;
     for (const auto& lane : batch.lanes) in_batch_.insert(lane);
-    for (const auto& [tp, n] : batch.records) {
-        taken_[tp] += n;
-        ++batches_holding_[tp];
-    }
+    for (const auto& [tp, n] : batch.records) taken_[tp] += n;
     batches_.emplace(taken.id, std::move(batch));
     return taken;
 }
@@ -152,9 +194,16 @@ void WorkerInbox::finish_batch(BatchId id, std::vector<PendingRecord> requeue,
                                std::vector<Parked> parked) {
     {
         std::lock_guard lock(mutex_);
+        auto out = batches_.find(id);
+        // What this batch puts back of a partition dropped while it was out is
+        // gone with the partition (redelivered to whoever owns it now). Another
+        // batch's put-back of the same partition, taken after a re-assignment
+        // to this member, is kept: only the batches out at the drop are marked.
+        static const std::set<TopicPartition> kNoneDropped;
+        const auto& dropped = out != batches_.end() ? out->second.dropped : kNoneDropped;
         for (auto& p : parked) {
             auto tp = p.record.record.topic_partition();
-            if (dropped_during_batch_.contains(tp)) continue;
+            if (dropped.contains(tp)) continue;
             auto& list = lanes_[p.record.lane()].parked;
             auto pos = std::find_if(list.begin(), list.end(), [&](const Parked& other) {
                 return other.record.record.offset > p.record.record.offset;
@@ -165,26 +214,24 @@ void WorkerInbox::finish_batch(BatchId id, std::vector<PendingRecord> requeue,
         // Push to the front in reverse so the requeued records keep their order.
         for (auto it = requeue.rbegin(); it != requeue.rend(); ++it) {
             auto tp = it->record.topic_partition();
-            if (dropped_during_batch_.contains(tp)) continue;
+            if (dropped.contains(tp)) continue;
             if (it->stalled) stalled_.insert(it->lane());
             ++queued_[tp];
             lanes_[it->lane()].queue.push_front(std::move(*it));
         }
         for (const auto& [lane, until] : hold_until) {
             // A dropped partition's lane may already hold a re-assignment's records.
-            if (dropped_during_batch_.contains(lane.partition)) continue;
-            if (auto it = lanes_.find(lane); it != lanes_.end()) it->second.held_until = until;
+            if (dropped.contains(lane.partition)) continue;
+            auto it = lanes_.find(lane);
+            if (it == lanes_.end()) continue;
+            // The later of the two: a lane may already be held longer (a record
+            // whose dead letter is not recorded yet) than this batch asks.
+            auto& held = it->second.held_until;
+            held = held ? std::max(*held, until) : until;
         }
-        if (auto out = batches_.find(id); out != batches_.end()) {
+        if (out != batches_.end()) {
             for (const auto& lane : out->second.lanes) in_batch_.erase(lane);
-            for (const auto& [tp, n] : out->second.records) {
-                take_from(taken_, tp, n);
-                auto holding = batches_holding_.find(tp);
-                if (holding != batches_holding_.end() && --holding->second == 0) {
-                    batches_holding_.erase(holding);
-                    dropped_during_batch_.erase(tp);
-                }
-            }
+            for (const auto& [tp, n] : out->second.records) take_from(taken_, tp, n);
             batches_.erase(out);
         }
         ++generation_;
@@ -203,12 +250,19 @@ bool WorkerInbox::drop_partitions(const std::vector<TopicPartition>& partitions,
             it = stalled_.erase(it);
         queued_.erase(tp);
         parked_.erase(tp);
-        if (partition_in_batch(tp)) dropped_during_batch_.insert(tp);
+        spilled_.erase(tp);
+        for (auto& [_, batch] : batches_)
+            if (batch.records.contains(tp)) batch.dropped.insert(tp);
     }
     ++generation_;
+    // Only the batches out at the drop are waited for: after a deadline passed,
+    // the partition may be back and a new batch of it out.
     return changed_.wait_until(lock, deadline, [&] {
-        return std::none_of(partitions.begin(), partitions.end(),
-                            [&](const TopicPartition& tp) { return partition_in_batch(tp); });
+        return std::none_of(batches_.begin(), batches_.end(), [&](const auto& out) {
+            return std::any_of(partitions.begin(), partitions.end(), [&](const TopicPartition& tp) {
+                return out.second.dropped.contains(tp);
+            });
+        });
     });
 }
 
@@ -222,6 +276,40 @@ std::size_t WorkerInbox::parked(const TopicPartition& tp) const {
     return count_of(parked_, tp);
 }
 
+std::size_t WorkerInbox::spilled(const TopicPartition& tp) const {
+    std::lock_guard lock(mutex_);
+    return count_of(spilled_, tp);
+}
+
+WorkerInbox::HeldKeys WorkerInbox::held_keys(const TopicPartition& tp) const {
+    std::lock_guard lock(mutex_);
+    HeldKeys out;
+    const auto now = Clock::now();
+    bool read_again = false;
+    for (auto it = lanes_.lower_bound(Lane{tp}); it != lanes_.end() && it->first.partition == tp;
+         ++it) {
+        const auto& [lane, state] = *it;
+        if (lane.key.empty()) continue;  // the partition lane: never spills, always counts
+        const bool held = held_or_stalled(lane, state, now);
+        if (held) out.queued += state.queue.size();
+        if (state.spilled.empty()) continue;
+        if (held) {
+            out.spilled += state.spilled.size();
+            continue;
+        }
+        // Free again: read back once it is short, not at the first record it
+        // takes (every read again re-reads the partition from there).
+        if (state.queue.size() <= held_lane_cap_ / 2) read_again = true;
+    }
+    if (read_again)
+        for (auto it = lanes_.lower_bound(Lane{tp});
+             it != lanes_.end() && it->first.partition == tp; ++it)
+            if (!it->second.spilled.empty() &&
+                (!out.read_again_from || it->second.spilled.front() < *out.read_again_from))
+                out.read_again_from = it->second.spilled.front();
+    return out;
+}
+
 std::size_t WorkerInbox::in_batch(const TopicPartition& tp) const {
     std::lock_guard lock(mutex_);
     return count_of(taken_, tp);
@@ -233,6 +321,7 @@ WorkerInbox::Totals WorkerInbox::totals() const {
     for (const auto& [_, n] : queued_) t.queued += n;
     for (const auto& [_, n] : parked_) t.parked += n;
     for (const auto& [_, n] : taken_) t.in_batch += n;
+    for (const auto& [_, n] : spilled_) t.spilled += n;
     const auto now = Clock::now();
     for (const auto& [lane, state] : lanes_) {
         const bool held = (state.held_until && *state.held_until > now) || stalled_.contains(lane);

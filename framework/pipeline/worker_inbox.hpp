@@ -15,11 +15,24 @@
 // A record waiting for a missing predecessor (strict sequence gap) is instead
 // *parked*: set aside with its own retry time while the records behind it flow
 // (one of them may be the predecessor). Its offset stays unfinished, so no
-// commit passes it.
+// commit passes it. While its lane is held, a parked record younger than the
+// record holding it waits for the hold too: nothing of a key overtakes a record
+// of that key that could not finish.
 //
 // Lanes come and go with their records: a lane with nothing queued, parked,
 // held or stalled, and in no batch, takes no memory, so a day of distinct keys
 // leaves nothing behind.
+//
+// A held key holds only itself, memory included (held_lane_cap): a lane of an
+// ordering key that is held or stalled keeps at most that many records queued;
+// the records of its key pushed beyond that are *spilled*: only their offsets
+// are kept, they stay unfinished (no commit passes them), and once the lane is
+// free and short again the daemon reads them again from Kafka
+// (held_keys().read_again_from, push_rereads()). Every later record of the key is spilled too until
+// they are back, so the key's order holds. The daemon leaves the records held lanes still queue out
+// of its pause decision (held_keys()): one key's retries do not pause its partition. The partition
+// lane (ordering: partition, or keyless records) never spills: it is the partition, and pausing it
+// costs nothing else.
 //
 // Thread-safety: every method is safe from any thread. A batch is finished once,
 // by whoever took it.
@@ -46,14 +59,23 @@ public:
     using BatchId = std::uint64_t;
 
     // `takers`: the threads that take batches from it (pipeline.concurrency).
-    explicit WorkerInbox(int takers = 1) : takers_(std::max(takers, 1)) {}
+    // `held_lane_cap`: records a held key's lane keeps queued before it spills
+    // (see above); 0: never spill.
+    explicit WorkerInbox(int takers = 1, std::size_t held_lane_cap = 0)
+        : takers_(std::max(takers, 1)), held_lane_cap_(held_lane_cap) {}
 
     struct Taken {
         BatchId id = 0;  // for finish_batch
         std::vector<PendingRecord> records;
     };
 
+    // Queues polled records at the back of their lanes, or spills them (above).
     void push(std::vector<PendingRecord> records);
+    // Records read again from Kafka from held_keys().read_again_from: each one that is the
+    // oldest spilled record of its lane goes to the back of that lane (unless
+    // the lane must still spill); any other is already queued, in a batch or
+    // finished, and is discarded.
+    void push_rereads(std::vector<PendingRecord> records);
 
     // Blocks until a record is ready (its lane neither held nor in a batch out)
     // or stop is requested, then waits up to `linger` for `max` ready records.
@@ -69,16 +91,18 @@ public:
     };
 
     // Ends batch `id`. `requeue` goes back to the front of its lanes in the
-    // given order; `hold_until` holds lanes until then; `parked` waits aside
-    // until due. Records of partitions dropped meanwhile are discarded.
+    // given order; `hold_until` holds lanes until then (or longer, if a lane is
+    // already held longer); `parked` waits aside until due. What it puts back
+    // of partitions dropped while *this* batch was out is discarded; a batch
+    // taken after the partition came back to this member keeps its put-backs.
     // Everything passed belongs to that batch's lanes.
     void finish_batch(BatchId id, std::vector<PendingRecord> requeue,
                       const std::map<Lane, Clock::time_point>& hold_until,
                       std::vector<Parked> parked = {});
 
     // Discards the queued records of these partitions and waits until the
-    // batches out that hold any of their lanes finished, or `deadline` passes.
-    // Returns false if the deadline passed first.
+    // batches out now that hold any of their lanes finished, or `deadline`
+    // passes. Returns false if the deadline passed first.
     bool drop_partitions(const std::vector<TopicPartition>& partitions, Clock::time_point deadline);
 
     // Records of the partition waiting in its lanes, parked ones excluded: the
@@ -86,6 +110,18 @@ public:
     // records could keep out the very predecessor they wait for.
     std::size_t queued(const TopicPartition& tp) const;
     std::size_t parked(const TopicPartition& tp) const;
+    std::size_t spilled(const TopicPartition& tp) const;
+
+    // What back-pressure and re-reading need of a partition, in one walk of its
+    // lanes.
+    struct HeldKeys {
+        std::size_t queued = 0;   // records queued in held or stalled key lanes
+        std::size_t spilled = 0;  // spilled records of lanes still held or stalled
+        // The oldest spilled offset of the partition, when a lane with spilled
+        // records is free and short again: where to read from again.
+        std::optional<Offset> read_again_from;
+    };
+    HeldKeys held_keys(const TopicPartition& tp) const;
     // Records of the partition in a batch out now.
     std::size_t in_batch(const TopicPartition& tp) const;
 
@@ -93,6 +129,7 @@ public:
         std::size_t queued = 0;  // waiting in a lane, parked ones excluded
         std::size_t parked = 0;
         std::size_t in_batch = 0;
+        std::size_t spilled = 0;  // offsets only: read again from Kafka later
         // Lanes held by a record that must retry later (NACK, retry, stall),
         // the records queued behind the first of each, and the distinct Kafka
         // keys among those other than that record's: under ordering partition
@@ -124,37 +161,51 @@ private:
         std::deque<PendingRecord> queue;
         std::vector<Parked> parked;  // sorted by offset
         std::optional<Clock::time_point> held_until;
+        std::deque<Offset> spilled;  // ascending; all younger than `queue`
     };
     struct BatchOut {
         std::set<Lane> lanes;
         std::map<TopicPartition, std::size_t> records;  // taken, per partition
+        // Its partitions dropped (revoked) while it was out: what it puts back
+        // of them is discarded at finish_batch, and drop_partitions waits for it.
+        std::set<TopicPartition> dropped;
     };
 
     std::size_t ready_count(Clock::time_point now, Clock::time_point* next_release) const;
     // Takes up to `limit` ready records of `lane` into `out`; true if any.
     bool take_lane(LaneState& lane, Clock::time_point now, std::size_t limit,
                    std::vector<PendingRecord>& out);
+    static bool is_held(const LaneState& lane, Clock::time_point now) {
+        return lane.held_until && *lane.held_until > now;
+    }
+    // A parked record younger than the record at the head of its held lane
+    // waits for that hold too: it must not overtake it.
+    static bool behind_held_head(const LaneState& lane, const Parked& parked) {
+        return !lane.queue.empty() &&
+               parked.record.record.offset > lane.queue.front().record.offset;
+    }
+    // A key lane that is held or stalled and has held_lane_cap_ records queued:
+    // what comes next of its key is spilled.
+    bool must_spill(const Lane& lane, const LaneState& state, Clock::time_point now) const;
+    bool held_or_stalled(const Lane& lane, const LaneState& state, Clock::time_point now) const {
+        return is_held(state, now) || stalled_.contains(lane);
+    }
     // Forgets the lane when nothing keeps it (see the file comment).
     void collect(std::map<Lane, LaneState>::iterator it);
-    bool partition_in_batch(const TopicPartition& tp) const {
-        auto it = batches_holding_.find(tp);
-        return it != batches_holding_.end() && it->second > 0;
-    }
 
     mutable std::mutex mutex_;
     std::condition_variable_any changed_;
     std::map<Lane, LaneState> lanes_;
-    std::set<Lane> in_batch_;                        // lanes of every batch out
-    std::map<BatchId, BatchOut> batches_;            // out now
-    std::map<TopicPartition, int> batches_holding_;  // batches out with a lane of it
-    std::map<TopicPartition, std::size_t> queued_, parked_, taken_;  // record counts
+    std::set<Lane> in_batch_;              // lanes of every batch out
+    std::map<BatchId, BatchOut> batches_;  // out now
+    std::map<TopicPartition, std::size_t> queued_, parked_, taken_, spilled_;  // record counts
     std::set<Lane> stalled_;
-    std::set<TopicPartition> dropped_during_batch_;
     // Where the last batch stopped taking: the next starts after it, so every
     // lane gets its turn.
     std::optional<Lane> last_lane_;
     BatchId next_id_ = 1;
     const int takers_;
+    const std::size_t held_lane_cap_;
     std::uint64_t generation_ = 0;  // bumped on every change a waiting worker must see
 };
 
