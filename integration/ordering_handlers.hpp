@@ -14,11 +14,16 @@
 //           its transaction open, for as long as the test wants)
 //   held-*  throws RetryableError until the gate is open (a NACKed key, retried
 //           after its backoff); each try is counted in held_tries
+//   flaky-* throws RetryableError on its first attempt (ctx.attempt() 1, each run
+//           of it in its batch): put back and retried after its backoff, it then
+//           passes; the last attempt seen per event id is in flaky_attempts
 // Every call sleeps `pause` first, so calls of different keys overlap when exo
 // runs them at once; the most calls seen at once is max_in_flight.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <map>
+#include <mutex>
 #include <pqxx/pqxx>
 #include <string>
 #include <thread>
@@ -33,6 +38,15 @@ inline std::atomic<int> gate_waiting{0};  // gate-* calls waiting now
 inline std::atomic<int> held_tries{0};
 inline std::atomic<int> in_flight{0};
 inline std::atomic<int> max_in_flight{0};
+inline std::mutex flaky_mutex;
+inline std::map<std::string, int> flaky_attempts;  // per flaky-* event id, under flaky_mutex
+
+// The last attempt of one flaky-* record seen in the handler (0: none).
+inline int flaky_attempt(const std::string& event) {
+    std::lock_guard lock(flaky_mutex);
+    auto it = flaky_attempts.find(event);
+    return it == flaky_attempts.end() ? 0 : it->second;
+}
 
 // Closes the gate and zeroes the counters: each test case starts from here.
 inline void reset() {
@@ -41,6 +55,8 @@ inline void reset() {
     held_tries = 0;
     in_flight = 0;
     max_in_flight = 0;
+    std::lock_guard lock(flaky_mutex);
+    flaky_attempts.clear();
 }
 
 // Opens the gate when it goes out of scope: declared after the daemon, it lets a
@@ -85,6 +101,13 @@ public:
         if (key.rfind("held-", 0) == 0) {
             ++o::held_tries;
             if (!o::gate_open) throw RetryableError("held until the test opens the gate");
+        }
+        if (key.rfind("flaky-", 0) == 0) {
+            {
+                std::lock_guard lock(o::flaky_mutex);
+                o::flaky_attempts[key] = ctx.attempt();
+            }
+            if (ctx.attempt() == 1) throw RetryableError("flaky: fails its first attempt");
         }
         if (key.rfind("gate-", 0) == 0) {
             // Bounded, so a test that never opens the gate fails instead of hanging.
