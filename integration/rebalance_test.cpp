@@ -192,3 +192,48 @@ TEST_CASE(
     CHECK(run.sequences_by_account().at("acc-a") == expected);
     CHECK(run.committed(0) == held_key_records + 40);
 }
+
+TEST_CASE(
+    "with ordering: key, a key held by retries keeps half of max_queued_per_partition in memory, "
+    "spills its later records and reads them again from Kafka once free: each applies once, in "
+    "order, and other keys apply meanwhile") {
+    auto options = order_recording("spill", Ordering::key);
+    options.max_attempts = 1000;  // held-a retries until the gate opens
+    OrderedRun run(options);
+    run.h.mutable_config().pipeline.max_queued_per_partition = 20;  // a held key keeps 10
+    // Held about a second between tries: the records below arrive while it is held.
+    run.h.mutable_config().pipeline.retry_backoff_initial = 1000ms;
+    run.h.mutable_config().pipeline.retry_backoff_max = 1000ms;
+    run.start();
+
+    run.h.produce({payment("held-a", "acc-a", 1, 1)});
+    wait_until(
+        "held-a tried", 30s, [&] { return held_progress(run); },
+        [](const HeldProgress& p) { return p.tries >= 1; });
+    constexpr int held_key_records = 41;
+    std::vector<exo::PaymentMessage> behind;
+    for (int seq = 2; seq <= held_key_records; ++seq)
+        behind.push_back(payment(fmt::format("a-{}", seq), "acc-a", 1, seq));
+    run.h.produce(behind);
+    wait_until(
+        "acc-a's records polled", 30s, [&] { return held_progress(run); },
+        [](const HeldProgress& p) { return p.polled >= held_key_records; });
+
+    std::vector<exo::PaymentMessage> others;
+    for (int i = 0; i < 20; ++i)
+        others.push_back(payment(fmt::format("b-{}", i), fmt::format("acc-b{}", i), 1, 1));
+    run.h.produce(others);
+    wait_until(
+        "20 records of other keys applied", 30s, [&] { return run.applied("event_id LIKE 'b-%'"); },
+        [](auto n) { return n == 20; });
+    CHECK(run.applied("account_id = 'acc-a'") == 0);
+
+    run.finish();  // releases held-a
+    run.check_each_once(held_key_records + 20);
+    std::string expected;
+    for (int seq = 1; seq <= held_key_records; ++seq)
+        expected += (seq == 1 ? "" : " ") + std::to_string(seq);
+    CHECK(run.sequences_by_account().at("acc-a") == expected);
+    CHECK(run.committed(0) == held_key_records + 20);
+    CHECK(run.daemon->stats().reads_again >= 1);
+}
