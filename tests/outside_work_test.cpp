@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -43,6 +44,7 @@ struct Seen {
     std::map<std::string, std::thread::id> threads;  // by "key:offset"
     std::map<std::string, int> in_flight;            // by ordering key
     bool overlapped_within_a_key = false;
+    int running = 0, most_running = 0;  // calls in progress, of every key
     // Calls of the first `gate` distinct keys wait here until all of them are in,
     // so the test knows lanes ran at the same time (bounded: a sequential run
     // fails instead of hanging).
@@ -68,6 +70,7 @@ public:
             seen_.calls.push_back(call);
             seen_.threads[call] = std::this_thread::get_id();
             if (++seen_.in_flight[key] > 1) seen_.overlapped_within_a_key = true;
+            seen_.most_running = std::max(seen_.most_running, ++seen_.running);
             if (seen_.gate > 0 && seen_.at_gate.size() < static_cast<std::size_t>(seen_.gate) &&
                 !seen_.at_gate.contains(key)) {
                 seen_.at_gate.insert(key);
@@ -84,6 +87,7 @@ public:
         {
             std::lock_guard lock(seen_.mutex);
             --seen_.in_flight[key];
+            --seen_.running;
         }
         if (r.value.find("permanent") != std::string::npos)
             throw exo::PermanentError("the service refused it");
@@ -330,4 +334,192 @@ TEST_CASE(
     CHECK(seen.calls.size() == 4);
     CHECK(at(*next, 0).fate == Fate::pending);
     CHECK(at(*next, 1).fate == Fate::pending);
+}
+
+namespace {
+
+// Calls held until the test lets them go, one by one or all at once (bounded
+// by 30 s, longer than the tests' 10 s waits, so a wait fails before a held
+// call goes on by itself).
+class Gate {
+public:
+    // In a call (Seen::on_call): waits until this call is let go.
+    void pass(const std::string& call) {
+        std::unique_lock lock(mutex_);
+        arrived_.push_back(call);
+        changed_.notify_all();
+        changed_.wait_for(lock, 30s, [&] { return open_ || let_go_.contains(call); });
+    }
+    // Whether `n` calls have come to the gate within 10 s.
+    bool wait_for_arrivals(std::size_t n) {
+        std::unique_lock lock(mutex_);
+        return changed_.wait_for(lock, 10s, [&] { return arrived_.size() >= n; });
+    }
+    std::vector<std::string> arrived() {
+        std::lock_guard lock(mutex_);
+        return arrived_;
+    }
+    void let_go(const std::string& call) {
+        std::lock_guard lock(mutex_);
+        let_go_.insert(call);
+        changed_.notify_all();
+    }
+    void open() {
+        std::lock_guard lock(mutex_);
+        open_ = true;
+        changed_.notify_all();
+    }
+
+private:
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    std::vector<std::string> arrived_;  // in arrival order
+    std::set<std::string> let_go_;
+    bool open_ = false;
+};
+
+// Opens its gate when it goes: declared after the threads running batches, so
+// none of them is joined while a call of theirs waits at the gate.
+struct OpenOnExit {
+    Gate& gate;
+    ~OpenOnExit() { gate.open(); }
+};
+
+// Records of keys `prefix`0 .. `prefix`<n - 1>, one each, from `offset` on.
+std::vector<exo::PendingRecord> keys(Fixture& f, const std::string& prefix, int n,
+                                     std::int64_t offset) {
+    std::vector<exo::PendingRecord> out;
+    for (int i = 0; i < n; ++i) out.push_back(f.record(prefix + std::to_string(i), offset + i));
+    return out;
+}
+
+// run() on a thread of its own; returned() says whether it has.
+class Running {
+public:
+    Running(exo::OutsideWork& work, exo::Batch& batch, const exo::BindingHandlers& handlers)
+        : thread_([&, this] {
+              work.run(batch, handlers);
+              std::lock_guard lock(mutex_);
+              returned_ = true;
+              changed_.notify_all();
+          }) {}
+    Running(const Running&) = delete;
+    Running& operator=(const Running&) = delete;
+    ~Running() { thread_.join(); }
+    std::thread::id id() const { return thread_.get_id(); }
+    // Whether run() returned within 10 s.
+    bool returned() {
+        std::unique_lock lock(mutex_);
+        return changed_.wait_for(lock, 10s, [&] { return returned_; });
+    }
+
+private:
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    bool returned_ = false;
+    std::thread thread_;  // last: it uses the above
+};
+
+}  // namespace
+
+TEST_CASE(
+    "a batch never waits for another batch's calls: with both outside threads held in a batch of "
+    "twenty lanes, another batch's quick calls all return on its own thread") {
+    Seen seen;
+    Fixture f(seen);
+    Gate gate;
+    seen.on_call = [&](const std::string& call) {
+        if (call.starts_with("slow")) gate.pass(call);  // a 300 ms call that takes until let go
+    };
+    exo::OutsideWork work(2, f.stats, *spdlog::default_logger());
+    auto slow = f.batch(keys(f, "slow", 20, 0));
+    auto quick_alone = f.batch(keys(f, "alone", 1, 100));
+    auto quick = f.batch(keys(f, "quick", 2, 200));
+    {
+        Running slow_slot(work, *slow, *f.handlers);
+        std::optional<Running> quick_alone_slot, quick_slot;
+        const OpenOnExit opener{gate};
+        // The slow batch's own thread and both outside threads are in its calls.
+        REQUIRE(gate.wait_for_arrivals(3));
+        quick_alone_slot.emplace(work, *quick_alone, *f.handlers);
+        CHECK(quick_alone_slot->returned());
+        quick_slot.emplace(work, *quick, *f.handlers);
+        // Before: it waited for its helper, queued behind the slow batch's.
+        CHECK(quick_slot->returned());
+        CHECK(gate.arrived().size() == 3);  // the slow calls still held meanwhile
+    }
+    for (auto* batch : {slow.get(), quick_alone.get(), quick.get()})
+        for (auto& r : *batch) {
+            INFO(*r.pending.record.key);
+            CHECK(r.fate == Fate::pending);
+            CHECK(handed(r) == "seen " + std::to_string(r.pending.record.offset.value));
+        }
+    CHECK(seen.calls.size() == 23);
+    CHECK(seen.most_running <= 2 + 3);  // the outside threads and each batch's own
+}
+
+TEST_CASE(
+    "an outside thread let go by one batch's lane takes a lane of the batch with fewer of its "
+    "lanes on the outside threads, not the next lane of the batch that came first") {
+    Seen seen;
+    Fixture f(seen);
+    Gate gate;
+    seen.on_call = [&](const std::string& call) { gate.pass(call); };
+    exo::OutsideWork work(1, f.stats, *spdlog::default_logger());
+    auto first = f.batch(keys(f, "first", 4, 0));
+    auto second = f.batch(keys(f, "second", 3, 100));
+    {
+        Running first_slot(work, *first, *f.handlers);
+        std::optional<Running> second_slot;
+        const OpenOnExit opener{gate};
+        REQUIRE(gate.wait_for_arrivals(2));  // its own thread's lane and the outside thread's
+        second_slot.emplace(work, *second, *f.handlers);
+        REQUIRE(gate.wait_for_arrivals(3));  // its own thread's lane
+        // Let go the first batch's lane on the outside thread.
+        std::string on_outside;
+        for (const auto& call : gate.arrived()) {
+            std::lock_guard lock(seen.mutex);
+            if (call.starts_with("first") && seen.threads.at(call) != first_slot.id())
+                on_outside = call;
+        }
+        REQUIRE_FALSE(on_outside.empty());
+        gate.let_go(on_outside);
+        REQUIRE(gate.wait_for_arrivals(4));
+        const std::string taken = gate.arrived()[3];
+        std::lock_guard lock(seen.mutex);
+        CHECK(taken.starts_with("second"));
+        CHECK(seen.threads.at(taken) == seen.threads.at(on_outside));
+    }
+    CHECK(seen.calls.size() == 7);
+    for (auto* batch : {first.get(), second.get()})
+        for (auto& r : *batch)
+            CHECK(handed(r) == "seen " + std::to_string(r.pending.record.offset.value));
+}
+
+TEST_CASE(
+    "abandoned calls on the outside threads: the batch returns once its calls in progress finish, "
+    "and its lanes no thread had started call nothing and are put back") {
+    Seen seen;
+    Fixture f(seen);
+    Gate gate;
+    seen.on_call = [&](const std::string& call) { gate.pass(call); };
+    exo::OutsideWork work(2, f.stats, *spdlog::default_logger());
+    auto batch = f.batch(keys(f, "held", 6, 0));
+    {
+        Running slot(work, *batch, *f.handlers);
+        const OpenOnExit opener{gate};
+        REQUIRE(gate.wait_for_arrivals(3));  // its own thread and both outside threads
+        work.abandon_calls();                // a revoke's deadline passed meanwhile
+        gate.open();
+        CHECK(slot.returned());
+    }
+    CHECK(seen.calls.size() == 3);
+    for (auto& r : *batch) {
+        const auto& record = r.pending.record;
+        const std::string call = *record.key + ":" + std::to_string(record.offset.value);
+        INFO(call);
+        const bool called = std::count(seen.calls.begin(), seen.calls.end(), call) == 1;
+        CHECK(r.fate == (called ? Fate::pending : Fate::requeue));
+        CHECK(handed(r) == (called ? "seen " + std::to_string(record.offset.value) : "(nothing)"));
+    }
 }

@@ -59,6 +59,25 @@ std::exception_ptr outside_failure(std::exception_ptr thrown) {
     return thrown;
 }
 
+// A batch's lanes, from run(), on whose stack it lives. Lanes [0, taken) are
+// someone's; open_ holds it while some are not (taken < lanes.size()). An
+// outside thread touches it only under mutex_ while it is in open_, or to work
+// the lane it took, counted in `helping`: run() returns only once no lane is
+// left to take and `helping` is 0, read under mutex_, so no thread holds on to
+// it (or to the batch) after.
+struct OutsideWork::Open {
+    Open(const BindingHandlers& handlers, std::uint64_t abandoned)
+        : handlers(handlers), abandoned(abandoned) {}
+
+    const BindingHandlers& handlers;
+    const std::uint64_t abandoned;  // abandon_calls() when the batch started
+    std::vector<LaneWork> lanes;
+    std::size_t taken = 0;
+    std::size_t helping = 0;           // lanes in progress on outside threads
+    std::condition_variable helped;    // `helping` went to 0, under mutex_
+    std::list<Open*>::iterator place;  // in open_, while taken < lanes.size()
+};
+
 OutsideWork::OutsideWork(int threads, PipelineStats& stats, spdlog::logger& log)
     : stats_(stats), log_(log) {
     for (int i = 0; i < threads; ++i)
@@ -71,104 +90,121 @@ OutsideWork::~OutsideWork() {
     threads_.clear();  // joins
 }
 
+OutsideWork::Open& OutsideWork::pick() {
+    Open* best = open_.front();
+    for (Open* open : open_)
+        if (open->helping < best->helping) best = open;
+    return *best;
+}
+
+std::size_t OutsideWork::take(Open& open) {
+    const std::size_t lane = open.taken++;
+    if (open.taken == open.lanes.size()) open_.erase(open.place);
+    return lane;
+}
+
 void OutsideWork::serve(std::stop_token stop) {
+    // The batch whose lane this thread has just worked, still counted in its
+    // `helping` while the next is picked, so the threads spread over the
+    // batches rather than all going back to the oldest.
+    Open* was = nullptr;
     for (;;) {
-        std::function<void()> task;
+        Open* open = nullptr;
+        std::size_t lane = 0;
         {
             std::unique_lock lock(mutex_);
-            if (!ready_.wait(lock, stop, [&] { return !tasks_.empty(); })) return;
-            task = std::move(tasks_.front());
-            tasks_.pop_front();
+            if (!open_.empty()) open = &pick();
+            if (was != nullptr) {
+                // After this, `was` may be gone (its run() returned).
+                if (--was->helping == 0) was->helped.notify_one();
+                was = nullptr;
+            }
+            if (open == nullptr) {
+                if (!ready_.wait(lock, stop, [&] { return !open_.empty(); })) return;
+                open = &pick();
+            }
+            lane = take(*open);
+            ++open->helping;
         }
-        task();  // never throws (run() makes them so)
+        work(*open, lane);
+        was = open;
     }
 }
 
-void OutsideWork::submit(std::function<void()> task) {
-    {
-        std::lock_guard lock(mutex_);
-        tasks_.push_back(std::move(task));
+void OutsideWork::call(BatchRecord& record, const BindingHandlers& handlers) noexcept {
+    const auto started = Clock::now();
+    try {
+        const auto& r = record.pending.record;
+        LogContext log_context(r.topic, r.partition, r.offset, record.key, &record.pending.trace);
+        auto ctx = detail::ContextAccess::outside(r, record.key, record.payload, log_,
+                                                  record.pending.attempts + 1,
+                                                  &record.pending.trace, record.handed_over);
+        handlers.outside(*record.binding)->before_transaction(ctx);
+    } catch (...) {
+        record.outside_failure = outside_failure(std::current_exception());
+        stats_.outside_failures++;
     }
-    ready_.notify_one();
+    stats_.outside_ran(record.binding->topic, std::chrono::duration_cast<std::chrono::microseconds>(
+                                                  Clock::now() - started));
+}
+
+void OutsideWork::work(Open& open, std::size_t lane) noexcept {
+    // A lane's records in order, its first failure ending its work.
+    auto& records = open.lanes[lane];
+    for (auto* record : records.records) {
+        if (abandoned_.load() != open.abandoned) break;
+        call(*record, open.handlers);
+        ++records.done;
+        if (record->outside_failure) break;
+    }
 }
 
 void OutsideWork::run(Batch& batch, const BindingHandlers& handlers) {
-    std::vector<LaneWork> lanes;
+    Open open(handlers, abandoned_.load());
     {
-        std::map<Lane, std::size_t> index;  // lane -> its place in `lanes`
+        std::map<Lane, std::size_t> index;  // lane -> its place in `open.lanes`
         for (auto& record : batch) {
             if (record.fate != Fate::pending) continue;
             if (handlers.outside(*record.binding) == nullptr) continue;
-            const auto [at, added] = index.try_emplace(record.pending.lane(), lanes.size());
-            if (added) lanes.emplace_back();
-            lanes[at->second].records.push_back(&record);
+            const auto [at, added] = index.try_emplace(record.pending.lane(), open.lanes.size());
+            if (added) open.lanes.emplace_back();
+            open.lanes[at->second].records.push_back(&record);
         }
     }
-    if (lanes.empty()) return;
+    if (open.lanes.empty()) return;
 
-    // One record's call; what it throws stays with the record.
-    const auto call = [&](BatchRecord& record) noexcept {
-        const auto started = Clock::now();
+    // With one lane, or no outside threads, this thread works every lane.
+    const std::size_t helpers = std::min(open.lanes.size() - 1, threads_.size());
+    bool shared = false;
+    if (helpers > 0) {
         try {
-            const auto& r = record.pending.record;
-            LogContext log_context(r.topic, r.partition, r.offset, record.key,
-                                   &record.pending.trace);
-            auto ctx = detail::ContextAccess::outside(r, record.key, record.payload, log_,
-                                                      record.pending.attempts + 1,
-                                                      &record.pending.trace, record.handed_over);
-            handlers.outside(*record.binding)->before_transaction(ctx);
+            std::lock_guard lock(mutex_);
+            open.place = open_.insert(open_.end(), &open);
+            shared = true;
         } catch (...) {
-            record.outside_failure = outside_failure(std::current_exception());
-            stats_.outside_failures++;
+            // Out of memory: this thread works every lane.
         }
-        stats_.outside_ran(
-            record.binding->topic,
-            std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started));
-    };
-    // Lanes are taken one at a time by whoever is free, this thread included: a
-    // lane's records in order, its first failure ending its work.
-    std::atomic<std::size_t> next{0};
-    const std::uint64_t abandoned = abandoned_.load();
-    const auto drain = [&]() noexcept {
-        for (std::size_t i; (i = next++) < lanes.size();) {
-            auto& lane = lanes[i];
-            for (auto* record : lane.records) {
-                if (abandoned_.load() != abandoned) break;
-                call(*record);
-                ++lane.done;
-                if (record->outside_failure) break;
+        if (shared)
+            for (std::size_t n = 0; n < helpers; ++n) ready_.notify_one();
+    }
+    if (!shared) {
+        while (open.taken < open.lanes.size()) work(open, open.taken++);
+    } else {
+        // This thread takes its own batch's lanes, never another's, so it waits
+        // only for lanes an outside thread has started.
+        for (;;) {
+            std::size_t lane = 0;
+            {
+                std::lock_guard lock(mutex_);
+                if (open.taken == open.lanes.size()) break;
+                lane = take(open);
             }
+            work(open, lane);
         }
-    };
-    // Helpers done, under `mutex`: this thread returns (and `lanes` goes) only
-    // after the last one has let go of everything here.
-    std::mutex mutex;
-    std::condition_variable all_done;
-    std::size_t helping = 0;
-    const std::size_t helpers = std::min(lanes.size() - 1, threads_.size());
-    for (std::size_t n = 0; n < helpers; ++n) {
-        {
-            std::lock_guard lock(mutex);
-            ++helping;
-        }
-        try {
-            submit([&]() noexcept {
-                drain();
-                std::lock_guard lock(mutex);
-                if (--helping == 0) all_done.notify_all();
-            });
-        } catch (...) {
-            std::lock_guard lock(mutex);
-            --helping;
-            break;  // out of memory: this thread drains what is left
-        }
+        std::unique_lock lock(mutex_);
+        open.helped.wait(lock, [&] { return open.helping == 0; });
     }
-    drain();
-    {
-        std::unique_lock lock(mutex);
-        all_done.wait(lock, [&] { return helping == 0; });
-    }
-    requeue_uncalled(lanes);
+    requeue_uncalled(open.lanes);
 }
 
 }  // namespace exo

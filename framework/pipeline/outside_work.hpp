@@ -3,9 +3,18 @@
 // (exo/outside_transaction.hpp): a worker's outside threads
 // (pipeline.outside_threads), shared by its batches. A batch's records run
 // their before_transaction() lane by lane: a lane's records one after another
-// in batch order, different lanes at the same time, taken one at a time by
-// the calling thread and up to outside_threads helpers, so a batch waits
-// about as long as its slowest lane.
+// in batch order, different lanes at the same time, so a batch waits about as
+// long as its slowest lane.
+//
+// Who takes a lane: the batch's own thread (the caller of run()) takes its
+// batch's lanes one at a time, and only those; each free outside thread takes
+// a lane of any batch in run() with lanes not yet taken, the one with the
+// fewest outside threads on it first (the earliest among equals; a thread
+// just done with a lane counts where it was), so the threads are shared
+// evenly between the worker's slots. A lane is taken when its work starts,
+// never queued for a thread, so a batch waits only for its lanes in progress,
+// never behind another batch's calls. At most outside_threads calls, plus one
+// per batch in run(), are in progress.
 //
 // What a call hands over, or throws, stays with its record
 // (BatchRecord::handed_over, ::outside_failure): the transaction step hands
@@ -20,9 +29,8 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <exception>
-#include <functional>
+#include <list>
 #include <mutex>
 #include <stop_token>
 #include <thread>
@@ -47,6 +55,7 @@ std::exception_ptr outside_failure(std::exception_ptr thrown);
 class OutsideWork {
 public:
     // Starts `threads` threads; 0: run() works every lane on the calling thread.
+    // Throws std::system_error if a thread cannot start.
     OutsideWork(int threads, PipelineStats& stats, spdlog::logger& log);
     OutsideWork(const OutsideWork&) = delete;
     OutsideWork& operator=(const OutsideWork&) = delete;
@@ -67,14 +76,20 @@ public:
     void abandon_calls() { ++abandoned_; }
 
 private:
+    struct Open;  // a batch's lanes, shared with the outside threads (outside_work.cpp)
+
     void serve(std::stop_token stop);
-    void submit(std::function<void()> task);
+    Open& pick();  // under mutex_, open_ not empty: where an outside thread goes next
+    // Starts the next lane of `open`, under mutex_; closes it on its last.
+    std::size_t take(Open& open);
+    void work(Open& open, std::size_t lane) noexcept;
+    void call(BatchRecord& record, const BindingHandlers& handlers) noexcept;
 
     PipelineStats& stats_;
     spdlog::logger& log_;
     std::mutex mutex_;
-    std::condition_variable_any ready_;
-    std::deque<std::function<void()>> tasks_;
+    std::condition_variable_any ready_;        // a batch opened lanes, or stop
+    std::list<Open*> open_;                    // batches with lanes not taken, oldest first
     std::atomic<std::uint64_t> abandoned_{0};  // abandon_calls() so far
     std::vector<std::jthread> threads_;        // last: they use everything above
 };
