@@ -8,11 +8,14 @@
 // Cues (the event id's prefix): fail-once-* throws RetryableError from
 // before_transaction() on the record's first attempt; refused-* always throws
 // PermanentError from it; boom-* throws RetryableError from handle() on the
-// record's first attempt (the call succeeded).
+// record's first attempt (the call succeeded); held-* waits in
+// before_transaction() until the test lets held calls go (let_held_go(),
+// bounded by 60 s so a test that never does fails instead of hanging).
 #include <algorithm>
 #include <any>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <pqxx/pqxx>
@@ -41,6 +44,21 @@ inline std::atomic<int> max_in_flight{0};
 // Calls that found one of the daemon's slot sessions inside a transaction.
 inline std::atomic<int> saw_open_transaction{0};
 inline std::atomic<int> looked{0};
+// held-* calls: how many came to wait, and whether they may go on.
+inline std::condition_variable held_changed;
+inline int held_arrived = 0;
+inline bool held_go = false;
+
+inline int held_calls() {
+    std::lock_guard lock(mutex);
+    return held_arrived;
+}
+
+inline void let_held_go() {
+    std::lock_guard lock(mutex);
+    held_go = true;
+    held_changed.notify_all();
+}
 
 inline void reset() {
     std::lock_guard lock(mutex);
@@ -51,6 +69,8 @@ inline void reset() {
     max_in_flight = 0;
     saw_open_transaction = 0;
     looked = 0;
+    held_arrived = 0;
+    held_go = false;
 }
 
 inline void create_table(const std::string& uri) {
@@ -84,6 +104,11 @@ public:
         }
         look_at_sessions();
         std::this_thread::sleep_for(o::pause);
+        if (event.rfind("held-", 0) == 0) {
+            std::unique_lock lock(o::mutex);
+            ++o::held_arrived;
+            o::held_changed.wait_for(lock, std::chrono::seconds(60), [] { return o::held_go; });
+        }
         --o::in_flight;
         {
             std::lock_guard lock(o::mutex);

@@ -214,6 +214,59 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "a slot's batch of calls outside the transaction does not wait for another slot's: with both "
+    "outside threads held in a batch of twenty keys, a later batch of two keys applies meanwhile") {
+    auto options = one_slot("outsideshare", "outside_recording");
+    options.concurrency = 2;
+    options.batch_size = 40;  // a slot takes up to 20 ready records (its share of 40)
+    PipelineHarness h(options);
+    prepare(h, 0ms);
+    h.mutable_config().pipeline.outside_threads = 2;
+    std::vector<exo::PaymentMessage> held;
+    for (int a = 0; a < 20; ++a)
+        held.push_back(payment(fmt::format("held-{}", a), fmt::format("acc-{}", a), 1, 1));
+    h.produce(held);
+    {
+        RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());
+        // Declared after the daemon: the held calls go on before it stops.
+        const struct LetGoOnExit {
+            ~LetGoOnExit() { outside::let_held_go(); }
+        } let_go;
+        exo::testing::wait_until(
+            "the held batch's calls on its slot's thread and both outside threads", 60s,
+            [] { return outside::held_calls(); }, [](int n) { return n >= 3; });
+        // One batch has all twenty, so the other slot is free for the next.
+        exo::testing::wait_until(
+            "one batch out, with every held record", 60s,
+            [&] {
+                const auto s = daemon.status();
+                std::size_t in_batch = 0;
+                for (const auto& p : s.partitions) in_batch += p.in_flight;
+                return fmt::format("{} batches, {} records", s.batches_in_flight, in_batch);
+            },
+            [](const std::string& seen) { return seen == "1 batches, 20 records"; });
+        h.produce({payment("quick-1", "acc-q1", 1, 1), payment("quick-2", "acc-q2", 1, 1)});
+        // Before, the quick batch's BEGIN waited for its helper task, queued
+        // behind the held batch's on both outside threads.
+        exo::testing::wait_until(
+            "the quick batch applied", 30s,
+            [&] {
+                return h.count(
+                    "SELECT count(*) FROM outside_applied WHERE event_id LIKE 'quick-%'");
+            },
+            [](auto n) { return n == 2; });
+        CHECK(outside::held_calls() == 3);  // still held meanwhile
+        CHECK(h.count("SELECT count(*) FROM outside_applied") == 2);
+        outside::let_held_go();
+        REQUIRE(h.wait_until_consumed(90s));
+    }
+    CHECK(h.count("SELECT count(*) FROM outside_applied") == 22);
+    CHECK(h.count("SELECT count(DISTINCT event_id) FROM outside_applied") == 22);
+    CHECK(total_calls() == 22);
+    CHECK_FALSE(outside::account_overlapped);
+}
+
+TEST_CASE(
     "a shutdown whose drain deadline passes stops the batch's calls outside the transaction: "
     "what it did not call is redelivered and every record is applied once") {
     auto options = one_slot("outsideabandon", "outside_recording");
