@@ -94,4 +94,22 @@ TEST_SUITE("Failpoints") {
         for (int i = 0; i < 4; ++i) fp.hit("after_pg_commit");
         CHECK_FALSE(fp.empty());
     }
+
+    TEST_CASE("a cancel fires on its N-th pass only") {
+        auto fp = Failpoints::parse("pg_commit_probe=cancel@2");
+        CHECK_FALSE(fp.cancels("pg_commit_probe"));
+        CHECK(fp.cancels("pg_commit_probe"));
+        CHECK_FALSE(fp.cancels("pg_commit_probe"));
+        CHECK_FALSE(Failpoints::parse("pg_commit_probe=cancel").cancels("after_claim"));
+    }
+
+    // A wrong kind would kill the test binary (a hit that raised) or arm the kill one
+    // pass early (a cancels() that counted): either fails the suite loudly.
+    TEST_CASE("a cancel point is never a signal, and a kill point never cancels") {
+        auto fp = Failpoints::parse("pg_commit_probe=cancel,after_claim=kill@2");
+        fp.hit("pg_commit_probe");
+        CHECK(fp.cancels("pg_commit_probe"));  // the hit was not its pass
+        CHECK_FALSE(fp.cancels("after_claim"));
+        fp.hit("after_claim");  // its 1st pass: cancels() did not count one
+    }
 }

@@ -16,7 +16,8 @@ Failpoints Failpoints::parse(const std::string& spec) {
         if (item.empty()) continue;
         auto eq = item.find('=');
         if (eq == std::string::npos)
-            throw UsageError("EXO_FAILPOINTS: '" + item + "' must look like name=kill[@N]");
+            throw UsageError("EXO_FAILPOINTS: '" + item +
+                             "' must look like name=kill[@N] (or stop, cancel)");
         std::string name = item.substr(0, eq);
         std::string action = item.substr(eq + 1);
         int pass = 1;
@@ -28,11 +29,13 @@ Failpoints Failpoints::parse(const std::string& spec) {
             action = action.substr(0, at);
         }
         if (name.empty()) throw UsageError("EXO_FAILPOINTS: '" + item + "' names no failpoint");
-        if ((action != "kill" && action != "stop") || pass < 1)
+        if ((action != "kill" && action != "stop" && action != "cancel") || pass < 1)
             throw UsageError("EXO_FAILPOINTS: '" + item +
-                             "': the action is kill[@N] or stop[@N], N >= 1");
+                             "': the action is kill[@N], stop[@N] or cancel[@N], N >= 1");
         fp.armed_[name].on_pass = pass;
-        fp.armed_[name].signal = action == "kill" ? SIGKILL : SIGSTOP;
+        fp.armed_[name].action = action == "kill"   ? Action::kill
+                                 : action == "stop" ? Action::stop
+                                                    : Action::cancel;
     }
     return fp;
 }
@@ -42,11 +45,20 @@ Failpoints Failpoints::from_environment() {
     return spec ? parse(spec) : Failpoints{};
 }
 
-void Failpoints::hit(const char* name) {
-    if (armed_.empty()) return;
+const Failpoints::Armed* Failpoints::due(const char* name, bool cancel) {
+    if (armed_.empty()) return nullptr;
     auto it = armed_.find(name);
-    if (it == armed_.end()) return;
-    if (it->second.passes.fetch_add(1) + 1 == it->second.on_pass) std::raise(it->second.signal);
+    if (it == armed_.end() || (it->second.action == Action::cancel) != cancel) return nullptr;
+    return it->second.passes.fetch_add(1) + 1 == it->second.on_pass ? &it->second : nullptr;
+}
+
+void Failpoints::hit(const char* name) {
+    if (const Armed* armed = due(name, /*cancel=*/false))
+        std::raise(armed->action == Action::kill ? SIGKILL : SIGSTOP);
+}
+
+bool Failpoints::cancels(const char* name) {
+    return due(name, /*cancel=*/true) != nullptr;
 }
 
 }  // namespace exo
