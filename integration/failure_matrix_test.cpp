@@ -215,6 +215,26 @@ TEST_CASE(
     CHECK(header(dlq[0], "exo-error").find("division by zero") != std::string::npos);
 }
 
+TEST_CASE(
+    "a transaction cancelled in its COMMIT round trip (57014) is rolled back, so the slot's "
+    "next transactions begin and apply: nothing is counted or dead-lettered") {
+    PipelineHarness h({.name = "commit_cancel", .partitions = 1, .workers = 1});
+    // The first COMMIT fails on the server as a cancel does, in the statement sent with
+    // it: COMMIT is skipped. Before, no ROLLBACK followed and every later BEGIN on the
+    // session failed with 25P02: counted, dead-lettered, then the partition stalled.
+    RunningDaemon d(h.config(), h.registry(), h.bootstrap(), "pg_commit_probe=cancel@1");
+    h.produce({payment("cancel-1", "acc-1", 1, 1), payment("cancel-2", "acc-2", 2, 1)});
+    REQUIRE(h.wait_until_consumed(60s));
+    h.produce({payment("cancel-3", "acc-1", 4, 2)});  // a later batch on the same slot
+    REQUIRE(h.wait_until_consumed(60s));
+    d.stop();
+    CHECK(h.balances() == std::map<std::string, std::int64_t>{{"acc-1", 5}, {"acc-2", 2}});
+    CHECK(h.count("SELECT count(*) FROM ledger_entries") == 3);
+    CHECK(d.stats().applied == 3);
+    CHECK(d.stats().dead_lettered == 0);
+    CHECK(d.stats().batch_failures == 0);
+}
+
 TEST_CASE("a dead letter that Kafka refuses is kept and retried, never skipped") {
     PipelineHarness h({.name = "dlq_fail", .partitions = 1, .handler = "misbehaving_ledger"});
     h.produce({payment("poison-1", "acc-1", 5, 1), payment("ok-2", "acc-2", 6, 1)});

@@ -1,6 +1,7 @@
 // pg/session.hpp against the real PostgreSQL: the server-side limits reach the
 // session, a lock wait and an idle transaction end on time, and a broken session
-// stays broken. Each test uses its own table.
+// stays broken; pg/explicit_transaction.hpp never leaves a session inside its
+// transaction. Each test uses its own table.
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -10,6 +11,8 @@
 #include <thread>
 
 #include "config/config.hpp"
+#include "core/failpoints.hpp"
+#include "pg/explicit_transaction.hpp"
 #include "pg/session.hpp"
 #include "support.hpp"
 
@@ -47,6 +50,12 @@ struct ScratchTable {
     }
     std::string lock_row() const { return "SELECT v FROM " + name + " WHERE id = 1 FOR UPDATE"; }
 };
+
+int value_of(const ScratchTable& table) {
+    auto c = exo::open_postgres_session(session_config());
+    pqxx::nontransaction tx(*c);
+    return tx.exec("SELECT v FROM " + table.name + " WHERE id = 1")[0][0].as<int>();
+}
 
 std::string show(pqxx::connection& c, const std::string& setting) {
     pqxx::nontransaction tx(c);
@@ -199,5 +208,37 @@ TEST_SUITE("pg session") {
         // ...and runs the next statement on a new session, in autocommit.
         CHECK(tx.exec("SELECT 1")[0][0].as<int>() == 1);
         CHECK(plain.backendpid() != pid);
+    }
+
+    TEST_CASE(
+        "a transaction cancelled in its COMMIT round trip (57014) is rolled back, and the "
+        "session's next transaction begins and commits") {
+        ScratchTable table;
+        auto session = exo::open_postgres_session(session_config());
+        auto failpoints = exo::Failpoints::parse("pg_commit_probe=cancel");
+        {
+            exo::ExplicitTransaction cancelled(*session);
+            cancelled.statements().exec("UPDATE " + table.name + " SET v = 1 WHERE id = 1");
+            CHECK(sqlstate_of([&] { cancelled.commit(&failpoints); }) == "57014");
+        }
+        // Before: no ROLLBACK was sent, and this BEGIN failed with 25P02.
+        exo::ExplicitTransaction next(*session);
+        next.statements().exec("UPDATE " + table.name + " SET v = v + 10 WHERE id = 1");
+        next.commit(&failpoints);  // armed for the first pass only
+        CHECK(value_of(table) == 10);
+        CHECK(session->is_open());
+    }
+
+    TEST_CASE(
+        "BEGIN on a session left inside an aborted transaction closes the session and throws "
+        "broken_connection, so its owner opens a new one") {
+        auto session = exo::open_postgres_session(session_config());
+        {
+            pqxx::nontransaction raw(*session);
+            raw.exec("BEGIN");
+            CHECK(sqlstate_of([&] { raw.exec("SELECT 1 / 0"); }) == "22012");
+        }
+        CHECK_THROWS_AS(exo::ExplicitTransaction{*session}, pqxx::broken_connection);
+        CHECK_FALSE(session->is_open());
     }
 }

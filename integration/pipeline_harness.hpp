@@ -95,10 +95,11 @@ private:
 };
 
 // A daemon on its own thread; stopped (as by SIGTERM) and joined on destruction.
+// `failpoints`: an EXO_FAILPOINTS spec for this daemon alone (core/failpoints.hpp).
 class RunningDaemon {
 public:
     RunningDaemon(const Config& config, const HandlerRegistry& registry,
-                  const std::string& bootstrap);
+                  const std::string& bootstrap, const std::string& failpoints = {});
     ~RunningDaemon();
     void stop();
     const PipelineStats& stats() const { return daemon_->stats(); }

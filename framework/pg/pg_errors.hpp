@@ -8,7 +8,9 @@ namespace exo {
 
 enum class PgFailure {
     // The connection is gone: the whole transaction is lost. Reconnect with
-    // backoff and retry the batch; the dedup rows make the retry safe.
+    // backoff and retry the batch; the dedup rows make the retry safe. Also
+    // what ExplicitTransaction throws when it closed a session it could not
+    // bring out of a transaction (pg/explicit_transaction.hpp).
     connection_lost,
     // COMMIT was sent but its answer never came (pqxx::in_doubt_error): the
     // batch may or may not be applied. Retry it: the dedup rows tell which.

@@ -40,8 +40,9 @@ BatchProtocol::BatchProtocol(const Config& config, const HandlerRegistry& regist
           application_name(owner)),
       dead_letters_(config, dead_letter_producer, stats, log, postgres_, lane_.redis,
                     [this](int failures) { return lane_.fate.delay(failures); }),
-      transactions_(PassContext{config, handlers_, stats, log, lane_.fate, outbox_doorbell},
-                    postgres_),
+      transactions_(
+          PassContext{config, handlers_, stats, log, lane_.fate, outbox_doorbell, &failpoints},
+          postgres_),
       on_this_thread_(0, stats, log) {}
 
 void BatchProtocol::open_sessions() {

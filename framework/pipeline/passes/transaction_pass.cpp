@@ -94,7 +94,7 @@ PassResult commit_records(const PassContext& ctx, ExplicitTransaction& transacti
     }
     ctx.stats.postgres_round_trips += 2;  // BEGIN and COMMIT
     try {
-        transaction.commit();
+        transaction.commit(ctx.failpoints);
     } catch (const std::exception& e) {
         if (classify(e) == Failure::postgres_down) throw;  // the dedup rows decide on the retry
         return PassResult::rolled_back(e.what());

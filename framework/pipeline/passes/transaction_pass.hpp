@@ -12,6 +12,7 @@
 #include <pqxx/transaction_base>
 
 #include "config/config.hpp"
+#include "core/failpoints.hpp"
 #include "metrics/pipeline_stats.hpp"
 #include "outbox/outbox_doorbell.hpp"
 #include "outbox/transaction_outbox.hpp"
@@ -34,6 +35,8 @@ struct PassContext {
     // Rung after a COMMIT whose transaction emitted, so this process's relay
     // publishes at once; nullptr: no relay here (outbox.enabled false, tests).
     OutboxDoorbell* outbox_doorbell = nullptr;
+    // The process's failpoints (tests: pg_commit_probe); nullptr: none.
+    Failpoints* failpoints = nullptr;
 };
 
 // A batch handler said which record it failed on (BatchRecordFailed).
