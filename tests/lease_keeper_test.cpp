@@ -1,30 +1,94 @@
-// The lease keeper's hold / abandon contract (pipeline/lease_keeper.hpp), without
-// Redis: a lease of an hour means no renewal is ever due during a test.
+// The lease keeper's hold / abandon contract and how it judges a renewal's LOST
+// (pipeline/lease_keeper.hpp), without Redis: a lease of an hour means no
+// renewal is ever due, and a Redis that answers on cue stands in for extend.lua.
 #include <doctest/doctest.h>
 
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <optional>
 
 #include "config/config.hpp"
 #include "metrics/pipeline_stats.hpp"
 #include "pipeline/lease_keeper.hpp"
 
 using namespace exo;
+using namespace std::chrono_literals;
 
 namespace {
 
+Config with_lease(std::chrono::milliseconds lease) {
+    Config c;
+    c.claim.lease = lease;
+    return c;
+}
+
 struct Keeper {
-    Config config = [] {
-        Config c;
-        c.claim.lease = std::chrono::hours(1);
-        return c;
-    }();
+    Config config = with_lease(std::chrono::hours(1));
     PipelineStats stats;
     LeaseKeeper keeper{config, "owner", stats, spdlog::default_logger()->clone("lease-test")};
 };
 
 const std::vector<TokenRequest> kClaims = {{"k1", FencingToken{1}}, {"k2", FencingToken{2}}};
+
+// extend.lua's stand-in: the first renewal waits for the test's answer (it is
+// in flight meanwhile); every later one answers OK at once.
+class CuedRedis {
+public:
+    LeaseKeeper::Extend extend() {
+        return [this](const std::vector<TokenRequest>& claims) {
+            std::unique_lock lock(mutex_);
+            const std::vector<FinishStatus> ok(claims.size(), FinishStatus::ok);
+            if (++renewals_ > 1) return ok;
+            changed_.notify_all();
+            changed_.wait_for(lock, 30s, [&] { return answer_.has_value(); });
+            return answer_.value_or(ok);
+        };
+    }
+    // Whether the first renewal went out (generous deadline: it is due after 10 ms).
+    bool renewal_in_flight() {
+        std::unique_lock lock(mutex_);
+        return changed_.wait_for(lock, 30s, [&] { return renewals_ > 0; });
+    }
+    void answer(std::vector<FinishStatus> statuses) {
+        {
+            std::lock_guard lock(mutex_);
+            answer_ = std::move(statuses);
+        }
+        changed_.notify_all();
+    }
+
+private:
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    int renewals_ = 0;
+    std::optional<std::vector<FinishStatus>> answer_;
+};
+
+// Holds `claims`, lets their first renewal go out, runs `meanwhile` (the worker)
+// before Redis answers `answer`, and returns leases_lost once the keeper is gone:
+// its destructor joins the thread after the answer was judged.
+std::uint64_t leases_lost(const std::vector<TokenRequest>& claims,
+                          const std::function<void(LeaseKeeper&)>& meanwhile,
+                          std::vector<FinishStatus> answer) {
+    const Config config = with_lease(30ms);  // a renewal every 10 ms
+    PipelineStats stats;
+    CuedRedis redis;
+    {
+        LeaseKeeper keeper(config, stats, spdlog::default_logger()->clone("lease-test"),
+                           redis.extend());
+        keeper.start_batch();
+        keeper.hold(claims);
+        REQUIRE(redis.renewal_in_flight());
+        meanwhile(keeper);
+        redis.answer(std::move(answer));
+    }
+    CHECK(stats.lease_renewals >= claims.size());
+    return stats.leases_lost;
+}
 
 }  // namespace
 
@@ -55,5 +119,40 @@ TEST_SUITE("lease keeper") {
         keeper.start_batch();
         keeper.hold(kClaims);
         CHECK(keeper.held().size() == 2);
+    }
+
+    TEST_CASE("a renewal answered LOST for a claim still held is a lease lost") {
+        CHECK(leases_lost(kClaims, [](LeaseKeeper&) {}, {FinishStatus::lost, FinishStatus::ok}) ==
+              1);
+    }
+
+    TEST_CASE(
+        "a renewal answered LOST after the worker let go of the claim (completed or released "
+        "it) is no lease lost") {
+        CHECK(leases_lost(kClaims, [](LeaseKeeper& k) { k.clear(); },
+                          {FinishStatus::lost, FinishStatus::lost}) == 0);
+    }
+
+    TEST_CASE(
+        "a renewal answered LOST counts only the claims still held, not those let go of "
+        "meanwhile") {
+        CHECK(leases_lost(kClaims, [](LeaseKeeper& k) { k.hold({kClaims[1]}); },
+                          {FinishStatus::lost, FinishStatus::lost}) == 1);
+    }
+
+    TEST_CASE(
+        "a renewal answered LOST for a key held again under a new token meanwhile is no lease "
+        "lost") {
+        CHECK(leases_lost({kClaims[0]},
+                          [](LeaseKeeper& k) {
+                              k.clear();                          // released after a failure
+                              k.hold({{"k1", FencingToken{7}}});  // claimed again: its next try
+                          },
+                          {FinishStatus::lost}) == 0);
+    }
+
+    TEST_CASE("a renewal answered LOST for claims abandoned meanwhile is no lease lost") {
+        CHECK(leases_lost(kClaims, [](LeaseKeeper& k) { k.abandon(); },
+                          {FinishStatus::lost, FinishStatus::lost}) == 0);
     }
 }

@@ -83,8 +83,7 @@ BatchEnd BatchProtocol::apply(Batch& batch, LeaseKeeper& leases) {
             outside_->run(batch, handlers_);
             // What was put back behind a failed call does not run now: its
             // claims would NACK other workers' copies of its keys meanwhile.
-            lane_.claims.give_back_unrun(batch);
-            leases.hold(batch.open_claims());
+            lane_.claims.give_back_unrun(batch, leases);
         }
         transactions_.run(batch);
     } catch (const std::exception& e) {
@@ -107,15 +106,16 @@ BatchEnd BatchProtocol::transact(Batch& batch, LeaseKeeper& leases) {
 }
 
 void BatchProtocol::settle(Batch& batch, LeaseKeeper& leases) {
+    // Every claim is let go of by the keeper before Redis finishes it, so a
+    // renewal in flight that then answers LOST is not a lease lost
+    // (pipeline/lease_keeper.hpp). Abandoned claims (a revoke's deadline passed)
+    // are not renewed again: the keeper ignores these hold()s then.
     // What a committed transaction settled is completed even when later records
     // of the batch failed (batch_failed leaves it alone).
-    lane_.claims.complete(batch);
-    // Completed claims need no renewal; abandoned ones (a revoke's deadline
-    // passed) are not renewed again: the keeper ignores this hold() then.
-    leases.hold(batch.open_claims());
+    lane_.claims.complete(batch, leases);
     // Dead letters decided before a failure (a bad key, a record out of attempts)
     // are recorded whatever happened to the rest of the batch.
-    dead_letters_.publish(batch);
+    dead_letters_.publish(batch, leases);
     leases.clear();
     // A batch in hand is always finished, even when stopping: its claims and offsets settle.
     lane_.claims.release(batch);

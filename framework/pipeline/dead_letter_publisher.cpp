@@ -43,7 +43,7 @@ KafkaProducer& DeadLetterPublisher::producer() {
     return *producer_;
 }
 
-void DeadLetterPublisher::publish(Batch& batch) {
+void DeadLetterPublisher::publish(Batch& batch, LeaseKeeper& leases) {
     std::vector<BatchRecord*> dead;
     for (auto& item : batch)
         if (item.fate == Fate::dead_letter) dead.push_back(&item);
@@ -138,6 +138,7 @@ void DeadLetterPublisher::publish(Batch& batch) {
     for (auto* item : produced) settle(item, true);
     for (auto* item : known) settle(item, false);
     if (requests.empty()) return;
+    leases.hold(batch.open_claims());  // let go first: its renewals' LOST is then ours
     ClaimStore* claims = redis_.claims();
     if (claims == nullptr) return;
     try {

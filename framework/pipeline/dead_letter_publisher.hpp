@@ -22,6 +22,7 @@
 #include "metrics/pipeline_stats.hpp"
 #include "pipeline/batch.hpp"
 #include "pipeline/failure_matrix.hpp"
+#include "pipeline/lease_keeper.hpp"
 #include "pipeline/postgres_session.hpp"
 #include "pipeline/redis_session.hpp"
 
@@ -40,8 +41,10 @@ public:
 
     // Every record whose fate is Fate::dead_letter leaves finished (recorded, or
     // found recorded or applied already) or requeued (not recorded this time).
-    // Never throws.
-    void publish(Batch& batch);
+    // `leases` keeps renewing the claims while Kafka and PostgreSQL answer, and
+    // lets go of the finished ones before they are marked in Redis
+    // (pipeline/lease_keeper.hpp). Never throws.
+    void publish(Batch& batch, LeaseKeeper& leases);
 
 private:
     // Produces one dead letter and waits for its acknowledgement; without its

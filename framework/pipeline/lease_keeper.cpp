@@ -1,12 +1,51 @@
 #include "pipeline/lease_keeper.hpp"
 
+#include <algorithm>
+#include <optional>
+
 #include "redis/redis_error.hpp"
 
 namespace exo {
+namespace {
+
+// extend.lua on a connection of the keeper's own. Shared state: std::function
+// copies its target, and the connection cannot be copied.
+LeaseKeeper::Extend redis_extend(const Config& config, std::string owner) {
+    struct Redis {
+        std::optional<RedisConnection> connection;
+        std::optional<ClaimStore> store;
+    };
+    auto redis = std::make_shared<Redis>();
+    return [&config, owner = std::move(owner), redis](const std::vector<TokenRequest>& claims) {
+        try {
+            if (!redis->store) {
+                const auto& rc = config.redis;
+                redis->connection.emplace(RedisOptions{rc.host, rc.port, rc.password, rc.db,
+                                                       rc.connect_timeout, rc.command_timeout});
+                redis->store.emplace(*redis->connection, rc.key_prefix, config.kafka.group_id,
+                                     owner);
+            }
+            return redis->store->extend(claims, config.claim.lease);
+        } catch (const RedisError&) {
+            // An error reply leaves the connection in step: only a closed one goes.
+            if (!redis->connection || !redis->connection->connected()) {
+                redis->store.reset();
+                redis->connection.reset();
+            }
+            throw;
+        }
+    };
+}
+
+}  // namespace
 
 LeaseKeeper::LeaseKeeper(const Config& config, std::string owner, PipelineStats& stats,
                          std::shared_ptr<spdlog::logger> log)
-    : config_(config), owner_(std::move(owner)), stats_(stats), log_(std::move(log)) {
+    : LeaseKeeper(config, stats, std::move(log), redis_extend(config, std::move(owner))) {}
+
+LeaseKeeper::LeaseKeeper(const Config& config, PipelineStats& stats,
+                         std::shared_ptr<spdlog::logger> log, Extend extend)
+    : config_(config), stats_(stats), log_(std::move(log)), extend_(std::move(extend)) {
     thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
 }
 
@@ -47,6 +86,12 @@ std::vector<TokenRequest> LeaseKeeper::held() {
     return claims_;
 }
 
+bool LeaseKeeper::holds(const TokenRequest& claim) const {
+    return std::any_of(claims_.begin(), claims_.end(), [&](const TokenRequest& held) {
+        return held.token == claim.token && held.key == claim.key;
+    });
+}
+
 void LeaseKeeper::run(std::stop_token stop) {
     const auto period = std::max(config_.claim.lease / 3, std::chrono::milliseconds(10));
     std::unique_lock lock(mutex_);
@@ -65,30 +110,28 @@ void LeaseKeeper::run(std::stop_token stop) {
 }
 
 void LeaseKeeper::renew(const std::vector<TokenRequest>& claims) {
+    std::vector<FinishStatus> statuses;
     try {
-        if (!store_) {
-            const auto& rc = config_.redis;
-            redis_.emplace(RedisOptions{rc.host, rc.port, rc.password, rc.db, rc.connect_timeout,
-                                        rc.command_timeout});
-            store_.emplace(*redis_, rc.key_prefix, config_.kafka.group_id, owner_);
-        }
-        auto statuses = store_->extend(claims, config_.claim.lease);
-        stats_.lease_renewals += claims.size();
-        for (std::size_t i = 0; i < statuses.size(); ++i)
-            if (statuses[i] == FinishStatus::lost) {
-                stats_.leases_lost++;
-                log_->warn(
-                    "lease of '{}' was taken over while its handler ran; the dedup row "
-                    "decides which transaction wins",
-                    claims[i].key);
-            }
+        statuses = extend_(claims);
     } catch (const RedisError& e) {
-        // An error reply leaves the connection in step: only a closed one goes.
-        if (!redis_ || !redis_->connected()) {
-            store_.reset();
-            redis_.reset();
-        }
         log_->warn("could not renew {} leases: {}", claims.size(), e.what());
+        return;
+    }
+    // Judged now, not when the renewal was sent: a claim the worker let go of
+    // meanwhile was finished on purpose, and its LOST is the worker's doing.
+    std::vector<const TokenRequest*> lost;
+    {
+        std::lock_guard lock(mutex_);
+        for (std::size_t i = 0; i < statuses.size() && i < claims.size(); ++i)
+            if (statuses[i] == FinishStatus::lost && holds(claims[i])) lost.push_back(&claims[i]);
+    }
+    stats_.lease_renewals += claims.size();
+    for (const auto* claim : lost) {
+        stats_.leases_lost++;
+        log_->warn(
+            "lease of '{}' was taken over while its handler ran; the dedup row decides which "
+            "transaction wins",
+            claim->key);
     }
 }
 

@@ -87,15 +87,18 @@ void Claims::claim(Batch& batch) {
     // of those keys for as long as this batch's transaction runs, and those
     // workers would hold their partitions behind them in turn: with keys
     // repeated across partitions and big batches, a storm of NACKs feeding
-    // itself. Given back now, in one more round trip.
-    give_back(batch, [](const BatchRecord& record) { return record.fate != Fate::pending; });
+    // itself. Given back now, in one more round trip (no lease keeper holds
+    // this batch's claims yet).
+    give_back(batch, nullptr,
+              [](const BatchRecord& record) { return record.fate != Fate::pending; });
 }
 
-void Claims::give_back_unrun(Batch& batch) {
-    give_back(batch, [](const BatchRecord& record) { return record.fate == Fate::requeue; });
+void Claims::give_back_unrun(Batch& batch, LeaseKeeper& leases) {
+    give_back(batch, &leases,
+              [](const BatchRecord& record) { return record.fate == Fate::requeue; });
 }
 
-void Claims::complete(Batch& batch) {
+void Claims::complete(Batch& batch, LeaseKeeper& leases) {
     std::vector<CompleteRequest> requests;
     for (auto& record : batch) {
         if (record.fate != Fate::finished || !record.token) continue;
@@ -104,6 +107,7 @@ void Claims::complete(Batch& batch) {
         record.token.reset();  // the claim is settled one way or the other
     }
     if (requests.empty()) return;
+    leases.hold(batch.open_claims());  // let go first: its renewals' LOST is then ours
     ClaimStore* claims = redis_.claims();
     if (claims == nullptr) return;
     try {
@@ -123,11 +127,12 @@ void Claims::complete(Batch& batch) {
 }
 
 void Claims::release(Batch& batch) {
-    // Not settled by complete(): give it back.
-    give_back(batch, [](const BatchRecord&) { return true; });
+    // Not settled by complete(): give it back (the keeper holds nothing any more).
+    give_back(batch, nullptr, [](const BatchRecord&) { return true; });
 }
 
-void Claims::give_back(Batch& batch, const std::function<bool(const BatchRecord&)>& which) {
+void Claims::give_back(Batch& batch, LeaseKeeper* leases,
+                       const std::function<bool(const BatchRecord&)>& which) {
     std::vector<TokenRequest> requests;
     for (auto& record : batch)
         if (record.token && which(record)) {
@@ -135,6 +140,7 @@ void Claims::give_back(Batch& batch, const std::function<bool(const BatchRecord&
             record.token.reset();
         }
     if (requests.empty()) return;
+    if (leases) leases->hold(batch.open_claims());  // let go first: its renewals' LOST is ours
     ClaimStore* claims = redis_.claims();
     if (claims == nullptr) return;
     try {

@@ -13,6 +13,7 @@
 #include "config/config.hpp"
 #include "metrics/pipeline_stats.hpp"
 #include "pipeline/batch.hpp"
+#include "pipeline/lease_keeper.hpp"
 #include "pipeline/passes/fate_policy.hpp"
 #include "pipeline/redis_session.hpp"
 
@@ -34,17 +35,22 @@ public:
     void claim(Batch& batch);
     // Gives back the claims of the records that will not run in this batch's
     // transaction after all (put back by the work outside it), as claim() does
-    // for the records held behind a CONFLICT. Never throws.
-    void give_back_unrun(Batch& batch);
+    // for the records held behind a CONFLICT; `leases` lets go of them first
+    // (pipeline/lease_keeper.hpp). Never throws.
+    void give_back_unrun(Batch& batch, LeaseKeeper& leases);
     // Settles the claims of the finished records (COMPLETED with the result, or
-    // DEAD_LETTERED for a duplicate whose row says so). Never throws.
-    void complete(Batch& batch);
-    // Gives back every claim still open. Never throws.
+    // DEAD_LETTERED for a duplicate whose row says so); `leases` lets go of them
+    // first. Never throws.
+    void complete(Batch& batch, LeaseKeeper& leases);
+    // Gives back every claim still open; nothing of the batch may be held by a
+    // lease keeper any more. Never throws.
     void release(Batch& batch);
 
 private:
-    // Releases the open claims of the records `which` picks. Never throws.
-    void give_back(Batch& batch, const std::function<bool(const BatchRecord&)>& which);
+    // Releases the open claims of the records `which` picks, after `leases`
+    // (if any) let go of them. Never throws.
+    void give_back(Batch& batch, LeaseKeeper* leases,
+                   const std::function<bool(const BatchRecord&)>& which);
 
     const Config& config_;
     RedisSession& redis_;
