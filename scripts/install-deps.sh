@@ -10,7 +10,8 @@
 #
 # Uses sudo when not run as root. Environment: EXO_APT_SET, a comma-separated list of sets:
 #   build   what building exo and a consumer needs (the Dockerfile's build stage)
-#   all     (the default) build, plus the test and demo servers and tools (scripts/test.sh)
+#   all     (the default) build, plus the test and demo servers and tools (scripts/test.sh),
+#           Java and Maven for the real Apache Kafka (scripts/kafka.sh)
 #   image   what scripts/image-test.sh needs on the host, no compiler: podman (with runc),
 #           debootstrap (the base image), podman-compose, and the servers of scripts/services.sh
 # e.g. EXO_APT_SET=all,image. EXO_APT_NODE=1 adds Node.js and npm (the benchmark's peer).
@@ -45,6 +46,12 @@ TEST=(
     # and its YAML parser, curl for the daemon's endpoint
     python3 python3-yaml curl
 )
+KAFKA=(
+    # the real Apache Kafka of scripts/kafka.sh (demo.sh --kafka apache, the test command's
+    # real-broker stage): a Java runtime for the broker, Maven to fetch its release's jars
+    # (kcat, which checks that every node answers, is in TEST)
+    openjdk-17-jre-headless maven
+)
 IMAGE=(
     # builds and runs the image (crun fails on a cgroup v1/v2 hybrid host: runc works)
     podman runc
@@ -60,7 +67,7 @@ IFS=, read -r -a sets <<<"${EXO_APT_SET:-all}"
 for set in "${sets[@]}"; do
     case "$set" in
         build) PACKAGES+=("${BUILD[@]}") ;;
-        all) PACKAGES+=("${BUILD[@]}" "${SERVERS[@]}" "${TEST[@]}") ;;
+        all) PACKAGES+=("${BUILD[@]}" "${SERVERS[@]}" "${TEST[@]}" "${KAFKA[@]}") ;;
         image) PACKAGES+=("${SERVERS[@]}" "${IMAGE[@]}") ;;
         *)
             printf '[install-deps] ERROR: EXO_APT_SET: unknown set "%s" (build, all, image)\n' "$set" >&2
