@@ -1,14 +1,15 @@
 # shellcheck shell=bash
 # Sourced by scripts/test.sh, scripts/integration.sh, scripts/tsan.sh and scripts/demo.sh: the
 # throw-away services of one run (scripts/services.sh in fresh temporary directories, one set or
-# one per shard, all stopped once whatever happens) and the test-case counts of a doctest
-# suite's log, and the summary line that ends a run.
+# one per shard, and Apache Kafka from scripts/kafka.sh, all stopped once whatever happens) and
+# the test-case counts of a doctest suite's log, and the summary line that ends a run.
 # The caller sets SCRIPTS (the scripts/ folder), may set SERVICES_LOG (a file for services.sh's
 # output; unset, it goes to the terminal) and defines note (its own tagged log line).
 
 SVC_DIR=""   # the services directory start_services made last; "" when none run
 SVC_DIRS=()  # every services directory made and not stopped yet (stop_services stops them all)
-SVC_STARTING=()  # pids of `services start` still running in the background
+SVC_STARTING=()  # pids of `services start` (or `kafka.sh start`) still running in the background
+KAFKA_DIRS=()    # every Apache Kafka directory (scripts/kafka.sh) made and not stopped yet
 
 # services ACTION DIR: scripts/services.sh ACTION DIR, its output to SERVICES_LOG if set.
 services() {
@@ -16,6 +17,17 @@ services() {
         "$SCRIPTS/services.sh" "$@" >>"$SERVICES_LOG" 2>&1
     else
         "$SCRIPTS/services.sh" "$@"
+    fi
+}
+
+# apache_kafka ACTION DIR [ARGS...]: scripts/kafka.sh, its output to SERVICES_LOG if set.
+# (Not `>>/dev/stderr`: when our stderr is a file opened without O_APPEND, our own later writes
+# would overwrite what kafka.sh appended.)
+apache_kafka() {
+    if [[ -n "${SERVICES_LOG:-}" ]]; then
+        "$SCRIPTS/kafka.sh" "$@" >>"$SERVICES_LOG" 2>&1
+    else
+        "$SCRIPTS/kafka.sh" "$@"
     fi
 }
 
@@ -62,12 +74,37 @@ start_services_sets() {
     return "$rc"
 }
 
-# stop_services: stop every set started, once each (an EXIT trap may call it again), all at
-# once. Always returns 0: a set that would not stop is reported.
+# start_apache_kafka NAME [scripts/kafka.sh start options, e.g. --nodes 3]: start Apache Kafka
+# in a new directory ${TMPDIR:-/tmp}/NAME.XXXXXX (stop_services stops it) and source its
+# kafka.env: EXO_KAFKA_BOOTSTRAP is then the real broker's, EXO_KAFKA_DIR its directory.
+# kafka.sh's output goes to SERVICES_LOG if set. Returns kafka.sh's status.
+start_apache_kafka() {
+    local name="$1" dir rc=0
+    shift
+    dir="$(mktemp -d "${TMPDIR:-/tmp}/$name.XXXXXX")"
+    KAFKA_DIRS+=("$dir")
+    # In the background and waited for, so that stop_services' SIGTERM reaches it (kafka.sh
+    # then stops the nodes it started): the script itself, not a subshell running it.
+    if [[ -n "${SERVICES_LOG:-}" ]]; then
+        "$SCRIPTS/kafka.sh" start "$dir" "$@" >>"$SERVICES_LOG" 2>&1 &
+    else
+        "$SCRIPTS/kafka.sh" start "$dir" "$@" &
+    fi
+    SVC_STARTING=("$!")
+    wait "$!" || rc=$?
+    SVC_STARTING=()
+    ((rc == 0)) || return "$rc"
+    # shellcheck source=/dev/null
+    source "$dir/kafka.env"
+}
+
+# stop_services: stop every set started (and every Apache Kafka), once each (an EXIT trap may
+# call it again), all at once. Always returns 0: a set that would not stop is reported.
 stop_services() {
     local k
-    local -a dirs=("${SVC_DIRS[@]}") pids=()
+    local -a dirs=("${SVC_DIRS[@]}") kafka_dirs=("${KAFKA_DIRS[@]}") pids=()
     SVC_DIRS=()
+    KAFKA_DIRS=()
     SVC_DIR=""
     # A start still under way (interrupted) is stopped first: on SIGTERM services.sh stops
     # what it started, and a stop must not race it.
@@ -77,6 +114,11 @@ stop_services() {
     for k in "${!dirs[@]}"; do
         services stop "${dirs[$k]}" &
         pids+=("$!")
+    done
+    for k in "${!kafka_dirs[@]}"; do
+        apache_kafka stop "${kafka_dirs[$k]}" &
+        pids+=("$!")
+        dirs+=("${kafka_dirs[$k]}")
     done
     for k in "${!pids[@]}"; do
         wait "${pids[$k]}" ||
