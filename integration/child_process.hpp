@@ -108,6 +108,7 @@ public:
     }
 
     void signal(int signo) { ::kill(pid_, signo); }
+    pid_t pid() const { return pid_; }
 
     // True once the process is stopped (SIGSTOP): state 'T' in /proc/<pid>/stat.
     bool stopped() const {

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "apache_kafka.hpp"
 #include "kafka/group_progress.hpp"
 #include "ordering_handlers.hpp"
 #include "outside_handlers.hpp"
@@ -66,10 +67,20 @@ PipelineHarness::PipelineHarness(HarnessOptions options) : options_(std::move(op
         pqxx::connection c(uri_);
         apply_migrations(c, ledger_migrations());
     }
-    cluster_ = std::make_unique<MockCluster>(options_.brokers);
-    cluster_->create_topic(topic_, options_.partitions);
-    cluster_->create_topic(topic_ + ".dlq", 1);
-    cluster_->create_topic(handlers::kDefaultAppliedTopic, 2);  // the ledger emits there
+    if (options_.kafka == KafkaUnderTest::mock) {
+        cluster_ = std::make_unique<MockCluster>(options_.brokers);
+        bootstrap_ = cluster_->bootstrap_servers();
+        cluster_->create_topic(topic_, options_.partitions);
+        cluster_->create_topic(topic_ + ".dlq", 1);
+        cluster_->create_topic(handlers::kDefaultAppliedTopic, 2);  // the ledger emits there
+    } else {
+        // The real broker creates no topic on use. The ledger's topic is shared by every
+        // harness on the broker (made once: an existing topic is left as it is).
+        bootstrap_ = apache_kafka_bootstrap();
+        create_topics(bootstrap_, {{topic_, options_.partitions},
+                                   {topic_ + ".dlq", 1},
+                                   {std::string(handlers::kDefaultAppliedTopic), 2}});
+    }
     registry_.add("ledger", [](const HandlerOptions&) {
         return std::make_unique<handlers::LedgerHandler>();
     });
@@ -102,13 +113,16 @@ PipelineHarness::PipelineHarness(HarnessOptions options) : options_(std::move(op
     });
 
     auto redis = redis_options();
-    config_.kafka.bootstrap_servers = cluster_->bootstrap_servers();
+    config_.kafka.bootstrap_servers = bootstrap_;
     config_.kafka.group_id = group_;
     config_.kafka.commit_interval = std::chrono::milliseconds(200);
     config_.kafka.properties = {
         {"session.timeout.ms", std::to_string(options_.session_timeout.count())},
-        {"heartbeat.interval.ms", "500"},
-        {"fetch.wait.max.ms", "20"}};
+        {"heartbeat.interval.ms", "500"}};
+    // The mock answers an empty fetch only after fetch.wait.max.ms; a real broker as soon
+    // as records arrive, so its cases keep librdkafka's default.
+    if (options_.kafka == KafkaUnderTest::mock)
+        config_.kafka.properties["fetch.wait.max.ms"] = "20";
     config_.redis.host = redis.host;
     config_.redis.port = redis.port;
     config_.redis.key_prefix = prefix_;
@@ -140,6 +154,13 @@ PipelineHarness::PipelineHarness(HarnessOptions options) : options_(std::move(op
 
 PipelineHarness::~PipelineHarness() = default;
 
+MockCluster& PipelineHarness::cluster() {
+    REQUIRE_MESSAGE(cluster_ != nullptr,
+                    "cluster(): the mock cluster's fault injection, and this harness runs on "
+                    "the real Apache Kafka");
+    return *cluster_;
+}
+
 void PipelineHarness::produce(const PaymentWorkload& workload) {
     produce(workload.messages);
 }
@@ -156,6 +177,10 @@ std::string PipelineHarness::config_yaml() const {
     std::string properties;  // as a test set them, e.g. a shorter session.timeout.ms
     for (const auto& [name, value] : config_.kafka.properties)
         properties += fmt::format("{}{}: \"{}\"", properties.empty() ? "" : ", ", name, value);
+    std::string options;  // the binding's, as a test set them (e.g. the ledger's max_amount)
+    for (const auto& key : b.options.keys())
+        options +=
+            fmt::format("{}{}: \"{}\"", options.empty() ? "" : ", ", key, b.options.string(key));
     return fmt::format(
         "kafka:\n"
         "  bootstrap_servers: \"{}\"\n"
@@ -172,7 +197,7 @@ std::string PipelineHarness::config_yaml() const {
         "  - topic: {}\n"
         "    handler: ledger\n"
         "    key: {{json: /eventId}}\n"
-        "{}{}",
+        "{}{}{}",
         bootstrap(), group_, properties,
         // Without Redis claims the Redis keys are refused (config_parser.cpp).
         config_.claim.in_redis() ? fmt::format("redis: {{host: {}, port: {}, key_prefix: {}}}\n",
@@ -192,6 +217,7 @@ std::string PipelineHarness::config_yaml() const {
         b.ordering == Ordering::partition
             ? std::string()
             : fmt::format("    ordering: {}\n", ordering_name(b.ordering)),
+        options.empty() ? std::string() : fmt::format("    options: {{{}}}\n", options),
         b.sequence
             ? fmt::format("    sequence: {{entity: /accountId, value: /sequenceId, mode: {}}}\n",
                           b.sequence->mode == SequenceMode::strict ? "strict" : "latest")

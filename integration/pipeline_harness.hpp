@@ -2,7 +2,8 @@
 // A test's own world for the pipeline: a PostgreSQL schema with every migration
 // applied (search_path pinned through the connection URI, so the framework and
 // the ledger tables of one test never meet another's), a Redis key prefix, a
-// consumer group, and an in-process librdkafka mock cluster reached over TCP.
+// consumer group, and an in-process librdkafka mock cluster reached over TCP, or
+// topics of its own on the real Apache Kafka (KafkaUnderTest::apache).
 // Everything real; nothing shared with other tests but the servers.
 #include <doctest/doctest.h>
 
@@ -26,6 +27,13 @@
 
 namespace exo::testing {
 
+// Which Kafka a harness runs against.
+enum class KafkaUnderTest {
+    mock,    // an in-process librdkafka mock cluster of its own (fault injection: cluster())
+    apache,  // the real Apache Kafka of the real-kafka cases (apache_kafka.hpp): the
+             // harness creates its topics there; cluster() is not available
+};
+
 struct HarnessOptions {
     std::string name = "pipeline";
     int partitions = 4;
@@ -48,6 +56,9 @@ struct HarnessOptions {
     // partition may run at once, and how many batches a worker runs at once.
     Ordering ordering = Ordering::partition;
     int concurrency = 1;
+    // Cases with KafkaUnderTest::apache are tagged `* doctest::test_suite("real-kafka")`:
+    // scripts/integration.sh runs them against the real broker only.
+    KafkaUnderTest kafka = KafkaUnderTest::mock;
 };
 
 // Stops or starts one of the servers of scripts/services.sh, on the same port.
@@ -63,9 +74,10 @@ public:
     Config& mutable_config() { return config_; }
     const std::string& topic() const { return topic_; }
     const std::string& schema() const { return schema_; }
-    const std::string& bootstrap() const { return cluster_->bootstrap_servers(); }
+    const std::string& bootstrap() const { return bootstrap_; }
     const std::string& postgres_uri() const { return uri_; }
-    MockCluster& cluster() { return *cluster_; }
+    // The mock cluster's fault injection; fails the test case on the real broker.
+    MockCluster& cluster();
     const HandlerRegistry& registry() const { return registry_; }
     // The topic emitting_ledger emits to (test_handlers.hpp): the topic + ".out".
     std::string out_topic() const { return topic_ + ".out"; }
@@ -89,7 +101,8 @@ public:
 private:
     HarnessOptions options_;
     std::string schema_, uri_, topic_, group_, prefix_;
-    std::unique_ptr<MockCluster> cluster_;
+    std::unique_ptr<MockCluster> cluster_;  // null on KafkaUnderTest::apache
+    std::string bootstrap_;
     HandlerRegistry registry_;
     Config config_;
 };

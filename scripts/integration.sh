@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The integration tests (exo_integration_tests) in parallel shards, each shard against its own
-# throw-away Redis, PostgreSQL and mock Kafka (scripts/services.sh), and the cases that cannot
-# share the machine alone, after them. scripts/test.sh runs it as its integration stage.
+# throw-away Redis, PostgreSQL and mock Kafka (scripts/services.sh), the cases that cannot
+# share the machine alone, after them, and last the cases for a real Apache Kafka, alone against
+# a one-node broker started by scripts/kafka.sh. scripts/test.sh runs the first two parts as its
+# integration stage and the last as its real-broker stage.
 #
 #   scripts/integration.sh [doctest options, e.g. --test-case='*claim*']
 #
@@ -11,7 +13,11 @@
 # the EXO_SHARDS shards take the next case from one queue as they finish the last, so they end
 # together however long the cases are. The cases tagged `* doctest::test_suite("serial")`
 # (services stopped or flushed, server-wide statistics, big volumes, timing: see
-# docs/development.md) run next, one at a time, with no shard running.
+# docs/development.md) run next, one at a time, with no shard running. The cases tagged
+# `* doctest::test_suite("real-kafka")` (what the mock cluster cannot show: a real group
+# coordinator, rebalance protocol, transactions) run last, one at a time, against the first
+# shard's Redis and PostgreSQL and an Apache Kafka node (scripts/kafka.sh, Java and Maven):
+# their EXO_KAFKA_BOOTSTRAP is the real broker's.
 #
 # Quiet when passing: one line per test case as it ends (`[ok]   <name> (1.2 s)`), one line per
 # part. A failed case's whole output (doctest's report, the captured logs, its child processes'
@@ -23,10 +29,11 @@
 #
 # Options that choose the suite or the order (-ts, -tse, --first, --last, --order-by, -r and
 # their long forms) do not combine with the split: the suite then runs as one process against
-# one set of services, doctest's way.
+# one set of services, doctest's way, without the real-kafka cases (an -tse of the options
+# replaces that exclusion).
 #
 # Environment: EXO_BUILD_DIR (default <repo>/build), EXO_SHARDS (parallel shards, default 4),
-# EXO_INTEGRATION_PARTS (default "parallel serial"; "parallel" or "serial" runs one part),
+# EXO_INTEGRATION_PARTS (default "parallel serial real-kafka"; any of them, e.g. "real-kafka"),
 # EXO_CASE_TIMEOUT (s per test case, default 600), EXO_SHARD_TIMEOUT (s per shard and for the
 # serial part: no case starts after it, default 1200: two parts stay inside test.sh's EXO_INTEGRATION_TIMEOUT). EXO_BINARY reaches the tests.
 set -euo pipefail
@@ -36,7 +43,7 @@ SCRIPTS="$REPO_ROOT/scripts"
 export EXO_BUILD_DIR="${EXO_BUILD_DIR:-$REPO_ROOT/build}"
 BIN="$EXO_BUILD_DIR/exo_integration_tests"
 SHARDS="${EXO_SHARDS:-4}"
-PARTS="${EXO_INTEGRATION_PARTS:-parallel serial}"
+PARTS="${EXO_INTEGRATION_PARTS:-parallel serial real-kafka}"
 CASE_TIMEOUT="${EXO_CASE_TIMEOUT:-600}"
 SHARD_TIMEOUT="${EXO_SHARD_TIMEOUT:-1200}"
 ARGS=("$@")
@@ -46,6 +53,7 @@ FAILED=0
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/exo-integration.XXXXXX")"  # queues, case logs
 SERVICES_LOG="$WORK/services.log"                              # scripts/suites.sh
 WORKERS=()                                                      # pids of running shards
+REAL_KAFKA_DIR=""                                               # the real-kafka part's broker
 
 note() { printf '[integration] %s\n' "$*"; }
 # shellcheck source=scripts/suites.sh
@@ -115,6 +123,9 @@ shard() {
     trap '[[ -z "$pid" ]] || { kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; }; exit 143' TERM
     # shellcheck source=/dev/null
     source "$dir/services.env"
+    # The real broker's EXO_KAFKA_BOOTSTRAP (and the rest of kafka.env) over the mock's.
+    # shellcheck source=/dev/null
+    [[ "$part" != real-kafka ]] || source "$REAL_KAFKA_DIR/kafka.env"
     while read -r i; do
         ((SECONDS < deadline)) || break
         mkdir "$WORK/$part.claim.$i" 2>/dev/null || continue
@@ -183,6 +194,10 @@ run_part() {
         cat "$WORK/$part.$i.log"
         note "the services of shard $shard, for the failure above:"
         "$SCRIPTS/services.sh" logs "${SHARD_SVC_DIRS[$((shard - 1))]}" 30 || true
+        if [[ "$part" == real-kafka ]]; then
+            note "the Apache Kafka broker, for the failure above:"
+            "$SCRIPTS/kafka.sh" logs "$REAL_KAFKA_DIR" 30 || true
+        fi
     done
     PASSED=$((PASSED + p))
     FAILED=$((FAILED + f))
@@ -196,8 +211,9 @@ run_whole() {
     # shellcheck source=/dev/null
     source "${SHARD_SVC_DIRS[0]}/services.env"
     # In the background and `wait`ed for, so Ctrl-C/SIGTERM reach on_exit at once (it stops
-    # WORKERS); the output is shown when it ends.
-    timeout -k 10 "$SHARD_TIMEOUT" "$BIN" "${ARGS[@]}" >"$log" 2>&1 &
+    # WORKERS); the output is shown when it ends. The real-kafka cases need a broker of their
+    # own: left out (before ARGS, so that an -tse of the options replaces it).
+    timeout -k 10 "$SHARD_TIMEOUT" "$BIN" --test-suite-exclude=real-kafka "${ARGS[@]}" >"$log" 2>&1 &
     WORKERS=("$!")
     wait "$!" || rc=$?
     WORKERS=()
@@ -219,7 +235,11 @@ run_whole() {
 }
 
 if ! splittable; then
-    note "the options choose the suite or the order: one process, no split"
+    if [[ " $PARTS " != *" parallel "* && " $PARTS " != *" serial "* ]]; then
+        note "the options choose the suite or the order: the real-kafka part runs only split; nothing to run"
+        exit 0
+    fi
+    note "the options choose the suite or the order: one process, no split, no real-kafka cases"
     start_services_sets exo-integration 1 || {
         cat "$SERVICES_LOG"
         exit 1
@@ -231,24 +251,44 @@ fi
 # The cases of each part, and the check that the parts together are exactly the cases the
 # options select: none run twice, none left out.
 list_cases "$WORK/all.cases"
-list_cases "$WORK/parallel.cases" --test-suite-exclude=serial
+list_cases "$WORK/parallel.cases" --test-suite-exclude=serial,real-kafka
 list_cases "$WORK/serial.cases" --test-suite=serial
-if ! sort "$WORK/parallel.cases" "$WORK/serial.cases" | cmp -s - <(sort "$WORK/all.cases"); then
-    note "ERROR: the parallel and serial parts are not the $(wc -l <"$WORK/all.cases") cases selected"
+list_cases "$WORK/real-kafka.cases" --test-suite=real-kafka
+if ! sort "$WORK/parallel.cases" "$WORK/serial.cases" "$WORK/real-kafka.cases" | cmp -s - <(sort "$WORK/all.cases"); then
+    note "ERROR: the parallel, serial and real-kafka parts are not the $(wc -l <"$WORK/all.cases") cases selected"
     exit 1
 fi
-for part in parallel serial; do [[ " $PARTS " == *" $part "* ]] || : >"$WORK/$part.cases"; done
-total=$(($(wc -l <"$WORK/parallel.cases") + $(wc -l <"$WORK/serial.cases")))
-note "$total test cases: $(wc -l <"$WORK/parallel.cases") on $SHARDS shards side by side, then $(wc -l <"$WORK/serial.cases") serial"
+for part in parallel serial real-kafka; do
+    [[ " $PARTS " == *" $part "* ]] || : >"$WORK/$part.cases"
+done
+count_of() { wc -l <"$WORK/$1.cases"; }
+total=$(($(count_of parallel) + $(count_of serial) + $(count_of real-kafka)))
+note "$total test cases: $(count_of parallel) on $SHARDS shards side by side, then $(count_of serial) serial, then $(count_of real-kafka) against Apache Kafka"
+((total > 0)) || exit 0
 
 sets="$SHARDS"
 [[ -s "$WORK/parallel.cases" ]] || sets=1
-if ! start_services_sets exo-integration "$sets"; then
+# Only real-kafka cases: the mock broker of the services would go unused.
+mock=1
+[[ -s "$WORK/parallel.cases" || -s "$WORK/serial.cases" ]] || mock=0
+if ! EXO_SERVICES_KAFKA="$mock" start_services_sets exo-integration "$sets"; then
     cat "$SERVICES_LOG"
     exit 1
 fi
-run_part parallel "$SHARDS" --test-suite-exclude=serial
+run_part parallel "$SHARDS" --test-suite-exclude=serial,real-kafka
 run_part serial 1 --test-suite=serial
+if [[ -s "$WORK/real-kafka.cases" ]]; then
+    started=$SECONDS
+    if start_apache_kafka exo-integration-kafka; then
+        REAL_KAFKA_DIR="$EXO_KAFKA_DIR"
+        note "Apache Kafka $EXO_KAFKA_VERSION up at $EXO_KAFKA_BOOTSTRAP ($((SECONDS - started)) s)"
+        run_part real-kafka 1 --test-suite=real-kafka
+    else
+        cat "$SERVICES_LOG"
+        note "ERROR: Apache Kafka did not start (above): the $(count_of real-kafka) real-kafka cases did not run"
+        FAILED=$((FAILED + $(count_of real-kafka)))
+    fi
+fi
 if ((PASSED + FAILED != total)); then
     note "ERROR: $((PASSED + FAILED)) test cases counted, $total selected"
     FAILED=$((FAILED + 1))

@@ -3,11 +3,12 @@
 # runs the unit tests and, for a bounded time, the fuzz targets (scripts/fuzz.sh), starts
 # throw-away Redis/PostgreSQL/mock Kafka (scripts/services.sh) in a fresh temporary directory,
 # runs the integration tests in parallel shards, each against throw-away services of its own,
-# and then the cases that must run alone (scripts/integration.sh), checks deploy/ and
-# docker-compose.yml against a daemon on the first services (scripts/deploy-check.sh), and
-# stops and removes every service whatever happens (success, failure, Ctrl-C, SIGTERM). The
-# container image's test is not part of it (it takes longer than CI's budget):
-# scripts/image-test.sh.
+# and then the cases that must run alone (scripts/integration.sh), then the cases for a real
+# Apache Kafka against a one-node broker (scripts/kafka.sh: Java and Maven, the release's jars
+# fetched once into ~/.cache/exo), checks deploy/ and docker-compose.yml against a daemon on
+# the first services (scripts/deploy-check.sh), and stops and removes every service whatever
+# happens (success, failure, Ctrl-C, SIGTERM). The container image's test is not part of it (it
+# takes longer than CI's budget): scripts/image-test.sh.
 #
 #   scripts/test.sh [doctest options for the integration tests, e.g. --test-case='*claim*']
 #
@@ -19,7 +20,9 @@
 # Exit status: 0 only if every stage ran and no test case failed.
 #
 # Environment: EXO_BUILD_DIR (default <repo>/build), EXO_UNIT_TIMEOUT (s, default 600),
-# EXO_INTEGRATION_TIMEOUT (s, the whole integration stage, default 2700), EXO_FUZZ_SECONDS (per
+# EXO_INTEGRATION_TIMEOUT (s, the whole integration stage, default 2700),
+# EXO_REAL_KAFKA_TIMEOUT (s, the real-broker stage, default 900), scripts/kafka.sh's
+# EXO_KAFKA_VERSION (the Apache Kafka release of that stage), EXO_FUZZ_SECONDS (per
 # fuzz target, default 20; the fuzz build goes to EXO_FUZZ_BUILD_DIR, default
 # <repo>/build-fuzz); scripts/integration.sh's EXO_SHARDS, EXO_CASE_TIMEOUT and
 # EXO_SHARD_TIMEOUT.
@@ -30,6 +33,7 @@ SCRIPTS="$REPO_ROOT/scripts"
 export EXO_BUILD_DIR="${EXO_BUILD_DIR:-$REPO_ROOT/build}"
 UNIT_TIMEOUT="${EXO_UNIT_TIMEOUT:-600}"
 INTEGRATION_TIMEOUT="${EXO_INTEGRATION_TIMEOUT:-2700}"
+REAL_KAFKA_TIMEOUT="${EXO_REAL_KAFKA_TIMEOUT:-900}"
 FUZZ_SECONDS="${EXO_FUZZ_SECONDS:-20}"
 
 PASSED=0
@@ -178,10 +182,10 @@ run_counted() {
 
 cd "$REPO_ROOT"
 
-banner "1/8 install dependencies (scripts/install-deps.sh)"
+banner "1/9 install dependencies (scripts/install-deps.sh)"
 "$SCRIPTS/install-deps.sh"
 
-banner "2/8 build (scripts/build.sh), handlers/ against the installed exo (scripts/build-example.sh), the layer check"
+banner "2/9 build (scripts/build.sh), handlers/ against the installed exo (scripts/build-example.sh), the layer check"
 "$SCRIPTS/build.sh"
 # The integration tests' child processes and the example's own tests use the binary built
 # out of tree, exactly as a team builds its consumer: that is what proves the package works.
@@ -201,26 +205,33 @@ else
     note "ERROR: a layer sees more or less than it uses (above); see cmake/Layers.cmake"
 fi
 
-banner "3/8 unit tests ($EXO_BUILD_DIR/exo_unit_tests)"
+banner "3/9 unit tests ($EXO_BUILD_DIR/exo_unit_tests)"
 run_suite unit "$UNIT_TIMEOUT" "$EXO_BUILD_DIR/exo_unit_tests" || overall=1
 
-banner "4/8 fuzz targets, ${FUZZ_SECONDS} s each (scripts/fuzz.sh)"
+banner "4/9 fuzz targets, ${FUZZ_SECONDS} s each (scripts/fuzz.sh)"
 run_fuzz || overall=1
 
-banner "5/8 start Redis, PostgreSQL, mock Kafka (scripts/services.sh)"
+banner "5/9 start Redis, PostgreSQL, mock Kafka (scripts/services.sh)"
 if ! start_services exo-services; then
     note "ERROR: the services did not start (see above); the integration tests cannot run"
     exit 1
 fi
 note "Redis 127.0.0.1:$EXO_REDIS_PORT, PostgreSQL $EXO_POSTGRES_URI, Kafka ${EXO_KAFKA_BOOTSTRAP:-?}"
 
-banner "6/8 integration tests in parallel shards, then the serial ones (scripts/integration.sh${*:+ $*})"
-run_counted "integration tests" "$INTEGRATION_TIMEOUT" "$SCRIPTS/integration.sh" "$@" || overall=1
+banner "6/9 integration tests in parallel shards, then the serial ones (scripts/integration.sh${*:+ $*})"
+run_counted "integration tests" "$INTEGRATION_TIMEOUT" \
+    env EXO_INTEGRATION_PARTS="parallel serial" "$SCRIPTS/integration.sh" "$@" || overall=1
 
-banner "7/8 the example's own handler tests ($EXAMPLE_BUILD_DIR/ledger_tests, exo/testing.hpp)"
+# What the mock cluster cannot show (a real group coordinator and rebalance protocol, real
+# topics), one case at a time against a one-node Apache Kafka: the cases tagged real-kafka.
+banner "7/9 real-broker tests: Apache Kafka (scripts/kafka.sh), the real-kafka cases (scripts/integration.sh${*:+ $*})"
+run_counted "real-broker tests" "$REAL_KAFKA_TIMEOUT" \
+    env EXO_INTEGRATION_PARTS=real-kafka "$SCRIPTS/integration.sh" "$@" || overall=1
+
+banner "8/9 the example's own handler tests ($EXAMPLE_BUILD_DIR/ledger_tests, exo/testing.hpp)"
 run_suite example 600 "$EXAMPLE_BUILD_DIR/ledger_tests" || overall=1
 
-banner "8/8 deploy/: alert rules, dashboard, compose, against a daemon (scripts/deploy-check.sh)"
+banner "9/9 deploy/: alert rules, dashboard, compose, against a daemon (scripts/deploy-check.sh)"
 run_counted "deploy checks" 600 "$SCRIPTS/deploy-check.sh" || overall=1
 
 banner "done"

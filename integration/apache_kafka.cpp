@@ -1,0 +1,143 @@
+#include "apache_kafka.hpp"
+
+#include <librdkafka/rdkafka.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+
+#include "kafka/kafka_logging.hpp"
+#include "kafka/rdkafka_handles.hpp"
+#include "support.hpp"
+
+namespace exo::testing {
+namespace {
+
+// The admin API's handles, which only the tests use (exo creates no topics): owned here, in
+// the manner of kafka/rdkafka_handles.hpp.
+struct NewTopicDeleter {
+    void operator()(rd_kafka_NewTopic_t* p) const noexcept { rd_kafka_NewTopic_destroy(p); }
+};
+struct AdminOptionsDeleter {
+    void operator()(rd_kafka_AdminOptions_t* p) const noexcept { rd_kafka_AdminOptions_destroy(p); }
+};
+struct EventDeleter {
+    void operator()(rd_kafka_event_t* p) const noexcept { rd_kafka_event_destroy(p); }
+};
+using NewTopicHandle = std::unique_ptr<rd_kafka_NewTopic_t, NewTopicDeleter>;
+using AdminOptionsHandle = std::unique_ptr<rd_kafka_AdminOptions_t, AdminOptionsDeleter>;
+using EventHandle = std::unique_ptr<rd_kafka_event_t, EventDeleter>;
+
+KafkaHandle admin_client(const std::string& bootstrap) {
+    KafkaConf conf(rd_kafka_conf_new());
+    route_kafka_logs(conf.get());
+    char reason[512];
+    if (rd_kafka_conf_set(conf.get(), "bootstrap.servers", bootstrap.c_str(), reason,
+                          sizeof reason) != RD_KAFKA_CONF_OK)
+        throw std::runtime_error(reason);
+    KafkaHandle rk(rd_kafka_new(RD_KAFKA_PRODUCER, conf.get(), reason, sizeof reason));
+    if (!rk) throw std::runtime_error(reason);
+    static_cast<void>(conf.release());  // owned by rk
+    return rk;
+}
+
+// True once the metadata lists `topic` with `partitions` partitions, each with a leader.
+bool topic_ready(rd_kafka_t* rk, const std::string& topic, int partitions) {
+    const rd_kafka_metadata_t* raw = nullptr;
+    if (rd_kafka_metadata(rk, 1, nullptr, &raw, 5000) != RD_KAFKA_RESP_ERR_NO_ERROR) return false;
+    const MetadataHandle md(raw);
+    for (int i = 0; i < md->topic_cnt; ++i) {
+        const auto& t = md->topics[i];
+        if (topic != t.topic) continue;
+        if (t.err != RD_KAFKA_RESP_ERR_NO_ERROR || t.partition_cnt < partitions) return false;
+        for (int p = 0; p < t.partition_cnt; ++p)
+            if (t.partitions[p].err != RD_KAFKA_RESP_ERR_NO_ERROR || t.partitions[p].leader < 0)
+                return false;
+        return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+std::string apache_kafka_bootstrap() {
+    const char* kind = std::getenv("EXO_KAFKA_KIND");
+    if (kind == nullptr || std::string(kind) != "apache")
+        throw std::runtime_error(
+            "EXO_KAFKA_KIND is not \"apache\": this case needs the real Apache Kafka of "
+            "scripts/kafka.sh; run it through scripts/test.sh (its real-broker stage) or "
+            "EXO_INTEGRATION_PARTS=real-kafka scripts/integration.sh, or source the kafka.env "
+            "of `scripts/kafka.sh start DIR` after services.env");
+    return required_env("EXO_KAFKA_BOOTSTRAP");
+}
+
+void create_topics(const std::string& bootstrap,
+                   const std::vector<std::pair<std::string, int>>& topics) {
+    const KafkaHandle rk = admin_client(bootstrap);
+    char reason[512];
+    std::vector<NewTopicHandle> owned;
+    std::vector<rd_kafka_NewTopic_t*> raw;
+    for (const auto& [name, partitions] : topics) {
+        // -1: the broker's default.replication.factor (3 on scripts/kafka.sh's cluster).
+        owned.emplace_back(
+            rd_kafka_NewTopic_new(name.c_str(), partitions, -1, reason, sizeof reason));
+        if (!owned.back()) throw std::runtime_error("topic " + name + ": " + reason);
+        raw.push_back(owned.back().get());
+    }
+    const QueueHandle queue(rd_kafka_queue_new(rk.get()));
+    const AdminOptionsHandle options(
+        rd_kafka_AdminOptions_new(rk.get(), RD_KAFKA_ADMIN_OP_CREATETOPICS));
+    if (rd_kafka_AdminOptions_set_operation_timeout(options.get(), 30000, reason, sizeof reason) !=
+        RD_KAFKA_RESP_ERR_NO_ERROR)
+        throw std::runtime_error(reason);
+    rd_kafka_CreateTopics(rk.get(), raw.data(), raw.size(), options.get(), queue.get());
+    const EventHandle event(rd_kafka_queue_poll(queue.get(), 60000));
+    if (!event) throw std::runtime_error("CreateTopics: no answer from " + bootstrap + " in 60 s");
+    if (rd_kafka_event_error(event.get()) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        throw std::runtime_error(std::string("CreateTopics: ") +
+                                 rd_kafka_event_error_string(event.get()));
+    const auto* result = rd_kafka_event_CreateTopics_result(event.get());
+    std::size_t count = 0;
+    const auto* const* results = rd_kafka_CreateTopics_result_topics(result, &count);
+    for (std::size_t i = 0; i < count; ++i) {
+        const auto err = rd_kafka_topic_result_error(results[i]);
+        if (err != RD_KAFKA_RESP_ERR_NO_ERROR && err != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
+            throw std::runtime_error(std::string("creating topic ") +
+                                     rd_kafka_topic_result_name(results[i]) + ": " +
+                                     rd_kafka_err2str(err) + " (" +
+                                     (rd_kafka_topic_result_error_string(results[i])
+                                          ? rd_kafka_topic_result_error_string(results[i])
+                                          : "") +
+                                     ")");
+    }
+    // Created is not yet led: a consumer or producer that comes at once would see
+    // UNKNOWN_TOPIC_OR_PART for a moment.
+    for (const auto& [name, partitions] : topics) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (!topic_ready(rk.get(), name, partitions)) {
+            if (std::chrono::steady_clock::now() >= deadline)
+                throw std::runtime_error("topic " + name + " has no leader for every partition " +
+                                         "30 s after it was created");
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+    }
+}
+
+GroupState describe_group(const std::string& bootstrap, const std::string& group) {
+    const KafkaHandle rk = admin_client(bootstrap);
+    const rd_kafka_group_list* raw = nullptr;
+    if (rd_kafka_list_groups(rk.get(), group.c_str(), &raw, 10000) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        return {};
+    const std::unique_ptr<const rd_kafka_group_list, void (*)(const rd_kafka_group_list*)> list(
+        raw, rd_kafka_group_list_destroy);
+    for (int i = 0; i < list->group_cnt; ++i) {
+        const auto& g = list->groups[i];
+        if (group == g.group && g.err == RD_KAFKA_RESP_ERR_NO_ERROR)
+            return {g.state ? g.state : "", g.member_cnt};
+    }
+    return {};
+}
+
+}  // namespace exo::testing

@@ -1,0 +1,284 @@
+// Against a real Apache Kafka (scripts/kafka.sh): what librdkafka's mock cluster imitates and
+// sometimes distorts. The group coordinator and its rebalance protocols, a member's session
+// expiring after a kill -9, dead letters in a real topic read back and replayed. Every case
+// is tagged real-kafka: scripts/integration.sh runs them one at a time against a one-node
+// broker (its real-kafka part, scripts/test.sh's real-broker stage), never against the mock.
+// The daemons are `exo run` child processes, as a user runs them.
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <csignal>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "apache_kafka.hpp"
+#include "child_process.hpp"
+#include "kafka/producer.hpp"
+#include "operations_cli.hpp"
+#include "ops/replayed_record.hpp"
+#include "pipeline_harness.hpp"
+#include "records.hpp"
+#include "support.hpp"
+#include "test_handlers.hpp"
+
+using namespace std::chrono_literals;
+using exo::testing::ChildProcess;
+using exo::testing::describe_group;
+using exo::testing::GroupState;
+using exo::testing::KafkaUnderTest;
+using exo::testing::payment;
+using exo::testing::PipelineHarness;
+using exo::testing::wait_until;
+using exo::testing::ops::exo_cli;
+using exo::testing::ops::json_of;
+using exo::testing::ops::outcome;
+using exo::testing::ops::topic_end;
+
+namespace {
+
+// An `exo run` child process on a config file, its log beside it.
+class DaemonProcess {
+public:
+    DaemonProcess(const PipelineHarness& h, const std::string& config_file, const std::string& name)
+        : h_(h),
+          child_(exo::testing::exo_binary(), {"run", "--config", config_file}, {},
+                 "/tmp/" + h.schema() + "-" + name + ".log") {}
+
+    // The records it applied: exo_processed.applied_by names its pid ("host/pid/exo-version").
+    std::int64_t applied() const {
+        return h_.count("SELECT count(*) FROM exo_processed WHERE applied_by LIKE '%/" +
+                        std::to_string(child_.pid()) + "/%'");
+    }
+    // SIGTERM, then its exit status (fails the case if it is still running after 60 s).
+    int terminate() {
+        child_.signal(SIGTERM);
+        auto status = child_.wait(60s);
+        REQUIRE_MESSAGE(status.has_value(), "the daemon still runs 60 s after SIGTERM");
+        return WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status);
+    }
+    void kill() {
+        child_.signal(SIGKILL);
+        REQUIRE(child_.wait(30s).has_value());
+    }
+
+private:
+    const PipelineHarness& h_;
+    ChildProcess child_;
+};
+
+// Produces a workload's messages to the harness's topic in the background, about `per_second`
+// a second, up to the count release() allows: what the test does while the producer is under
+// way happens mid-stream. wait_produced() waits until every message released is acknowledged
+// and rethrows the producer's error. Destruction stops it where it is.
+class PacedProducer {
+public:
+    PacedProducer(const PipelineHarness& h, std::vector<exo::PaymentMessage> messages,
+                  int per_second)
+        : messages_(std::move(messages)),
+          thread_([this, topic = h.topic(), bootstrap = h.bootstrap(), per_second] {
+              try {
+                  run(bootstrap, topic, per_second);
+              } catch (...) {
+                  error_ = std::current_exception();
+                  failed_.store(true);  // publishes error_
+              }
+          }) {}
+    PacedProducer(const PacedProducer&) = delete;
+    PacedProducer& operator=(const PacedProducer&) = delete;
+    ~PacedProducer() {
+        stop_.store(true);
+        thread_.join();
+    }
+
+    // Lets the producer go on up to message `count` (of all, counted from the first).
+    void release(std::size_t count) { allowed_.store(std::min(count, messages_.size())); }
+    // Waits until every released message was produced and acknowledged.
+    void wait_produced() {
+        const auto want = allowed_.load();
+        wait_until(
+            "the producer to be acknowledged for " + std::to_string(want) + " messages", 60s,
+            [&] {
+                if (failed_.load()) std::rethrow_exception(error_);
+                return acknowledged_.load();
+            },
+            [&](std::size_t n) { return n >= want; });
+    }
+
+private:
+    void run(const std::string& bootstrap, const std::string& topic, int per_second) {
+        exo::KafkaProducer producer(exo::ProducerOptions{bootstrap, {}});
+        const auto step = std::chrono::milliseconds(20);
+        const std::size_t per_step = std::max<std::size_t>(1, per_second / 50);
+        std::size_t next = 0;
+        while (next < messages_.size() && !stop_.load()) {
+            const auto allowed = allowed_.load();
+            if (next >= allowed) {
+                producer.flush(30s);
+                acknowledged_.store(next);
+                std::this_thread::sleep_for(step);
+                continue;
+            }
+            for (std::size_t n = 0; n < per_step && next < allowed; ++n, ++next) {
+                const auto& m = messages_[next];
+                producer.produce({topic, m.partition, m.payment.account_id, m.payment.json(), {}});
+            }
+            std::this_thread::sleep_for(step);
+        }
+        producer.flush(30s);
+        acknowledged_.store(next);
+    }
+
+    const std::vector<exo::PaymentMessage> messages_;
+    std::atomic<std::size_t> allowed_{0};
+    std::atomic<std::size_t> acknowledged_{0};
+    std::atomic<bool> stop_{false};
+    std::exception_ptr error_;  // written once, before failed_ is set
+    std::atomic<bool> failed_{false};
+    std::thread thread_;  // last: started once the members above exist
+};
+
+GroupState wait_for_group(const PipelineHarness& h, int members) {
+    return wait_until(
+        "the group to be Stable with " + std::to_string(members) + " member(s)", 120s,
+        [&] { return describe_group(h.bootstrap(), h.config().kafka.group_id); },
+        [&](const GroupState& g) { return g.state == "Stable" && g.members == members; });
+}
+
+// Three daemons over one stream on the real group coordinator: a and b share it, c joins
+// while records flow, a leaves by SIGTERM while records flow, b is killed -9 while it applies
+// them (its partitions move to c only when the broker expires its session). Every payment is
+// applied once, the balances are exact and the group's offsets reach the end.
+void three_daemons_mid_stream(const std::string& assignor) {
+    PipelineHarness h(
+        {.name = "rk_members", .partitions = 6, .workers = 1, .kafka = KafkaUnderTest::apache});
+    h.mutable_config().kafka.properties["partition.assignment.strategy"] = assignor;
+    const auto w = exo::generate_payments(
+        {.count = 6000, .accounts = 80, .duplicate_ratio = 0.15, .partitions = 6, .seed = 33});
+    const std::string config = "/tmp/" + h.schema() + ".yaml";
+    std::ofstream(config) << h.config_yaml();
+    const std::size_t fifth = w.messages.size() / 5;
+    PacedProducer producer(h, w.messages, 400);  // a fifth in 3 s
+
+    DaemonProcess a(h, config, "a");
+    DaemonProcess b(h, config, "b");
+    wait_for_group(h, 2);
+    producer.release(fifth);
+    wait_until(
+        "a and b to have applied records", 90s, [&] { return std::min(a.applied(), b.applied()); },
+        [](std::int64_t n) { return n > 0; });
+
+    // c joins while the second fifth is produced.
+    producer.release(2 * fifth);
+    DaemonProcess c(h, config, "c");
+    wait_for_group(h, 3);
+    producer.release(3 * fifth);
+    wait_until(
+        "c to have applied records", 90s, [&] { return c.applied(); },
+        [](std::int64_t n) { return n > 0; });
+
+    // a leaves (SIGTERM: it drains, commits and leaves the group) while the fourth is produced.
+    producer.release(4 * fifth);
+    CHECK(a.terminate() == 0);
+    const auto a_applied = a.applied();
+    wait_for_group(h, 2);
+
+    // b is killed -9 while it applies the last fifth.
+    const auto b_before = b.applied();
+    producer.release(w.messages.size());
+    wait_until(
+        "b to apply records of the last fifth", 90s, [&] { return b.applied(); },
+        [&](std::int64_t n) { return n > b_before; });
+    b.kill();
+    const auto b_applied = b.applied();
+
+    producer.wait_produced();
+    // c takes b's partitions once the coordinator expired b's session (6 s) and b's Redis
+    // claims their lease (10 s).
+    REQUIRE(h.wait_until_consumed(120s));
+    CHECK(c.terminate() == 0);
+    h.check_exactly_once(w);
+    CHECK(a_applied > 0);
+    CHECK(b_applied > 0);
+    CHECK(a_applied + b_applied + c.applied() == static_cast<std::int64_t>(w.unique_events));
+}
+
+}  // namespace
+
+TEST_CASE(
+    "on Apache Kafka, three daemons (one joining, one leaving by SIGTERM, one killed -9 "
+    "mid-stream) apply every payment exactly once with the eager assignor" *
+    doctest::test_suite("real-kafka")) {
+    three_daemons_mid_stream("range");
+}
+
+TEST_CASE(
+    "on Apache Kafka, three daemons (one joining, one leaving by SIGTERM, one killed -9 "
+    "mid-stream) apply every payment exactly once with cooperative-sticky" *
+    doctest::test_suite("real-kafka")) {
+    three_daemons_mid_stream("cooperative-sticky");
+}
+
+TEST_CASE(
+    "on Apache Kafka, a refused payment is dead-lettered to a real topic and `exo dlq replay` "
+    "applies it exactly once after its cause is fixed" *
+    doctest::test_suite("real-kafka")) {
+    PipelineHarness h({.name = "rk_dlq", .partitions = 1, .kafka = KafkaUnderTest::apache});
+    h.produce({payment("ok-1", "acc-1", 50, 1), payment("big-2", "acc-2", 500, 1)});
+
+    // The cause: the ledger refuses payments above 100 (its binding's max_amount).
+    const std::string fixed = exo::testing::ops::write_config(h);
+    h.mutable_config().bindings[0].options = exo::testing::handler_options({{"max_amount", "100"}});
+    const std::string refusing = "/tmp/" + h.schema() + "-refusing.yaml";
+    std::ofstream(refusing) << h.config_yaml();
+    {
+        DaemonProcess d(h, refusing, "refusing");
+        REQUIRE(h.wait_until_consumed(90s));
+        CHECK(d.terminate() == 0);
+    }
+    REQUIRE(outcome(h, "big-2") == "DEAD_LETTERED");
+
+    // The dead letter, read back from the broker: the record as it came, and why.
+    const auto letters = exo::testing::read_topic(h.bootstrap(), h.topic() + ".dlq", 1);
+    REQUIRE(letters.size() == 1);
+    CHECK(letters[0].value.find("\"big-2\"") != std::string::npos);
+    CHECK(exo::testing::header(letters[0], "exo-original-topic") == h.topic());
+    CHECK(exo::testing::header(letters[0], "exo-original-offset") == "1");
+    CHECK(exo::testing::header(letters[0], "exo-idempotency-key") == "big-2");
+    CHECK(exo::testing::header(letters[0], "exo-error").find("max_amount 100") !=
+          std::string::npos);
+    const auto listed = json_of(exo_cli({"dlq", "list", "--config", fixed, "--json"}));
+    REQUIRE(listed.size() == 1);
+    CHECK(listed[0]["key"] == "big-2");
+    CHECK(listed[0]["state"] == "DEAD_LETTERED");
+
+    // The replay re-produces it to the input topic, once.
+    auto replay = exo_cli({"dlq", "replay", "--config", fixed, "--key", "big-2", "--json"});
+    CHECK(replay.exit_code == 0);
+    const auto result = json_of(replay);
+    REQUIRE(result.size() == 1);
+    CHECK(result[0]["status"] == "replayed");
+    CHECK(topic_end(h) == 3);
+    const auto records = exo::testing::read_topic(h.bootstrap(), h.topic(), 3);
+    REQUIRE(records.size() == 3);
+    REQUIRE(records[2].header(exo::kReplayedFromHeader) != nullptr);
+    CHECK(records[2].header(exo::kReplayedFromHeader)->value == h.topic() + "/0/1");
+    CHECK(records[2].value == records[1].value);
+
+    // The cause fixed: the daemon without the limit applies the replayed record once.
+    {
+        DaemonProcess d(h, fixed, "fixed");
+        REQUIRE(h.wait_until_consumed(90s));
+        CHECK(d.terminate() == 0);
+    }
+    CHECK(h.balances() == std::map<std::string, std::int64_t>{{"acc-1", 50}, {"acc-2", 500}});
+    CHECK(h.count("SELECT count(*) FROM ledger_entries WHERE event_id = 'big-2'") == 1);
+    CHECK(outcome(h, "big-2") == "APPLIED");
+    auto again = exo_cli({"dlq", "replay", "--config", fixed, "--key", "big-2"});
+    CHECK(again.exit_code == 0);
+    CHECK(again.output.find("already replayed") != std::string::npos);
+    CHECK(topic_end(h) == 3);
+    CHECK(json_of(exo_cli({"dlq", "list", "--config", fixed, "--json"})).empty());
+}
