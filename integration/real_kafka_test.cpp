@@ -3,12 +3,14 @@
 // expiring after a kill -9, dead letters in a real topic read back and replayed. Every case
 // is tagged real-kafka: scripts/integration.sh runs them one at a time against a one-node
 // broker (its real-kafka part, scripts/test.sh's real-broker stage), never against the mock.
-// The daemons are `exo run` child processes, as a user runs them.
+// The daemons are `exo run` child processes, as a user runs them; transactions are produced
+// by Kafka's own Java client (the jars scripts/kafka.sh fetched, a source compiled here).
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 
 #include <atomic>
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -140,6 +142,85 @@ private:
     std::thread thread_;  // last: started once the members above exist
 };
 
+// Kafka's own producer, transactional: reads "TXN \t c|a \t PARTITION|- \t KEY \t VALUE" lines
+// and sends each transaction's records, then commits (c) or aborts (a) it. librdkafka 2.0.2's
+// producer could do the same, but the transactions a user's other services write come from the
+// Java client: that is the one to read.
+constexpr const char* kTransactionalProducer = R"java(
+import java.nio.file.Files;
+import java.nio.file.Paths;
+import java.util.List;
+import java.util.Properties;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+
+public class TransactionalPayments {
+    public static void main(String[] args) throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", args[0]);
+        p.put("transactional.id", "exo-test-" + args[1]);
+        p.put("compression.type", args[3]);
+        p.put("linger.ms", "5");
+        p.put("key.serializer", "org.apache.kafka.common.serialization.StringSerializer");
+        p.put("value.serializer", "org.apache.kafka.common.serialization.StringSerializer");
+        List<String> lines = Files.readAllLines(Paths.get(args[2]));
+        int committed = 0, aborted = 0;
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+            producer.initTransactions();
+            String txn = null;
+            boolean commit = true;
+            for (int i = 0; i <= lines.size(); ++i) {
+                String[] f = i < lines.size() ? lines.get(i).split("\t", 5) : null;
+                if (txn != null && (f == null || !f[0].equals(txn))) {
+                    producer.flush();  // an abort drops what is not sent yet: send it, then abort
+                    if (commit) { producer.commitTransaction(); ++committed; }
+                    else { producer.abortTransaction(); ++aborted; }
+                    txn = null;
+                }
+                if (f == null) break;
+                if (txn == null) {
+                    producer.beginTransaction();
+                    txn = f[0];
+                    commit = f[1].equals("c");
+                }
+                Integer partition = f[2].equals("-") ? null : Integer.valueOf(f[2]);
+                producer.send(new ProducerRecord<>(args[1], partition, f[3], f[4]));
+            }
+        }
+        System.out.println("committed " + committed + " transactions, aborted " + aborted);
+    }
+}
+)java";
+
+// Compiles kTransactionalProducer against the broker's jars (EXO_KAFKA_LIBS) and runs it on
+// `lines` (see above) with `compression`. Fails the case with its output if either fails.
+void produce_transactions(const PipelineHarness& h, const std::vector<std::string>& lines,
+                          const std::string& compression) {
+    const std::string dir = "/tmp/" + h.schema() + "-java";
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir + "/TransactionalPayments.java") << kTransactionalProducer;
+    {
+        std::ofstream out(dir + "/records.tsv");
+        for (const auto& line : lines) out << line << '\n';
+    }
+    const std::string jars = exo::testing::required_env("EXO_KAFKA_LIBS") + "/*";
+    auto javac = exo::testing::run_to_end(
+        "/usr/bin/env", {"javac", "-cp", jars, "-d", dir, dir + "/TransactionalPayments.java"}, {},
+        dir + "/javac.log", 120s);
+    REQUIRE_MESSAGE(javac.has_value(), "javac still runs after 120 s");
+    REQUIRE_MESSAGE(
+        javac->exit_code == 0,
+        "javac failed (Debian package openjdk-17-jdk-headless, scripts/install-deps.sh): "
+            << javac->output);
+    auto java = exo::testing::run_to_end(
+        "/usr/bin/env",
+        {"java", "-Xmx256m", "-cp", dir + ":" + jars, "TransactionalPayments", h.bootstrap(),
+         h.topic(), dir + "/records.tsv", compression},
+        {}, dir + "/java.log", 180s);
+    REQUIRE_MESSAGE(java.has_value(), "the Java producer still runs after 180 s");
+    REQUIRE_MESSAGE(java->exit_code == 0, "the Java producer failed: " << java->output);
+}
+
 GroupState wait_for_group(const PipelineHarness& h, int members) {
     return wait_until(
         "the group to be Stable with " + std::to_string(members) + " member(s)", 120s,
@@ -219,6 +300,79 @@ TEST_CASE(
     "mid-stream) apply every payment exactly once with cooperative-sticky" *
     doctest::test_suite("real-kafka")) {
     three_daemons_mid_stream("cooperative-sticky");
+}
+
+// Payments written by a transactional producer (Kafka's Java client, zstd): transactions of 100,
+// every fourth aborted. The aborted ones are payments of their own (other event ids, other
+// accounts), so applying one would show in the balances. librdkafka reads committed records
+// only (isolation.level read_committed, its default).
+TEST_CASE(
+    "on Apache Kafka, records of aborted transactions are never applied and those of committed "
+    "ones are applied exactly once" *
+    doctest::test_suite("real-kafka")) {
+    PipelineHarness h({.name = "rk_txn", .partitions = 4, .kafka = KafkaUnderTest::apache});
+    const auto committed = exo::generate_payments(
+        {.count = 3000, .accounts = 40, .duplicate_ratio = 0.1, .partitions = 4, .seed = 34});
+    auto aborted = exo::generate_payments({.count = 1000,
+                                           .accounts = 40,
+                                           .duplicate_ratio = 0.1,
+                                           .partitions = 4,
+                                           .seed = 35,
+                                           .event_prefix = "aborted"});
+    for (auto& m : aborted.messages) m.payment.account_id = "aborted-" + m.payment.account_id;
+    std::vector<std::string> lines;
+    auto add = [&](const exo::PaymentMessage& m, int txn, char fate) {
+        lines.push_back(std::to_string(txn) + "\t" + fate + "\t" +
+                        (m.partition ? std::to_string(*m.partition) : "-") + "\t" +
+                        m.payment.account_id + "\t" + m.payment.json());
+    };
+    // 100 a transaction; after every three committed, one aborted; the last one committed.
+    std::size_t next_committed = 0, next_aborted = 0;
+    for (int txn = 0; next_committed < committed.messages.size(); ++txn) {
+        const bool abort = txn % 4 == 3 && next_aborted < aborted.messages.size();
+        for (int n = 0; n < 100; ++n) {
+            if (abort && next_aborted < aborted.messages.size())
+                add(aborted.messages[next_aborted++], txn, 'a');
+            else if (!abort && next_committed < committed.messages.size())
+                add(committed.messages[next_committed++], txn, 'c');
+        }
+    }
+    REQUIRE(next_aborted > 0);
+    produce_transactions(h, lines, "zstd");
+
+    const std::string config = "/tmp/" + h.schema() + ".yaml";
+    std::ofstream(config) << h.config_yaml();
+    DaemonProcess d(h, config, "txn");
+    wait_until(
+        "the committed payments to be applied", 120s,
+        [&] { return h.count("SELECT count(*) FROM exo_processed"); },
+        [&](std::int64_t n) { return n >= static_cast<std::int64_t>(committed.unique_events); });
+    // Each partition's committed offset reaches its last record. Past it, each partition ends
+    // with the commit marker of its last transaction (a control record, never delivered to a
+    // consumer). Observed here: exo commits the marker's own offset (end - 1), so the group's
+    // lag stays 1 a partition for good, which lag monitors read as a stalled consumer. When
+    // exo commits past a partition's trailing control records, this becomes `== end`.
+    std::vector<std::pair<std::int64_t, std::int64_t>> offsets;  // (committed, end)
+    for (int p = 0; p < 4; ++p) {
+        const auto end = exo::testing::partition_end(h.bootstrap(), h.topic(), p);
+        const auto at = wait_until(
+            "partition " + std::to_string(p) + "'s committed offset to reach " +
+                std::to_string(end - 1) + " or more",
+            60s,
+            [&] {
+                return exo::testing::committed_offset(h.bootstrap(), h.config().kafka.group_id,
+                                                      h.topic(), p);
+            },
+            [&](std::int64_t o) { return o >= end - 1; });
+        offsets.emplace_back(at, end);
+    }
+    CHECK(d.terminate() == 0);
+    h.check_exactly_once(committed);
+    CHECK(h.count("SELECT count(*) FROM ledger_entries WHERE event_id LIKE 'aborted%'") == 0);
+    CHECK(h.count("SELECT count(*) FROM exo_processed WHERE idempotency_key LIKE 'aborted%'") == 0);
+    for (std::size_t p = 0; p < offsets.size(); ++p)
+        MESSAGE("partition " << p << ": committed " << offsets[p].first << ", end "
+                             << offsets[p].second);
 }
 
 TEST_CASE(

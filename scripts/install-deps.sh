@@ -49,8 +49,9 @@ TEST=(
 KAFKA=(
     # the real Apache Kafka of scripts/kafka.sh (demo.sh --kafka apache, the test command's
     # real-broker stage): a Java runtime for the broker, Maven to fetch its release's jars
-    # (kcat, which checks that every node answers, is in TEST)
-    openjdk-17-jre-headless maven
+    # (kcat, which checks that every node answers, is in TEST), and javac for the real-broker
+    # tests' transactional producer (Kafka's own Java client)
+    openjdk-17-jre-headless maven openjdk-17-jdk-headless
 )
 IMAGE=(
     # builds and runs the image (crun fails on a cgroup v1/v2 hybrid host: runc works)
