@@ -259,7 +259,10 @@ TEST_CASE(
             const exo::TopicPartition tp{exo::Topic{"t"}, exo::Partition{0}};
             started = exo::start_records(tx, group,
                                          {{kb, exo::FencingToken{0}, tp, exo::Offset{0}, {}},
-                                          {ka, exo::FencingToken{0}, tp, exo::Offset{1}, {}}});
+                                          {ka, exo::FencingToken{0}, tp, exo::Offset{1}, {}}},
+                                         [](const auto&) -> std::vector<bool> {
+                                             throw std::logic_error("no entity to be held");
+                                         });
             tx.commit();
         } catch (...) {
             group_error = std::current_exception();

@@ -283,3 +283,72 @@ TEST_CASE("two workers whose partitions share entities neither deadlock nor appl
     std::this_thread::sleep_for(1s);
     CHECK(exo::testing::deadlocks_detected() == deadlocks_before);
 }
+
+namespace {
+
+// Under ordering: key (a lane per account), acc-e's sequence row is held locked
+// by another session, as by another slot's open transaction, for as long as the
+// test wants: past lock_timeout. A batch holds e-2 (acc-e) first, 20 records of
+// 20 other accounts, and e-3 (acc-e) among them; with `poison`, a poison record
+// too, which rolls the optimistic pass back and sends the rest careful.
+void held_entity_holds_only_its_records(const char* name, bool poison) {
+    PipelineHarness h({.name = name,
+                       .partitions = 1,
+                       .workers = 1,
+                       .handler = poison ? "misbehaving_ledger" : "ledger",
+                       .ordering = exo::Ordering::key});
+    h.mutable_config().postgres.lock_timeout = 1s;
+    h.produce({payment("e-1", "acc-e", 1, 1)});
+    consume_all(h);
+
+    pqxx::connection holder_connection(h.postgres_uri());
+    pqxx::work holder(holder_connection);
+    holder.exec("SELECT last_sequence FROM exo_sequences WHERE entity = 'acc-e' FOR UPDATE");
+    std::vector<exo::PaymentMessage> messages{payment("e-2", "acc-e", 2, 2)};
+    Balances expected{{"acc-e", 7}};
+    for (int i = 1; i <= 20; ++i) {
+        const auto account = "acc-" + std::to_string(i);
+        messages.push_back(payment("o-" + std::to_string(i), account, 1, 1));
+        expected[account] = 1;
+        if (i == 10) messages.push_back(payment("e-3", "acc-e", 4, 3));
+    }
+    if (poison) messages.push_back(payment("poison-1", "acc-p", 1, 1));
+    h.produce(messages);
+    RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());
+    exo::testing::wait_until(
+        "the 20 records of other accounts applied while acc-e is held", 60s,
+        [&] { return h.count("SELECT count(*) FROM ledger_entries WHERE account_id <> 'acc-e'"); },
+        [](auto n) { return n == 20; });
+    // Still held: acc-e's records wait, NACKed, and nothing of them is written.
+    CHECK(h.balances().at("acc-e") == 1);
+    CHECK(sequences(h).at("acc-e") == 1);
+    CHECK(daemon.stats().conflicts > 0);
+    // No batch was put back whole, as when a lock timeout failed the careful pass.
+    CHECK(daemon.stats().batch_failures == 0);
+
+    holder.abort();
+    REQUIRE(h.wait_until_consumed(60s));
+    daemon.stop();
+    CHECK(h.balances() == expected);
+    CHECK(h.count("SELECT count(*) FROM ledger_entries") == 23);
+    CHECK(sequences(h).at("acc-e") == 3);
+    // e-3 never ran before e-2 (strict: it would have parked, its sighting recorded).
+    CHECK(gap_sightings(h).empty());
+    CHECK(daemon.stats().dead_lettered == (poison ? 1 : 0));
+    CHECK(daemon.stats().set_based_transactions > 0);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "with ordering: key, a record whose strict entity another transaction holds locked past "
+    "lock_timeout is NACKed alone: the 20 other records of its batch apply while the lock is "
+    "held, and it applies after it, in order with the entity's later record") {
+    held_entity_holds_only_its_records("entityheld", /*poison=*/false);
+}
+
+TEST_CASE(
+    "a record whose strict entity another transaction holds locked is NACKed alone also when a "
+    "poison record sends its batch to the careful pass") {
+    held_entity_holds_only_its_records("entityheldcareful", /*poison=*/true);
+}

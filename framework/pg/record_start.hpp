@@ -6,13 +6,21 @@
 // runs it before the handlers; the careful pass keeps the per-record
 // path, so every failure is still met record by record.
 //
+// Entity rows are locked FOR UPDATE SKIP LOCKED, never waited for: an entity
+// another transaction holds leaves out its records (and, by the caller's
+// answer, the records that must wait behind them) while the others go on in
+// the same transaction.
+//
 // Errors: pqxx exceptions (classify with classify_pg_error). A failure, or an
 // answer with `contended` set, leaves the transaction to be rolled back; the
 // caller then runs the records the careful way, where the per-record path decides
 // each record as before.
 #include <chrono>
+#include <functional>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <pqxx/transaction_base>
@@ -35,6 +43,9 @@ struct RecordToStart {
 };
 
 struct StartedRecord {
+    // Left out (the caller's answer to LeaveOut): nothing of it stays written,
+    // and neither `duplicate` nor `verdict` is set.
+    bool left_out = false;
     std::optional<ExistingRow> duplicate;  // set: the key was known, nothing was written
     // Set iff the key is new: apply (run the handler), stale (its row now says
     // STALE) or gap (its row is gone and its sighting recorded).
@@ -51,19 +62,40 @@ struct RecordsStart {
     int round_trips = 0;
 };
 
-// `records` in partition order (the order the per-record path runs them).
-RecordsStart start_records(pqxx::transaction_base& tx, const std::string& consumer_group,
-                           const std::vector<RecordToStart>& records);
+// The caller's answer when entities are held: `held` are the records (indices
+// into the records given to start_records, ascending, never empty) whose
+// entity row another transaction has locked. It returns one flag per record,
+// true for every record it puts back: each held one, and the records that must
+// not run before them (the later records of their ordering lanes).
+using LeaveOut = std::function<std::vector<bool>(const std::vector<std::size_t>& held)>;
 
-// The careful pass's lock order (docs/design.md section 4.1): locks the
-// existing exo_sequences rows of `steps`' entities FOR UPDATE, sorted and
+// `records` in partition order (the order the per-record path runs them).
+// `leave_out` is called at most once, after the first round trip, and only
+// when an entity is held; the records it leaves out get no dedup row and move
+// no sequence. Throws std::logic_error if its answer is not one flag per
+// record, or keeps a held record in.
+RecordsStart start_records(pqxx::transaction_base& tx, const std::string& consumer_group,
+                           const std::vector<RecordToStart>& records, const LeaveOut& leave_out);
+
+using EntityId = std::pair<std::string, std::string>;  // (handler, entity)
+
+struct EntityLocks {
+    std::set<EntityId> held;  // exist, and another transaction holds them locked
+    int round_trips = 0;
+};
+
+// The careful pass's lock (docs/design.md section 4.1): locks the existing
+// exo_sequences rows of `steps`' entities FOR UPDATE SKIP LOCKED, sorted and
 // unique, as start_records does, before the per-record statements lock them one
-// record at a time. Without it, two careful passes, or a careful pass and a
-// set-based one, whose records name shared entities in crossing orders would
-// deadlock. Entities that do not exist yet are not locked: their creation can
-// still meet a crossing creation (a deadlock, which is contention: NACKed).
-// Returns the round trips made (0 for fewer than two entities).
-int lock_entities(pqxx::transaction_base& tx, const std::vector<SequenceStep>& steps);
+// record at a time, and answers which of them another transaction holds
+// (their records are the caller's to put back) without waiting for any. The
+// per-record statements then wait for no entity row that existed here, and
+// never lock two in an order that crosses another transaction's. Entities that
+// do not exist yet are neither locked nor held: their creation can still wait
+// for a concurrent creation of the same entity (lock_timeout, then 55P03) or
+// meet a crossing one (a deadlock); both are contention, NACKed.
+// One round trip, none without entities.
+EntityLocks lock_entities(pqxx::transaction_base& tx, const std::vector<SequenceStep>& steps);
 
 // Stores the results handlers set for records whose dedup rows this
 // transaction wrote: keys[n] gets results[n] (non-empty, storable text).

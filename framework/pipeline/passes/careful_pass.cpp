@@ -4,6 +4,7 @@
 #include "core/key_derivation.hpp"
 #include "pg/pg_errors.hpp"
 #include "pg/record_start.hpp"
+#include "pipeline/passes/entity_holds.hpp"
 
 namespace exo {
 namespace {
@@ -16,13 +17,17 @@ constexpr const char* kNextSavepoint = "RELEASE SAVEPOINT exo_record; SAVEPOINT 
 constexpr const char* kReleaseSavepoint = "RELEASE SAVEPOINT exo_record";
 
 // Locks the records' existing entities first, sorted, as the set-based start
-// does: per-record statements then never lock two entities in an order that
-// crosses another transaction's.
-void lock_entities_of(const PassContext& ctx, pqxx::transaction_base& tx,
+// does, skipping those another transaction holds: per-record statements then
+// wait for no entity row that existed here, and never lock two in an order
+// that crosses another transaction's. A record whose entity is held is NACKed
+// at once, with the records of its lane behind it, instead of waiting
+// lock_timeout (for the whole transaction) and then failing alone.
+void lock_entities_of(const PassContext& ctx, pqxx::transaction_base& tx, Batch& batch,
                       const TransactionRecords& records) {
     std::vector<SequenceValue> values;
     std::vector<SequenceStep> steps;
-    values.reserve(records.size());  // never reallocates: the steps refer into it
+    std::vector<BatchRecord*> stepped;  // steps[n] is stepped[n]'s
+    values.reserve(records.size());     // never reallocates: the steps refer into it
     for (auto* record : records) {
         if (record->fate != Fate::pending || !record->binding->sequence) continue;
         try {
@@ -32,10 +37,19 @@ void lock_entities_of(const PassContext& ctx, pqxx::transaction_base& tx,
         }
         steps.push_back({record->binding->handler, values.back().entity, values.back().sequence,
                          record->binding->sequence->mode});
+        stepped.push_back(record);
     }
-    // A lock timeout or deadlock here is nobody's record's: it fails the batch
-    // as contention, uncounted.
-    ctx.stats.postgres_round_trips += static_cast<std::uint64_t>(lock_entities(tx, steps));
+    // A failure here is nobody's record's: it fails the batch (a lock timeout
+    // as contention, uncounted). It waits for no entity row, only for what
+    // any statement may wait for (a table lock).
+    const auto locks = lock_entities(tx, steps);
+    ctx.stats.postgres_round_trips += static_cast<std::uint64_t>(locks.round_trips);
+    std::vector<HeldRecord> held;
+    for (std::size_t n = 0; n < steps.size(); ++n)
+        if (locks.held.contains(EntityId{steps[n].handler, steps[n].entity}))
+            held.push_back({stepped[n], entity_held_reason(steps[n])});
+    for (const auto& nacked : put_back_held(batch, std::move(held)))
+        ctx.fate.record_failed(batch, *nacked.record, nacked.failure, nacked.why);
 }
 
 // The savepoint statement before a record (or after the last), blaming
@@ -68,7 +82,7 @@ PassResult run_careful_pass(const PassContext& ctx, pqxx::connection& connection
     auto& tx = transaction.statements();
     // Each record's emits in its savepoint: a record rolled back takes its rows along.
     TransactionOutbox outbox(tx, ctx.config.kafka.group_id, TransactionOutbox::Write::per_record);
-    lock_entities_of(ctx, tx, records);
+    lock_entities_of(ctx, tx, batch, records);
     BatchRecord* previous = nullptr;  // the record whose savepoint is open
     for (auto* record : records) {
         if (record->fate != Fate::pending) continue;  // decided already, or held behind a record

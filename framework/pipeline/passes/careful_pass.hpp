@@ -4,7 +4,9 @@
 // alone (the fate policy decides what), and the others commit. A handler that
 // swallowed a database error is blamed where it shows: at the next savepoint,
 // or at the RELEASE SAVEPOINT after the last record. A batch handler's records
-// run one at a time through its handle().
+// run one at a time through its handle(). A record whose sequence entity
+// another transaction holds locked is NACKed before any record runs, with the
+// records of its lane behind it; the others are not kept waiting for it.
 #include <pqxx/connection>
 
 #include "pipeline/passes/transaction_pass.hpp"

@@ -5,16 +5,21 @@
 #include "core/text.hpp"
 #include "pg/record_start.hpp"
 #include "pipeline/passes/batch_handler_call.hpp"
+#include "pipeline/passes/entity_holds.hpp"
 
 namespace exo {
 namespace {
 
 // The framework's SQL for every pending record at once: duplicates, stale
 // records and gaps get their fate, records to apply are marked
-// framework_started. Returns why the pass must roll back (it failed, or a
-// concurrent transaction created an entity of the records), or nothing.
+// framework_started. A record whose entity another transaction holds is put
+// back with the records of its lane behind it, and goes into `entity_held` for
+// the caller to NACK; the others go on without them. Returns why the pass must
+// roll back (it failed, or a concurrent transaction created an entity of the
+// records), or nothing.
 std::optional<std::string> start_set_based(const PassContext& ctx, pqxx::transaction_base& tx,
-                                           const TransactionRecords& records) {
+                                           Batch& batch, const TransactionRecords& records,
+                                           std::vector<NamedFailure>& entity_held) {
     std::vector<BatchRecord*> started;  // starting[n] is started[n]
     std::vector<RecordToStart> starting;
     std::vector<SequenceValue> values;  // the entities starting[n].sequence refers to
@@ -40,9 +45,21 @@ std::optional<std::string> start_set_based(const PassContext& ctx, pqxx::transac
     }
     // One record: the per-record start is one round trip, the set-based start two.
     if (starting.size() < 2) return std::nullopt;
+    // Put back now, uncounted, so that the records of their lanes go too;
+    // NACKed by the caller once, whether this pass commits or not.
+    const auto leave_out = [&](const std::vector<std::size_t>& held) {
+        std::vector<HeldRecord> put_back;
+        for (auto n : held)
+            put_back.push_back({started[n], entity_held_reason(*starting[n].sequence)});
+        for (auto& nacked : put_back_held(batch, std::move(put_back)))
+            entity_held.push_back(std::move(nacked));
+        std::vector<bool> out(started.size());
+        for (std::size_t n = 0; n < started.size(); ++n) out[n] = started[n]->fate != Fate::pending;
+        return out;
+    };
     RecordsStart start;
     try {
-        start = start_records(tx, ctx.config.kafka.group_id, starting);
+        start = start_records(tx, ctx.config.kafka.group_id, starting, leave_out);
     } catch (const std::exception& e) {
         if (pauses_the_worker(classify(e))) throw;  // the whole batch waits for the dependency
         return printable_text(e.what());            // the careful pass meets it record by record
@@ -54,6 +71,7 @@ std::optional<std::string> start_set_based(const PassContext& ctx, pqxx::transac
     for (std::size_t n = 0; n < starting.size(); ++n) {
         auto& record = *started[n];
         auto& decided = start.records[n];
+        if (decided.left_out) continue;  // put back above
         if (decided.duplicate) {
             record.finish_duplicate(Outcome::duplicate_postgres, decided.duplicate->outcome,
                                     std::move(decided.duplicate->result));
@@ -83,16 +101,16 @@ std::optional<std::string> start_set_based(const PassContext& ctx, pqxx::transac
     return std::nullopt;
 }
 
-}  // namespace
-
-PassResult run_optimistic_pass(const PassContext& ctx, pqxx::connection& connection,
-                               const TransactionRecords& records) {
+// The pass; `entity_held` gets the records the set-based start put back,
+// whichever way it ends.
+PassResult run_pass(const PassContext& ctx, pqxx::connection& connection, Batch& batch,
+                    const TransactionRecords& records, std::vector<NamedFailure>& entity_held) {
     ExplicitTransaction transaction(connection);
     auto& tx = transaction.statements();
     // The records commit or roll back together: their emits go in one statement at COMMIT.
     TransactionOutbox outbox(tx, ctx.config.kafka.group_id, TransactionOutbox::Write::at_commit);
     if (ctx.config.pipeline.framework_sql == FrameworkSql::set_based)
-        if (auto why = start_set_based(ctx, tx, records))
+        if (auto why = start_set_based(ctx, tx, batch, records, entity_held))
             return roll_back(transaction, ctx.stats, std::move(*why));
     // Records still to apply whose before_transaction() threw fail now, all at
     // once, before any handler runs; the others run again without them. (A
@@ -137,6 +155,16 @@ PassResult run_optimistic_pass(const PassContext& ctx, pqxx::connection& connect
     if (auto ran = call_run(); !ran.applied)
         return roll_back(transaction, ctx.stats, ran.why, std::move(ran.named));
     return commit_records(ctx, transaction, records, outbox);
+}
+
+}  // namespace
+
+PassResult run_optimistic_pass(const PassContext& ctx, pqxx::connection& connection, Batch& batch,
+                               const TransactionRecords& records) {
+    std::vector<NamedFailure> entity_held;
+    auto result = run_pass(ctx, connection, batch, records, entity_held);
+    result.entity_held = std::move(entity_held);
+    return result;
 }
 
 }  // namespace exo

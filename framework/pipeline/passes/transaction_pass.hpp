@@ -58,11 +58,18 @@ struct PassResult {
     // (exo/outside_transaction.hpp), known before BEGIN and failed here all at
     // once, once the set-based start had decided they were still to apply.
     std::vector<NamedFailure> outside_failed;
+    // The optimistic pass only, committed or not: records whose sequence entity
+    // another transaction held locked (Failure::contention), left out of the
+    // transaction without waiting for the lock. The pass put them back, and the
+    // records of their lanes behind them, uncounted (put_back_held); the caller
+    // NACKs them (FatePolicy::record_failed), once, after it forgot a
+    // rolled-back pass's verdicts.
+    std::vector<NamedFailure> entity_held;
 
-    static PassResult done() { return {true, {}, std::nullopt, {}}; }
+    static PassResult done() { return {true, {}, std::nullopt, {}, {}}; }
     static PassResult rolled_back(std::string why,
                                   std::optional<NamedFailure> named = std::nullopt) {
-        return {false, std::move(why), std::move(named), {}};
+        return {false, std::move(why), std::move(named), {}, {}};
     }
 };
 

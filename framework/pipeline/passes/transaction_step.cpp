@@ -55,9 +55,15 @@ void TransactionStep::run_records(Batch& batch, const TransactionRecords& record
         for (auto* record : records)
             if (record->fate == Fate::pending) live.push_back(record);
         if (live.empty()) return;
-        const auto pass = run_optimistic_pass(ctx_, postgres_.connection(), records);
+        const auto pass = run_optimistic_pass(ctx_, postgres_.connection(), batch, records);
+        if (!pass.committed)
+            for (auto* record : live) record->reset_to_pending();
+        // Records whose entity another transaction holds: NACKed, the records
+        // of their lanes behind them with them, whichever way the pass ended;
+        // the others committed without them, or run again without them.
+        for (const auto& held : pass.entity_held)
+            ctx_.fate.record_failed(batch, *held.record, held.failure, held.why);
         if (pass.committed) return;
-        for (auto* record : live) record->reset_to_pending();
         if (!pass.outside_failed.empty()) {
             // Failed before BEGIN, taken out together: no exclusion of a handler's.
             for (const auto& failed : pass.outside_failed)

@@ -5,7 +5,9 @@
 // out and the rest run optimistically again (at most kMaxExclusions times);
 // any other failure runs them carefully, a savepoint per record; a COMMIT that
 // fails without naming a record runs each once more in a transaction of its
-// own, so the one that fails COMMIT pays alone.
+// own, so the one that fails COMMIT pays alone. In either pass a record whose
+// sequence entity another transaction holds locked is NACKed at once, with the
+// records of its lane behind it, and the others go on in the same transaction.
 //
 // Thread-safety: none; the worker's thread only.
 #include "pipeline/batch.hpp"
