@@ -71,81 +71,8 @@ usage() {
     exit 2
 }
 
-# --- small helpers (as in scripts/services.sh) ----------------------------------------------
-
-tail_log() {
-    local file="$1" lines="${2:-25}"
-    if [[ -s "$file" ]]; then
-        log "---- last $lines lines of $file ----"
-        tail -n "$lines" "$file" | sed 's/^/    /' >&2
-        log "---- end of $file ----"
-    else
-        log "(no log at $file)"
-    fi
-}
-
-# alive PID: true if PID exists and is not a zombie.
-alive() {
-    local pid="$1" stat
-    kill -0 "$pid" 2>/dev/null || return 1
-    stat="$(cat "/proc/$pid/stat" 2>/dev/null)" || return 0
-    stat="${stat##*) }"
-    [[ "${stat:0:1}" != Z ]]
-}
-
-# pid_is TEXT PID: true if PID is alive and its command line contains TEXT (a pid file whose
-# process is gone and whose pid was reused is not ours).
-pid_is() {
-    local text="$1" pid="$2" cmdline
-    [[ "$pid" =~ ^[0-9]+$ ]] || return 1
-    alive "$pid" || return 1
-    cmdline="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" || return 0
-    [[ "$cmdline" == *"$text"* ]]
-}
-
-wait_gone() {
-    local pid="$1" deadline=$((SECONDS + $2))
-    while alive "$pid"; do
-        ((SECONDS < deadline)) || return 1
-        sleep 0.1
-    done
-}
-
-log_lines() { if [[ -f "$1" ]]; then wc -l <"$1"; else echo 0; fi; }
-since_line() { tail -n "+$(($2 + 1))" "$1" 2>/dev/null || true; }
-read_file() { [[ -s "$1" ]] && tr -d ' \t\r\n' <"$1"; }
-
-port_busy() {
-    local port="$1"
-    if command -v ss >/dev/null 2>&1; then
-        [[ -n "$(ss -Htan exclude time-wait "sport = :$port" 2>/dev/null)" ]] && return 0
-    fi
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
-    return 1
-}
-
-# pick_port: a random TCP port in [PORT_MIN, PORT_MAX] that looks free now and was not picked
-# already by this invocation (PICKED). Another process may still take it first: callers retry.
-PICKED=" "
-pick_port() {
-    local port i
-    for ((i = 0; i < 200; i++)); do
-        port="$(shuf -i "$PORT_MIN-$PORT_MAX" -n 1)"
-        [[ "$PICKED" == *" $port "* ]] && continue
-        if ! port_busy "$port"; then
-            PICKED+="$port "
-            printf '%s\n' "$port"
-            return 0
-        fi
-    done
-    die "no free TCP port found in $PORT_MIN-$PORT_MAX after 200 tries"
-}
-
-set_dir() {
-    [[ -n "${1:-}" ]] || usage
-    DIR="$1"
-}
-resolve_dir() { DIR="$(cd "$DIR" && pwd -P)"; }
+# shellcheck source=scripts/process_helpers.sh
+source "$(dirname "${BASH_SOURCE[0]}")/process_helpers.sh"  # tail_log, alive, pid_is, ports, DIR
 
 need_started_dir() {
     [[ -d "$DIR" && -e "$DIR/$MARKER" ]] || die "$DIR holds no Kafka: run '$SELF start $DIR' first"
