@@ -347,23 +347,22 @@ TEST_CASE(
         "the committed payments to be applied", 120s,
         [&] { return h.count("SELECT count(*) FROM exo_processed"); },
         [&](std::int64_t n) { return n >= static_cast<std::int64_t>(committed.unique_events); });
-    // Each partition's committed offset reaches its last record. Past it, each partition ends
-    // with the commit marker of its last transaction (a control record, never delivered to a
-    // consumer). Observed here: exo commits the marker's own offset (end - 1), so the group's
-    // lag stays 1 a partition for good, which lag monitors read as a stalled consumer. When
-    // exo commits past a partition's trailing control records, this becomes `== end`.
+    // Each partition's committed offset reaches its end, past the commit marker of its last
+    // transaction (a control record, never delivered to a consumer): committing the marker's
+    // own offset (end - 1), as exo once did, leaves the group's lag at 1 a partition for good,
+    // which lag monitors read as a stalled consumer.
     std::vector<std::pair<std::int64_t, std::int64_t>> offsets;  // (committed, end)
     for (int p = 0; p < 4; ++p) {
         const auto end = exo::testing::partition_end(h.bootstrap(), h.topic(), p);
         const auto at = wait_until(
-            "partition " + std::to_string(p) + "'s committed offset to reach " +
-                std::to_string(end - 1) + " or more",
+            "partition " + std::to_string(p) + "'s committed offset to reach its end, " +
+                std::to_string(end),
             60s,
             [&] {
                 return exo::testing::committed_offset(h.bootstrap(), h.config().kafka.group_id,
                                                       h.topic(), p);
             },
-            [&](std::int64_t o) { return o >= end - 1; });
+            [&](std::int64_t o) { return o == end; });
         offsets.emplace_back(at, end);
     }
     CHECK(d.terminate() == 0);

@@ -257,3 +257,41 @@ TEST_SUITE("OffsetTracker") {
         CHECK(next_of(t, b) == 0);
     }
 }
+
+TEST_SUITE("PartitionOffsets past transaction markers") {
+    TEST_CASE("a position past the last finished record is committable: the markers behind it") {
+        PartitionOffsets p;
+        for (std::int64_t o = 0; o <= 9; ++o) p.track(Offset{o});
+        for (std::int64_t o = 0; o <= 9; ++o) p.finish(Offset{o});
+        p.mark_committed(Offset{10});
+        // 10 is the trailing commit marker: the consumer's position is 11.
+        auto past = p.committable_at(Offset{11});
+        REQUIRE(past.has_value());
+        CHECK(past->value == 11);
+        p.mark_committed(*past);
+        CHECK_FALSE(p.committable_at(Offset{11}).has_value());  // committed already
+    }
+
+    TEST_CASE("a position is never committable while a tracked record is unfinished") {
+        PartitionOffsets p;
+        p.track(Offset{0});
+        p.track(Offset{1});
+        p.finish(Offset{1});
+        CHECK_FALSE(p.committable_at(Offset{3}).has_value());
+    }
+
+    TEST_CASE("a position at or below the next offset after the records adds nothing") {
+        PartitionOffsets p;
+        p.track(Offset{4});
+        p.finish(Offset{4});
+        CHECK_FALSE(p.committable_at(Offset{5}).has_value());
+        CHECK_FALSE(p.committable_at(Offset{2}).has_value());  // rewound: behind
+    }
+
+    TEST_CASE("nothing is committable at a position before any record was tracked") {
+        PartitionOffsets p;
+        CHECK_FALSE(p.committable_at(Offset{7}).has_value());
+        OffsetTracker t;
+        CHECK_FALSE(t.committable_at(tp("orders", 0), Offset{7}).has_value());
+    }
+}

@@ -19,6 +19,13 @@ std::optional<Offset> PartitionOffsets::committable() const {
     return Offset{next};
 }
 
+std::optional<Offset> PartitionOffsets::committable_at(Offset position) const {
+    if (!highest_tracked_ || !unfinished_.empty()) return std::nullopt;
+    if (position.value <= *highest_tracked_ + 1) return std::nullopt;  // nothing past the records
+    if (committed_next_ && position.value <= *committed_next_) return std::nullopt;
+    return position;
+}
+
 void PartitionOffsets::mark_committed(Offset next) {
     if (!committed_next_ || next.value > *committed_next_) committed_next_ = next.value;
 }
@@ -40,6 +47,15 @@ std::vector<CommitPoint> OffsetTracker::committable(const std::vector<TopicParti
             if (auto it = partitions_.find(tp); it != partitions_.end()) add(tp, it->second);
     }
     return out;
+}
+
+std::optional<CommitPoint> OffsetTracker::committable_at(const TopicPartition& tp,
+                                                         Offset position) const {
+    auto it = partitions_.find(tp);
+    if (it == partitions_.end()) return std::nullopt;
+    auto next = it->second.committable_at(position);
+    if (!next) return std::nullopt;
+    return CommitPoint{tp, *next};
 }
 
 void OffsetTracker::mark_committed(const std::vector<CommitPoint>& points) {

@@ -26,6 +26,11 @@ public:
     void finish(Offset offset);
     // The next offset to commit if it moved since the last mark_committed(), else nullopt.
     std::optional<Offset> committable() const;
+    // `position` (the consumer's next fetch offset, every record before it handed
+    // over) if every tracked record is finished and it lies past the last of them
+    // and past the last commit: what is between are transaction markers, which no
+    // record stands for. Else nullopt.
+    std::optional<Offset> committable_at(Offset position) const;
     void mark_committed(Offset next);
     std::size_t unfinished() const { return unfinished_.size(); }
     // Offsets from the lowest unfinished one to the highest tracked: what a
@@ -59,6 +64,8 @@ public:
     void finish(const TopicPartition& tp, Offset offset);
     // Offsets that moved since they were last marked committed (all, or only `only`).
     std::vector<CommitPoint> committable(const std::vector<TopicPartition>* only = nullptr) const;
+    // PartitionOffsets::committable_at for a tracked partition.
+    std::optional<CommitPoint> committable_at(const TopicPartition& tp, Offset position) const;
     void mark_committed(const std::vector<CommitPoint>& points);
     void forget(const TopicPartition& tp) { partitions_.erase(tp); }
     std::size_t unfinished(const TopicPartition& tp) const;

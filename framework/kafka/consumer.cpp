@@ -302,6 +302,19 @@ void KafkaConsumer::resume(const std::vector<TopicPartition>& partitions) {
     wake_fetcher(restart);
 }
 
+std::optional<Offset> KafkaConsumer::settled_position(const TopicPartition& tp) {
+    auto it = assigned_.find(tp);
+    if (it == assigned_.end() || !it->second.held.empty()) return std::nullopt;
+    TopicPartitionList list(rd_kafka_topic_partition_list_new(1));
+    auto* entry =
+        rd_kafka_topic_partition_list_add(list.get(), tp.topic.value.c_str(), tp.partition.value);
+    throw_if_kafka_error(
+        rd_kafka_position(handle_.get(), list.get()),
+        "reading the position of " + describe(tp) + " for group '" + group_id_ + "'");
+    if (entry->err != RD_KAFKA_RESP_ERR_NO_ERROR || entry->offset < 0) return std::nullopt;
+    return Offset{entry->offset};
+}
+
 void KafkaConsumer::rewind(const TopicPartition& tp, Offset offset) {
     auto it = assigned_.find(tp);
     if (it == assigned_.end() || !it->second.fetching) return;

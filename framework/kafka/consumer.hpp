@@ -79,6 +79,15 @@ public:
     void pause(const std::vector<TopicPartition>& partitions);
     void resume(const std::vector<TopicPartition>& partitions);
 
+    // Where the next record of `tp` would come from: one past the last record or
+    // transaction marker librdkafka served, if every record before it was returned
+    // by poll() (none held for a pause); nullopt otherwise, or when librdkafka
+    // knows no position (none served since the assignment or a rewind). Past the
+    // last record it can include a trailing commit or abort marker, which no
+    // record stands for: committing there is what makes a transactional topic's
+    // lag read 0. Throws KafkaError if librdkafka refuses.
+    std::optional<Offset> settled_position(const TopicPartition& tp);
+
     // Reads `tp` again from `offset`: the next records of it poll() returns start
     // there (a pause stays; records held for it are dropped, and librdkafka drops
     // what it had fetched before). For reading back records the caller let go of

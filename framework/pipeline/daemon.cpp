@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 
@@ -266,10 +267,35 @@ void Daemon::commit_when_due(std::size_t in_flight) {
 }
 
 void Daemon::commit_finished(bool synchronous, const std::vector<TopicPartition>* only) {
+    // Where the consumer would read next, for the partitions whose fetched
+    // records may all be finished: past a transaction's trailing commit marker
+    // there is no record to finish, and without this the group's lag would
+    // stay 1 for good (a "stalled consumer" to lag monitors).
+    std::vector<TopicPartition> idle;
+    {
+        std::lock_guard lock(offsets_mutex_);
+        for (const auto& tp :
+             only ? std::set<TopicPartition>(only->begin(), only->end()) : assigned_)
+            if (assigned_.contains(tp) && offsets_.unfinished(tp) == 0) idle.push_back(tp);
+    }
+    // Only the poll thread tracks records, and this is it: none is added meanwhile.
+    std::vector<std::pair<TopicPartition, Offset>> positions;
+    for (const auto& tp : idle)
+        if (auto position = consumer_->settled_position(tp)) positions.emplace_back(tp, *position);
     std::vector<CommitPoint> points;
     {
         std::lock_guard lock(offsets_mutex_);
         points = offsets_.committable(only);
+        for (const auto& [tp, position] : positions) {
+            auto past = offsets_.committable_at(tp, position);
+            if (!past) continue;
+            auto it = std::find_if(points.begin(), points.end(),
+                                   [&](const CommitPoint& p) { return p.partition == tp; });
+            if (it != points.end())
+                it->next = past->next;
+            else
+                points.push_back(*past);
+        }
     }
     if (points.empty()) return;
     std::vector<OffsetToCommit> offsets;
