@@ -952,7 +952,8 @@ TEST_SUITE("WorkerInbox held keys spill") {
         CHECK(batch == std::vector<std::int64_t>{0, 2});
         finish_all(inbox);
         // The partition read again from 1: a@1, b@2 (already done), a@3.
-        inbox.push_rereads({keyed(kP0, 1, "a"), keyed(kP0, 2, "b"), keyed(kP0, 3, "a")});
+        CHECK(inbox.push_rereads({keyed(kP0, 1, "a"), keyed(kP0, 2, "b"), keyed(kP0, 3, "a")}, 1)
+                  .empty());
         CHECK(inbox.spilled(kP0) == 0);
         CHECK(inbox.queued(kP0) == 2);
         CHECK(offsets_of(take_now(inbox), kP0) == std::vector<std::int64_t>{1, 3});
@@ -966,9 +967,12 @@ TEST_SUITE("WorkerInbox held keys spill") {
         auto head = take_now(inbox);
         finish_oldest(inbox, std::move(head), {{Lane{kP0, "a"}, Clock::now() + 1h}});
         inbox.push({keyed(kP0, 1, "a"), keyed(kP0, 2, "a")});
-        inbox.push_rereads({keyed(kP0, 1, "a"), keyed(kP0, 2, "a")});
+        CHECK(inbox.push_rereads({keyed(kP0, 1, "a"), keyed(kP0, 2, "a")}, 1).empty());
         CHECK(inbox.spilled(kP0) == 2);
         CHECK(inbox.queued(kP0) == 1);
+        // The window delivered them: they are not gone when it ends.
+        CHECK(inbox.forget_unread_spilled(kP0, Offset{3}, 1).empty());
+        CHECK(inbox.spilled(kP0) == 2);
     }
 
     TEST_CASE("a second delivery of a spilled record is spilled once") {
@@ -979,6 +983,48 @@ TEST_SUITE("WorkerInbox held keys spill") {
         inbox.push({keyed(kP0, 1, "a"), keyed(kP0, 2, "a")});
         inbox.push({keyed(kP0, 2, "a")});
         CHECK(inbox.spilled(kP0) == 2);
+    }
+
+    TEST_CASE(
+        "a second delivery of a record handed over before the spill goes through, not into "
+        "the spilled ones") {
+        WorkerInbox inbox(1, 1);
+        inbox.push({keyed(kP0, 0, "a")});
+        auto head = take_now(inbox);
+        finish_oldest(inbox, std::move(head), {{Lane{kP0, "a"}, Clock::now() + 1h}});
+        inbox.push({keyed(kP0, 2, "a")});  // spilled
+        inbox.push({keyed(kP0, 1, "a")});  // older than the spilled one, never spilled
+        CHECK(inbox.spilled(kP0) == 1);
+        CHECK(inbox.queued(kP0) == 2);
+    }
+
+    TEST_CASE(
+        "spilled records a read-again window passed without delivering are gone from Kafka "
+        "and given back to be finished") {
+        WorkerInbox inbox(1, 1);
+        inbox.push({keyed(kP0, 0, "a")});
+        auto head = take_now(inbox);
+        finish_oldest(inbox, std::move(head), {{Lane{kP0, "a"}, Clock::now() + 100ms}});
+        inbox.push(
+            {keyed(kP0, 1, "a"), keyed(kP0, 2, "a"), keyed(kP0, 3, "a"), keyed(kP0, 4, "a")});
+        REQUIRE(inbox.spilled(kP0) == 4);
+        std::this_thread::sleep_for(150ms);
+        REQUIRE(offsets_of(take_now(inbox), kP0) == seq(0, 0));
+        finish_all(inbox);
+        // Read again from 1: a@1 and a@2 were compacted away, a@3 comes.
+        auto gone = inbox.push_rereads({keyed(kP0, 3, "a")}, 7);
+        REQUIRE(gone.size() == 2);
+        CHECK(gone[0].offset.value == 1);
+        CHECK(gone[1].offset.value == 2);
+        CHECK(inbox.queued(kP0) == 1);  // a@3
+        // The window ends at 5 without a@4: gone too.
+        auto tail = inbox.forget_unread_spilled(kP0, Offset{5}, 7);
+        REQUIRE(tail.size() == 1);
+        CHECK(tail[0].offset.value == 4);
+        CHECK(inbox.spilled(kP0) == 0);
+        CHECK(offsets_of(take_now(inbox), kP0) == seq(3, 3));
+        finish_all(inbox);
+        CHECK(inbox.totals().lanes == 0);
     }
 
     TEST_CASE("the partition lane never spills: ordering partition pauses instead") {

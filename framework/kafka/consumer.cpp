@@ -153,6 +153,11 @@ std::vector<Record> KafkaConsumer::poll(std::size_t max_records,
                          false);
     std::vector<Record> records;
     if (max_records == 0) return records;
+    struct Collecting {  // forget() drops revoked partitions' records from `records`
+        KafkaConsumer& consumer;
+        ~Collecting() { consumer.collecting_ = nullptr; }
+    } collecting{*this};
+    collecting_ = &records;
     take_held(max_records, records);  // resumed partitions first: they are older
 
     std::vector<TopicPartition> repause;
@@ -249,6 +254,10 @@ void KafkaConsumer::pause_in_librdkafka(const std::vector<TopicPartition>& parti
 }
 
 void KafkaConsumer::forget(rd_kafka_t* rk, const std::vector<TopicPartition>& revoked) {
+    if (collecting_ != nullptr)
+        std::erase_if(*collecting_, [&](const Record& r) {
+            return std::find(revoked.begin(), revoked.end(), r.topic_partition()) != revoked.end();
+        });
     std::vector<TopicPartition> paused;
     for (const auto& tp : revoked) {
         auto it = assigned_.find(tp);

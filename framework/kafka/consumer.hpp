@@ -161,6 +161,11 @@ private:
     // through C frames); rethrown by poll() or close().
     std::exception_ptr failure_;
     bool failed_ = false;  // a failure_ was rethrown: the consumer is unusable
+    // The records poll() is collecting, while it runs: a revoke inside it drops
+    // the revoked partitions' records from there too. Returned after a
+    // re-assignment within the same call, they would be tracked above where the
+    // new assignment starts fetching, and committed past the records between.
+    std::vector<Record>* collecting_ = nullptr;
     std::map<TopicPartition, PartitionState> assigned_;  // the current assignment
     bool closed_ = false;
 };

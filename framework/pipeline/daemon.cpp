@@ -171,34 +171,62 @@ void Daemon::dispatch(std::vector<Record> records) {
     if (records.empty()) return;
     // Ordering keys first, outside the offsets lock: ordering: entity parses
     // every payload, and every worker's finish waits on that lock.
-    std::vector<PendingRecord> fresh, rereads;
+    std::vector<PendingRecord> fresh;
     fresh.reserve(records.size());
+    // Re-reads by read-again window (one per partition at a time).
+    std::map<std::uint64_t, std::vector<PendingRecord>> rereads;
+    struct Closed {
+        TopicPartition partition;
+        Offset end;
+        std::uint64_t window;
+    };
+    std::vector<Closed> closed;
     const auto now = Clock::now();
     for (auto& r : records) {
         // Records fetched before a revoke that happened within the same poll.
-        if (!assigned_.contains(r.topic_partition())) continue;
-        const bool reread =
-            read_again_.fetched(r.topic_partition(), r.offset, now) == ReadAgain::Fetched::reread;
-        auto& p = (reread ? rereads : fresh).emplace_back(PendingRecord{std::move(r)});
+        const auto tp = r.topic_partition();
+        if (!assigned_.contains(tp)) continue;
+        const auto seen = read_again_.fetched(tp, r.offset, now);
+        if (seen.closed_window_end)
+            closed.push_back({tp, *seen.closed_window_end, seen.closed_window});
+        const bool reread = seen.kind == ReadAgain::Fetched::reread;
+        auto& p = (reread ? rereads[seen.window] : fresh).emplace_back(PendingRecord{std::move(r)});
         if (auto b = binding_of_.find(p.record.topic.value); b != binding_of_.end())
             p.ordering_key = ordering_key(*b->second, p.record);
         if (!reread) log_unused_traceparent(p);
     }
-    // Re-reads were tracked when first fetched, and are still unfinished if spilled.
+    // Re-reads before fresh records: they are older, and a lane they empty of
+    // spilled records takes its fresh ones again. They were tracked when first
+    // fetched (still unfinished if spilled); spilled records a window proved
+    // gone from Kafka are finished: nothing can apply them.
+    std::vector<FinishedOffset> gone;
+    for (auto& [window, batch] : rereads) {
+        auto& inbox = worker_for(batch.front().record.topic_partition()).inbox();
+        auto lost = inbox.push_rereads(std::move(batch), window);
+        gone.insert(gone.end(), lost.begin(), lost.end());
+    }
+    for (const auto& c : closed) {
+        auto lost =
+            worker_for(c.partition).inbox().forget_unread_spilled(c.partition, c.end, c.window);
+        gone.insert(gone.end(), lost.begin(), lost.end());
+    }
     {
         std::lock_guard lock(offsets_mutex_);
         for (const auto& p : fresh) offsets_.track(p.record.topic_partition(), p.record.offset);
+        for (const auto& g : gone) offsets_.finish(g.partition, g.offset);
     }
-    std::map<Worker*, std::vector<PendingRecord>> per_worker, rereads_per_worker;
+    for (const auto& g : gone)
+        spdlog::warn(
+            "{}[{}] offset {}: a record held back for its key (spilled) is no longer in Kafka "
+            "(compacted or deleted by retention before it was read again): skipped",
+            g.partition.topic.value, g.partition.partition.value, g.offset.value);
+    std::map<Worker*, std::vector<PendingRecord>> per_worker;
     for (auto& p : fresh)
         per_worker[&worker_for(p.record.topic_partition())].push_back(std::move(p));
-    for (auto& p : rereads)
-        rereads_per_worker[&worker_for(p.record.topic_partition())].push_back(std::move(p));
     for (auto& [worker, batch] : per_worker) {
         stats_.polled += batch.size();
         worker->inbox().push(std::move(batch));
     }
-    for (auto& [worker, batch] : rereads_per_worker) worker->inbox().push_rereads(std::move(batch));
 }
 
 std::size_t Daemon::records_in_flight() const {

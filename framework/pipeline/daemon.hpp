@@ -94,8 +94,9 @@ private:
     // Held keys' spilled records (worker_inbox.hpp) read again: poll thread only.
     ReadAgain read_again_;
     // A partition whose held keys spilled this many offsets per record of
-    // max_queued_per_partition is paused after all: memory stays bounded
-    // (8 bytes an offset) when a hot key is held for long.
+    // max_queued_per_partition is paused after all: memory stays bounded (an
+    // offset costs some 60 bytes: its place in the lane and in the offset
+    // tracker) when a hot key is held for long.
     static constexpr std::size_t kSpilledPerQueued = 100;
     std::map<std::string, const BindingConfig*> binding_of_;  // by topic
     bool joined_ = false;                                 // poll thread only: an assignment came

@@ -32,6 +32,13 @@ struct Lane {
     friend auto operator<=>(const Lane&, const Lane&) = default;
 };
 
+// A record whose outcome is durable (or that Kafka no longer has): its offset
+// may be committed past.
+struct FinishedOffset {
+    TopicPartition partition;
+    Offset offset;
+};
+
 // A polled record on its way through the pipeline, with what the retries so
 // far have learned about it.
 struct PendingRecord {

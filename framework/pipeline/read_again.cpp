@@ -4,30 +4,43 @@
 
 namespace exo {
 
-ReadAgain::Fetched ReadAgain::fetched(const TopicPartition& tp, Offset offset,
-                                      Clock::time_point now) {
+ReadAgain::Classified ReadAgain::fetched(const TopicPartition& tp, Offset offset,
+                                         Clock::time_point now) {
     auto& state = partitions_[tp];
     const auto o = offset.value;
+    Classified out;
     if (state.window) {
         auto& w = *state.window;
         if (o >= w.from && o < w.end) {
             w.last_seen = now;
-            if (o == w.end - 1) state.window.reset();  // read up to where it had been
-            return Fetched::reread;
+            w.reread_seen = true;
+            out.kind = Fetched::reread;
+            out.window = w.id;
+            if (o == w.end - 1) {  // read up to where it had been
+                out.closed_window_end = Offset{w.end};
+                out.closed_window = w.id;
+                state.window.reset();
+            }
+            return out;
         }
-        // Past the window: fresh. The window stays open until its last record
-        // came again (or it goes stale): a record fetched before the rewind may
-        // still arrive after it, and must not end the re-reads early.
+        // Past the window after one of its re-reads: the fetch passed it. Before
+        // any re-read, a record past the end may have been fetched before the
+        // rewind, and says nothing.
+        if (o >= w.end && w.reread_seen) {
+            out.closed_window_end = Offset{w.end};
+            out.closed_window = w.id;
+            state.window.reset();
+        }
     }
     state.next_fresh = std::max(state.next_fresh.value_or(o + 1), o + 1);
-    return Fetched::fresh;
+    return out;
 }
 
 bool ReadAgain::open(const TopicPartition& tp, Offset from, Clock::time_point now) {
     auto& state = partitions_[tp];
     if (state.window && now - state.window->last_seen < kStale) return false;
     if (!state.next_fresh || *state.next_fresh <= from.value) return false;
-    state.window = Window{from.value, *state.next_fresh, now};
+    state.window = Window{next_window_++, from.value, *state.next_fresh, now};
     return true;
 }
 

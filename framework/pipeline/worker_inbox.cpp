@@ -22,6 +22,12 @@ std::size_t count_of(const std::map<TopicPartition, std::size_t>& counts,
 
 }  // namespace
 
+std::deque<WorkerInbox::LaneState::Spilled>::iterator WorkerInbox::lower_spilled(
+    std::deque<LaneState::Spilled>& spilled, Offset offset) {
+    return std::lower_bound(spilled.begin(), spilled.end(), offset,
+                            [](const LaneState::Spilled& s, Offset o) { return s.offset < o; });
+}
+
 bool WorkerInbox::must_spill(const Lane& lane, const LaneState& state,
                              Clock::time_point now) const {
     return held_lane_cap_ > 0 && !lane.key.empty() && state.queue.size() >= held_lane_cap_ &&
@@ -37,12 +43,19 @@ void WorkerInbox::push(std::vector<PendingRecord> records) {
             const auto tp = r.record.topic_partition();
             auto [it, _] = lanes_.try_emplace(r.lane());
             auto& state = it->second;
-            // A second delivery of a record already spilled (fetched before a
-            // rewind, returned after it): it stays spilled once.
-            if (!state.spilled.empty() && r.record.offset <= state.spilled.back()) continue;
+            auto& spilled = state.spilled;
+            // Delivered again outside a read-again window: if spilled, it stays
+            // spilled once; else it was handed over before the spill began and
+            // goes through (as a duplicate of itself), not into the spilled ones,
+            // which must stay records only a read-again window brings back.
+            const bool redelivered = !spilled.empty() && r.record.offset <= spilled.back().offset;
+            if (redelivered) {
+                auto pos = lower_spilled(spilled, r.record.offset);
+                if (pos != spilled.end() && pos->offset == r.record.offset) continue;
+            }
             // Behind spilled records of its key, or beyond a held key's cap.
-            if (!state.spilled.empty() || must_spill(it->first, state, now)) {
-                state.spilled.push_back(r.record.offset);
+            if (!redelivered && (!spilled.empty() || must_spill(it->first, state, now))) {
+                spilled.push_back({r.record.offset});
                 ++spilled_[tp];
                 continue;
             }
@@ -54,8 +67,10 @@ void WorkerInbox::push(std::vector<PendingRecord> records) {
     changed_.notify_all();
 }
 
-void WorkerInbox::push_rereads(std::vector<PendingRecord> records) {
-    if (records.empty()) return;
+std::vector<FinishedOffset> WorkerInbox::push_rereads(std::vector<PendingRecord> records,
+                                                      std::uint64_t window) {
+    std::vector<FinishedOffset> gone;
+    if (records.empty()) return gone;
     {
         std::lock_guard lock(mutex_);
         const auto now = Clock::now();
@@ -63,10 +78,24 @@ void WorkerInbox::push_rereads(std::vector<PendingRecord> records) {
             auto it = lanes_.find(r.lane());
             if (it == lanes_.end()) continue;
             auto& state = it->second;
-            if (state.spilled.empty() || state.spilled.front() != r.record.offset) continue;
-            if (must_spill(it->first, state, now)) continue;  // held again: stays spilled
+            auto& spilled = state.spilled;
             const auto tp = r.record.topic_partition();
-            state.spilled.pop_front();
+            // Re-reads come in offset order: a spilled record of this lane older
+            // than this one that the window has not delivered is not in Kafka
+            // any more.
+            while (!spilled.empty() && spilled.front().offset < r.record.offset &&
+                   spilled.front().seen_in != window) {
+                gone.push_back({tp, spilled.front().offset});
+                spilled.pop_front();
+                take_from(spilled_, tp, 1);
+            }
+            auto pos = lower_spilled(spilled, r.record.offset);
+            if (pos == spilled.end() || pos->offset != r.record.offset) continue;  // handed over
+            pos->seen_in = window;
+            // An older spilled record of its key stays (its lane was held when it
+            // came again), or the lane must spill again: it stays spilled too.
+            if (pos != spilled.begin() || must_spill(it->first, state, now)) continue;
+            spilled.pop_front();
             take_from(spilled_, tp, 1);
             ++queued_[tp];
             state.queue.push_back(std::move(r));
@@ -74,6 +103,31 @@ void WorkerInbox::push_rereads(std::vector<PendingRecord> records) {
         ++generation_;
     }
     changed_.notify_all();
+    return gone;
+}
+
+std::vector<FinishedOffset> WorkerInbox::forget_unread_spilled(const TopicPartition& tp, Offset end,
+                                                               std::uint64_t window) {
+    std::vector<FinishedOffset> gone;
+    {
+        std::lock_guard lock(mutex_);
+        for (auto it = lanes_.lower_bound(Lane{tp});
+             it != lanes_.end() && it->first.partition == tp;) {
+            auto& spilled = it->second.spilled;
+            std::erase_if(spilled, [&](const LaneState::Spilled& s) {
+                if (s.offset >= end || s.seen_in == window) return false;
+                gone.push_back({tp, s.offset});
+                return true;
+            });
+            auto next = std::next(it);
+            collect(it);
+            it = next;
+        }
+        take_from(spilled_, tp, gone.size());
+        ++generation_;
+    }
+    changed_.notify_all();
+    return gone;
 }
 
 std::size_t WorkerInbox::ready_count(Clock::time_point now, Clock::time_point* next_release) const {
@@ -305,8 +359,8 @@ WorkerInbox::HeldKeys WorkerInbox::held_keys(const TopicPartition& tp) const {
         for (auto it = lanes_.lower_bound(Lane{tp});
              it != lanes_.end() && it->first.partition == tp; ++it)
             if (!it->second.spilled.empty() &&
-                (!out.read_again_from || it->second.spilled.front() < *out.read_again_from))
-                out.read_again_from = it->second.spilled.front();
+                (!out.read_again_from || it->second.spilled.front().offset < *out.read_again_from))
+                out.read_again_from = it->second.spilled.front().offset;
     return out;
 }
 

@@ -71,11 +71,21 @@ public:
 
     // Queues polled records at the back of their lanes, or spills them (above).
     void push(std::vector<PendingRecord> records);
-    // Records read again from Kafka from held_keys().read_again_from: each one that is the
-    // oldest spilled record of its lane goes to the back of that lane (unless
-    // the lane must still spill); any other is already queued, in a batch or
-    // finished, and is discarded.
-    void push_rereads(std::vector<PendingRecord> records);
+    // Records read again from Kafka in read-again window `window` (any number
+    // that differs from window to window): each one that is the oldest spilled
+    // record of its lane goes to the back of that lane (unless the lane must
+    // still spill); any other that is not spilled is already queued, in a
+    // batch or finished, and is discarded. Returns the spilled offsets this
+    // proves gone from Kafka (compacted or deleted while spilled): older
+    // spilled records of the same lane the window passed without delivering.
+    // Nothing will ever apply them; the caller finishes them.
+    std::vector<FinishedOffset> push_rereads(std::vector<PendingRecord> records,
+                                             std::uint64_t window);
+    // Read-again window `window` of `tp` read everything up to `end`: the
+    // spilled offsets below it it did not deliver are gone from Kafka. Returns
+    // them (removed) for the caller to finish.
+    std::vector<FinishedOffset> forget_unread_spilled(const TopicPartition& tp, Offset end,
+                                                      std::uint64_t window);
 
     // Blocks until a record is ready (its lane neither held nor in a batch out)
     // or stop is requested, then waits up to `linger` for `max` ready records.
@@ -161,7 +171,11 @@ private:
         std::deque<PendingRecord> queue;
         std::vector<Parked> parked;  // sorted by offset
         std::optional<Clock::time_point> held_until;
-        std::deque<Offset> spilled;  // ascending; all younger than `queue`
+        struct Spilled {
+            Offset offset;
+            std::uint64_t seen_in = 0;  // the last read-again window that delivered it
+        };
+        std::deque<Spilled> spilled;  // ascending; all younger than `queue`
     };
     struct BatchOut {
         std::set<Lane> lanes;
@@ -190,6 +204,9 @@ private:
     bool held_or_stalled(const Lane& lane, const LaneState& state, Clock::time_point now) const {
         return is_held(state, now) || stalled_.contains(lane);
     }
+    // The first spilled record at or after `offset`.
+    static std::deque<LaneState::Spilled>::iterator lower_spilled(
+        std::deque<LaneState::Spilled>& spilled, Offset offset);
     // Forgets the lane when nothing keeps it (see the file comment).
     void collect(std::map<Lane, LaneState>::iterator it);
 

@@ -15,11 +15,6 @@
 
 namespace exo {
 
-struct FinishedOffset {
-    TopicPartition partition;
-    Offset offset;
-};
-
 struct HandBack {
     std::vector<FinishedOffset> finished;
     std::vector<PendingRecord> requeue;  // in batch order
