@@ -14,6 +14,7 @@
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "apache_kafka.hpp"
@@ -46,8 +47,8 @@ class DaemonProcess {
 public:
     DaemonProcess(const PipelineHarness& h, const std::string& config_file, const std::string& name)
         : h_(h),
-          child_(exo::testing::exo_binary(), {"run", "--config", config_file}, {},
-                 "/tmp/" + h.schema() + "-" + name + ".log") {}
+          log_file_("/tmp/" + h.schema() + "-" + name + ".log"),
+          child_(exo::testing::exo_binary(), {"run", "--config", config_file}, {}, log_file_) {}
 
     // The records it applied: exo_processed.applied_by names its pid ("host/pid/exo-version").
     std::int64_t applied() const {
@@ -65,11 +66,32 @@ public:
         child_.signal(SIGKILL);
         REQUIRE(child_.wait(30s).has_value());
     }
+    // What its log says of its partitions so far, in order: its "assigned: ...", "revoked: ..."
+    // and "lost: ..." lines (pipeline/daemon.cpp), without their time stamps.
+    std::vector<std::string> membership() const {
+        std::vector<std::string> out;
+        std::ifstream in(log_file_);
+        for (std::string line; std::getline(in, line);) {
+            for (const char* what : {"] assigned: ", "] revoked: ", "] lost: "}) {
+                const auto at = line.find(what);
+                if (at != std::string::npos) out.push_back(line.substr(at + 2));
+            }
+        }
+        return out;
+    }
 
 private:
     const PipelineHarness& h_;
-    ChildProcess child_;
+    const std::string log_file_;
+    ChildProcess child_;  // after log_file_, which it writes to
 };
+
+// Lines, one an indented line, for a failure's message.
+std::string joined(const std::vector<std::string>& lines) {
+    std::string out = std::to_string(lines.size()) + " line(s)";
+    for (const auto& line : lines) out += "\n  " + line;
+    return out;
+}
 
 // Produces a workload's messages to the harness's topic in the background, about `per_second`
 // a second, up to the count release() allows: what the test does while the producer is under
@@ -434,4 +456,112 @@ TEST_CASE(
     CHECK(again.output.find("already replayed") != std::string::npos);
     CHECK(topic_end(h) == 3);
     CHECK(json_of(exo_cli({"dlq", "list", "--config", fixed, "--json"})).empty());
+}
+
+namespace {
+
+enum class Stop { kill, terminate };
+
+// Static membership (KIP-345): each daemon names itself with group.instance.id, and the
+// coordinator keeps a static member's partitions for it until its session expires; a member
+// that comes back under the same id before then is given them again without a rebalance. b
+// joins first (the group's leader, which computes assignments), then a; a is stopped while it
+// applies records, by kill -9 or by SIGTERM (a static member's close does not leave the group:
+// librdkafka sends no LeaveGroup for one), and started again (same id) well inside
+// session.timeout.ms. b must see no revoke or assign after a's first join; the new a must be
+// assigned a's partitions; what a's first process applied and did not commit is not applied
+// twice.
+void static_member_restarted(Stop stop) {
+    // 20 s: the restart below takes about a second; the margin is for a loaded 2-core box.
+    PipelineHarness h({.name = "rk_static",
+                       .partitions = 4,
+                       .workers = 1,
+                       .session_timeout = 20000ms,
+                       .kafka = KafkaUnderTest::apache});
+    const auto w = exo::generate_payments(
+        {.count = 3000, .accounts = 40, .duplicate_ratio = 0.15, .partitions = 4, .seed = 36});
+    auto config_of = [&](const std::string& member) {
+        h.mutable_config().kafka.properties["group.instance.id"] = h.schema() + "-" + member;
+        const std::string file = "/tmp/" + h.schema() + "-" + member + ".yaml";
+        std::ofstream(file) << h.config_yaml();
+        return file;
+    };
+    const std::string config_a = config_of("a");
+    const std::string config_b = config_of("b");
+    const std::size_t third = w.messages.size() / 3;
+    PacedProducer producer(h, w.messages, 300);  // a third in about 3 s
+
+    DaemonProcess b(h, config_b, "b");
+    wait_for_group(h, 1);
+    std::optional<DaemonProcess> a;
+    a.emplace(h, config_a, "a");
+    wait_for_group(h, 2);
+    producer.release(third);
+    wait_until(
+        "a and b to have applied records", 90s, [&] { return std::min(a->applied(), b.applied()); },
+        [](std::int64_t n) { return n > 0; });
+    const auto a_membership = a->membership();
+    REQUIRE(!a_membership.empty());
+    const std::string a_partitions = a_membership.back();
+    REQUIRE_MESSAGE(a_partitions.rfind("assigned: ", 0) == 0, joined(a_membership));
+    const auto b_membership = b.membership();
+
+    // a is stopped while it applies the second third.
+    const auto a_before = a->applied();
+    producer.release(2 * third);
+    wait_until(
+        "a to apply records of the second third", 90s, [&] { return a->applied(); },
+        [&](std::int64_t n) { return n > a_before; });
+    if (stop == Stop::kill)
+        a->kill();
+    else
+        CHECK(a->terminate() == 0);
+    const auto stopped_at = std::chrono::steady_clock::now();
+    const auto a_applied = a->applied();
+    a.reset();
+
+    DaemonProcess a2(h, config_a, "a2");
+    wait_until(
+        "the restarted a to be assigned partitions", 60s, [&] { return joined(a2.membership()); },
+        [](const std::string& lines) { return lines.find("assigned: ") != std::string::npos; });
+    const auto back_after = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - stopped_at);
+    MESSAGE("a's partitions assigned again " << back_after.count() << " ms after it stopped");
+    CHECK(a2.membership() == std::vector<std::string>{a_partitions});
+
+    producer.release(w.messages.size());
+    producer.wait_produced();
+    REQUIRE(h.wait_until_consumed(120s));
+    // No rebalance reached b: its membership lines are those it had before a stopped.
+    CHECK_MESSAGE(b.membership() == b_membership,
+                  "b's before a stopped: " << joined(b_membership)
+                                           << "\nb's now: " << joined(b.membership()));
+    CHECK(a2.membership() == std::vector<std::string>{a_partitions});
+    const auto group = describe_group(h.bootstrap(), h.config().kafka.group_id);
+    CHECK(group.state == "Stable");
+    CHECK(group.members == 2);
+    CHECK(a2.terminate() == 0);
+    CHECK(b.terminate() == 0);
+    h.check_exactly_once(w);
+    CHECK(a_applied > 0);
+    CHECK(a2.applied() > 0);
+    CHECK(b.applied() > 0);
+    CHECK(a_applied + a2.applied() + b.applied() == static_cast<std::int64_t>(w.unique_events));
+}
+
+}  // namespace
+
+TEST_CASE(
+    "on Apache Kafka, a static member killed -9 and restarted within the session timeout gets "
+    "its partitions back without a rebalance and every payment is applied exactly once" *
+    doctest::test_suite("real-kafka")) {
+    static_member_restarted(Stop::kill);
+}
+
+TEST_CASE(
+    "on Apache Kafka, a static member stopped by SIGTERM and restarted within the session "
+    "timeout gets its partitions back without a rebalance and every payment is applied exactly "
+    "once" *
+    doctest::test_suite("real-kafka")) {
+    static_member_restarted(Stop::terminate);
 }
