@@ -125,6 +125,24 @@ void create_topics(const std::string& bootstrap,
     }
 }
 
+int partition_leader(const std::string& bootstrap, const std::string& topic, int partition) {
+    const KafkaHandle rk = admin_client(bootstrap);
+    const rd_kafka_metadata_t* raw = nullptr;
+    const auto err = rd_kafka_metadata(rk.get(), 1, nullptr, &raw, 10000);
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+        throw std::runtime_error("reading the metadata of " + bootstrap + ": " +
+                                 rd_kafka_err2str(err));
+    const MetadataHandle md(raw);
+    for (int i = 0; i < md->topic_cnt; ++i) {
+        const auto& t = md->topics[i];
+        if (topic != t.topic) continue;
+        for (int p = 0; p < t.partition_cnt; ++p)
+            if (t.partitions[p].id == partition) return t.partitions[p].leader;
+    }
+    throw std::runtime_error("the metadata of " + bootstrap + " lists no partition " + topic + "[" +
+                             std::to_string(partition) + "]");
+}
+
 GroupState describe_group(const std::string& bootstrap, const std::string& group) {
     const KafkaHandle rk = admin_client(bootstrap);
     const rd_kafka_group_list* raw = nullptr;

@@ -21,6 +21,11 @@ std::string apache_kafka_bootstrap();
 void create_topics(const std::string& bootstrap,
                    const std::vector<std::pair<std::string, int>>& topics);
 
+// The node id (scripts/kafka.sh's node number) of the broker leading `topic`'s `partition`, as
+// the metadata of `bootstrap` says; -1 while it has none. Throws std::runtime_error when the
+// metadata cannot be read or does not list the partition.
+int partition_leader(const std::string& bootstrap, const std::string& topic, int partition);
+
 // A consumer group as its coordinator describes it: its state ("Stable", "PreparingRebalance",
 // "CompletingRebalance", "Empty", "Dead"; "" while the broker cannot tell) and its members.
 struct GroupState {

@@ -284,6 +284,62 @@ private:
     bool down_ = false;
 };
 
+// A Kafka cluster of the case's own (scripts/kafka.sh start DIR --nodes N, the script of the
+// real-kafka part's broker), for what that one-node broker cannot show; stopped, and DIR
+// deleted, on destruction. While it lives EXO_KAFKA_BOOTSTRAP names it, so a PipelineHarness
+// made meanwhile creates its topics there and its daemons consume from it.
+class OwnCluster {
+public:
+    OwnCluster(int nodes, const std::string& log_prefix)
+        : script_(exo::testing::required_env("EXO_KAFKA_SCRIPT")),
+          dir_(log_prefix + "-kafka"),
+          log_prefix_(log_prefix),
+          part_bootstrap_(exo::testing::required_env("EXO_KAFKA_BOOTSTRAP")) {
+        try {
+            const auto done = run("start", {"--nodes", std::to_string(nodes)}, 240s);
+            REQUIRE_MESSAGE(done.has_value(), "kafka.sh start still runs after 240 s");
+            REQUIRE_MESSAGE(done->exit_code == 0, "kafka.sh start failed: " << done->output);
+            std::ifstream env(dir_ + "/kafka.env");
+            const std::string prefix = "export EXO_KAFKA_BOOTSTRAP='";
+            for (std::string line; std::getline(env, line);)
+                if (line.rfind(prefix, 0) == 0 && line.size() > prefix.size())
+                    bootstrap_ = line.substr(prefix.size(), line.size() - prefix.size() - 1);
+            REQUIRE_MESSAGE(!bootstrap_.empty(), dir_ << "/kafka.env names no EXO_KAFKA_BOOTSTRAP");
+            ::setenv("EXO_KAFKA_BOOTSTRAP", bootstrap_.c_str(), 1);
+        } catch (...) {
+            stop();
+            throw;
+        }
+    }
+    OwnCluster(const OwnCluster&) = delete;
+    OwnCluster& operator=(const OwnCluster&) = delete;
+    ~OwnCluster() { stop(); }
+
+    const std::string& bootstrap() const { return bootstrap_; }
+    // kill -9 of node `node` (data kept); it stays down.
+    void kill_node(int node) {
+        const auto done = run("kill-node", {std::to_string(node)}, 60s);
+        REQUIRE_MESSAGE(done.has_value(), "kafka.sh kill-node still runs after 60 s");
+        REQUIRE_MESSAGE(done->exit_code == 0, "kafka.sh kill-node failed: " << done->output);
+    }
+
+private:
+    std::optional<exo::testing::FinishedChild> run(const std::string& command,
+                                                   std::vector<std::string> args,
+                                                   std::chrono::seconds timeout) const {
+        args.insert(args.begin(), {command, dir_});
+        return exo::testing::run_to_end(script_, args, {},
+                                        log_prefix_ + "-kafka-" + command + ".log", timeout);
+    }
+    void stop() {
+        ::setenv("EXO_KAFKA_BOOTSTRAP", part_bootstrap_.c_str(), 1);
+        static_cast<void>(run("stop", {}, 120s));
+    }
+
+    const std::string script_, dir_, log_prefix_, part_bootstrap_;
+    std::string bootstrap_;
+};
+
 GroupState wait_for_group(const PipelineHarness& h, int members) {
     return wait_until(
         "the group to be Stable with " + std::to_string(members) + " member(s)", 120s,
@@ -656,6 +712,54 @@ TEST_CASE(
 
     producer.wait_produced();
     REQUIRE(h.wait_until_consumed(120s));
+    CHECK(d.terminate() == 0);
+    h.check_exactly_once(w);
+    CHECK(d.applied() == static_cast<std::int64_t>(w.unique_events));
+}
+
+// Three nodes (every partition with 3 replicas, min.insync.replicas 2), started by the case:
+// the node leading partition 0 is killed -9 while a daemon applies records and payments are
+// produced, and stays down. The controller moves the leadership to an in-sync replica; the
+// daemon's fetches (and the producer's sends) follow it, and its commits too when the node
+// was the group coordinator. Every payment is applied exactly once and the group's offsets
+// reach the end on the two nodes left.
+TEST_CASE(
+    "on a three-node Apache Kafka cluster, a partition leader killed -9 mid-stream loses or "
+    "doubles no payment and the group's offsets reach the end" *
+    doctest::test_suite("real-kafka")) {
+    OwnCluster cluster(3, "/tmp/" + exo::testing::unique_name("rk_cluster"));
+    PipelineHarness h({.name = "rk_leader", .partitions = 3, .kafka = KafkaUnderTest::apache});
+    REQUIRE(h.bootstrap() == cluster.bootstrap());
+    const auto w = exo::generate_payments(
+        {.count = 3000, .accounts = 40, .duplicate_ratio = 0.15, .partitions = 3, .seed = 38});
+    const std::string config = "/tmp/" + h.schema() + ".yaml";
+    std::ofstream(config) << h.config_yaml();
+    const std::size_t half = w.messages.size() / 2;
+    PacedProducer producer(h, w.messages, 300);
+
+    DaemonProcess d(h, config, "d");
+    wait_for_group(h, 1);
+    producer.release(half);
+    wait_until(
+        "the daemon to have applied records", 90s, [&] { return d.applied(); },
+        [](std::int64_t n) { return n > 0; });
+
+    const int leader = exo::testing::partition_leader(h.bootstrap(), h.topic(), 0);
+    REQUIRE(leader >= 1);
+    REQUIRE(leader <= 3);
+    producer.release(w.messages.size());
+    cluster.kill_node(leader);
+    const auto at_kill = d.applied();
+    const auto successor = wait_until(
+        "another node to lead partition 0 after node " + std::to_string(leader) + "'s kill", 60s,
+        [&] { return exo::testing::partition_leader(h.bootstrap(), h.topic(), 0); },
+        [&](int now) { return now >= 1 && now != leader; });
+    MESSAGE("partition 0's leader: node " << leader << ", then node " << successor << "; applied "
+                                          << at_kill << " at the kill");
+
+    producer.wait_produced();
+    REQUIRE(h.wait_until_consumed(120s));
+    CHECK(d.applied() > at_kill);
     CHECK(d.terminate() == 0);
     h.check_exactly_once(w);
     CHECK(d.applied() == static_cast<std::int64_t>(w.unique_events));
