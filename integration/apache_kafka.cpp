@@ -10,6 +10,7 @@
 
 #include "kafka/kafka_logging.hpp"
 #include "kafka/rdkafka_handles.hpp"
+#include "records.hpp"
 #include "support.hpp"
 
 namespace exo::testing {
@@ -31,16 +32,7 @@ using AdminOptionsHandle = std::unique_ptr<rd_kafka_AdminOptions_t, AdminOptions
 using EventHandle = std::unique_ptr<rd_kafka_event_t, EventDeleter>;
 
 KafkaHandle admin_client(const std::string& bootstrap) {
-    KafkaConf conf(rd_kafka_conf_new());
-    route_kafka_logs(conf.get());
-    char reason[512];
-    if (rd_kafka_conf_set(conf.get(), "bootstrap.servers", bootstrap.c_str(), reason,
-                          sizeof reason) != RD_KAFKA_CONF_OK)
-        throw std::runtime_error(reason);
-    KafkaHandle rk(rd_kafka_new(RD_KAFKA_PRODUCER, conf.get(), reason, sizeof reason));
-    if (!rk) throw std::runtime_error(reason);
-    static_cast<void>(conf.release());  // owned by rk
-    return rk;
+    return test_client(bootstrap, RD_KAFKA_PRODUCER);  // the admin API runs on any client
 }
 
 // True once the metadata lists `topic` with `partitions` partitions, each with a leader.

@@ -88,19 +88,27 @@ inline std::vector<Record> read_topic(const std::string& bootstrap, const std::s
     return got;
 }
 
-// How many records partition `partition` of `topic` holds (its high watermark):
-// counts what was produced without waiting for records that never come.
-inline std::int64_t partition_end(const std::string& bootstrap, const std::string& topic,
-                                  int partition = 0) {
+// A bare librdkafka client of `type` for the tests' own look-ups (watermarks,
+// metadata, admin requests), its logs captured with the test's. Throws
+// std::runtime_error with librdkafka's reason.
+inline KafkaHandle test_client(const std::string& bootstrap, rd_kafka_type_t type) {
     KafkaConf conf(rd_kafka_conf_new());
     route_kafka_logs(conf.get());
     char reason[512];
     if (rd_kafka_conf_set(conf.get(), "bootstrap.servers", bootstrap.c_str(), reason,
                           sizeof reason) != RD_KAFKA_CONF_OK)
         throw std::runtime_error(reason);
-    KafkaHandle rk(rd_kafka_new(RD_KAFKA_CONSUMER, conf.get(), reason, sizeof reason));
+    KafkaHandle rk(rd_kafka_new(type, conf.get(), reason, sizeof reason));
     if (!rk) throw std::runtime_error(reason);
     static_cast<void>(conf.release());  // owned by rk
+    return rk;
+}
+
+// How many records partition `partition` of `topic` holds (its high watermark):
+// counts what was produced without waiting for records that never come.
+inline std::int64_t partition_end(const std::string& bootstrap, const std::string& topic,
+                                  int partition = 0) {
+    const KafkaHandle rk = test_client(bootstrap, RD_KAFKA_CONSUMER);
     std::int64_t low = 0, high = 0;
     auto err =
         rd_kafka_query_watermark_offsets(rk.get(), topic.c_str(), partition, &low, &high, 10000);
