@@ -24,8 +24,9 @@ BUILD=(
     # libraries
     librdkafka-dev libpqxx-dev libyaml-cpp-dev libspdlog-dev libfmt-dev doctest-dev
     libhiredis-dev nlohmann-json3-dev libssl-dev
-    # the observability endpoint's HTTP server (header-only)
-    libcpp-httplib-dev
+    # the observability endpoint's HTTP server: it bounds connections, per-client connections,
+    # request bytes and idle time itself (framework/observability/http_endpoint.cpp, kLimits)
+    libmicrohttpd-dev
 )
 SERVERS=(
     # servers run by scripts/services.sh (redis-cli is in redis-tools; pg_isready, psql and
@@ -37,6 +38,8 @@ SERVERS=(
 )
 TEST=(
     clang-format
+    # the HTTP client of the integration tests and the benchmark (not the endpoint's server)
+    libcpp-httplib-dev
     # the fuzz targets (scripts/fuzz.sh): clang++ and its libFuzzer and sanitizer runtimes
     clang libclang-rt-dev
     # independent checks of exo's output: a real Prometheus (promtool, a server scraping the

@@ -1,26 +1,29 @@
 #pragma once
-// The observability endpoint (observability.listen): /metrics, /healthz,
-// /readyz and /status over HTTP/1.1 (cpp-httplib), on a thread of its own.
+// The observability endpoint (observability.listen): /metrics, /healthz, /readyz and /status
+// over HTTP/1.1 (libmicrohttpd), on a thread of its own.
 //
-// Lifecycle: the constructor binds (so a port in use fails `exo run` at once,
-// with the address in the message) and starts serving; attach() points it at
-// the daemon once that exists, detach() before the daemon goes; the
-// destructor stops the server and joins. While detached every probe answers
-// 503 "starting" and /metrics only exo_build_info and exo_ready 0.
-// Thread-safety: attach/detach from the composition root's thread; requests
-// are served on the endpoint's threads, which read only ObservedDaemon::status()
-// and the stats' atomics.
+// Anyone who reaches the address can ask (the image listens on every interface, without
+// authentication), so the server bounds what a client can cost (http_endpoint.cpp, kLimits):
+// request line and headers share a few KiB per connection, no body is ever read (anything but
+// GET and HEAD is answered 405 as soon as its headers are in), each connection serves one
+// request within a deadline, and connections are capped per client address and in all, so
+// /healthz answers while clients misbehave and the pipeline keeps its descriptors.
+//
+// Lifecycle: the constructor binds (so a port in use fails `exo run` at once, with the
+// address and the reason in the message) and starts serving; attach() points it at the
+// daemon once that exists, detach() before the daemon goes; the destructor stops the server
+// and joins. While detached every probe answers 503 "starting" and /metrics only
+// exo_build_info and exo_ready 0.
+// Thread-safety: attach/detach from the composition root's thread; requests are served on
+// the endpoint's thread, which reads only ObservedDaemon::status() and the stats' atomics.
 #include <chrono>
 #include <memory>
 #include <mutex>
-#include <thread>
+#include <string>
+#include <string_view>
 
 #include "config/config.hpp"
 #include "observability/observed_daemon.hpp"
-
-namespace httplib {
-class Server;
-}
 
 namespace exo {
 
@@ -37,11 +40,20 @@ public:
     void detach();
 
 private:
-    std::unique_ptr<httplib::Server> server_;
+    struct Server;  // the libmicrohttpd daemon and what its callbacks use (http_endpoint.cpp)
+    struct Reply {
+        unsigned status = 200;
+        std::string body;
+        std::string_view content_type;
+    };
+    // What a GET of `path` answers now (404 for an unknown path). Called on the server's
+    // thread; thread-safe.
+    Reply reply(std::string_view path) const;
+
     std::chrono::milliseconds bound_;
     mutable std::mutex mutex_;
     const ObservedDaemon* daemon_ = nullptr;  // guarded by mutex_
-    std::thread thread_;
+    std::unique_ptr<Server> server_;          // last: its thread calls reply()
 };
 
 // RAII for attach/detach: the daemon is served exactly while this lives.
