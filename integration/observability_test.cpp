@@ -15,6 +15,7 @@
 #include <regex>
 
 #include "child_process.hpp"
+#include "observability_support.hpp"
 #include "pipeline_harness.hpp"
 #include "records.hpp"
 #include "support.hpp"
@@ -22,31 +23,12 @@
 using namespace std::chrono_literals;
 using exo::testing::ChildProcess;
 using exo::testing::eventually;
+using exo::testing::free_port;
 using exo::testing::payment;
 using exo::testing::PipelineHarness;
+using exo::testing::write_config;
 
 namespace {
-
-// A port nobody listens on right now (the kernel's choice for port 0).
-int free_port() {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    REQUIRE(fd >= 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    socklen_t len = sizeof addr;
-    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-    ::close(fd);
-    return ntohs(addr.sin_port);
-}
-
-std::string write_config(const PipelineHarness& h, int port, const std::string& name) {
-    std::string path = "/tmp/" + h.schema() + "-" + name + ".yaml";
-    std::ofstream(path) << h.config_yaml() << "observability:\n  listen: \"127.0.0.1:" << port
-                        << "\"\n";
-    return path;
-}
 
 struct Got {
     int status = 0;  // 0: no answer
