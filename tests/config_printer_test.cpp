@@ -96,6 +96,40 @@ TEST_SUITE("check-config --print") {
         CHECK(printed.find("api_secret: \"*****\"") != std::string::npos);
     }
 
+    TEST_CASE(
+        "api_key, token, Authorization, private_key, passphrase, sasl.jaas.config and ssl.key.pem "
+        "print as *****, and a uri's password is masked under any key") {
+        const std::string printed = effective_config_yaml(parse(R"(
+kafka:
+  bootstrap_servers: localhost:9092
+  group_id: g
+  properties:
+    sasl.jaas.config: "org.apache.kafka.common.security.plain.PlainLoginModule required password=jaas-1;"
+    ssl.key.pem: "-----BEGIN PRIVATE KEY-----pem-1"
+    ssl.key.passphrase: "phrase-1"
+postgres:
+  uri: "postgresql://exo@db/exo?password=w0rd-1"
+bindings:
+  - topic: payments
+    handler: ledger
+    key: coordinates
+    options:
+      api_key: "api-1"
+      token: "token-1"
+      Authorization: "Bearer bearer-1"
+      private_key: "private-1"
+      webhook: "https://hook:hook-1@hooks.example/x"
+      currency: EUR
+)"));
+        for (const char* secret : {"jaas-1", "pem-1", "phrase-1", "w0rd-1", "api-1", "token-1",
+                                   "bearer-1", "private-1", "hook-1"}) {
+            CAPTURE(secret);
+            CHECK_MESSAGE(printed.find(secret) == std::string::npos, printed);
+        }
+        CHECK(printed.find("webhook: \"https://hook:*****@hooks.example/x\"") != std::string::npos);
+        CHECK(printed.find("currency: \"EUR\"") != std::string::npos);
+    }
+
     TEST_CASE("defaults are filled in for every key left out") {
         const std::string printed = effective_config_yaml(parse(R"(
 kafka:

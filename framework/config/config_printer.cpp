@@ -52,7 +52,7 @@ public:
         ms("commit_interval_ms", k.commit_interval);
         begin("properties", k.properties.empty());
         for (const auto& [key, value] : k.properties)
-            text(key, is_secret_key(key) ? secret(value) : value);
+            text(key, is_secret_key(key) ? secret(value) : mask_uri(value));
         end();
         end();
     }
@@ -187,7 +187,7 @@ private:
         begin("options", b.options.empty());
         for (const auto& key : b.options.keys()) {
             const std::string value = b.options.string(key);
-            text(key, is_secret_key(key) ? secret(value) : value);
+            text(key, is_secret_key(key) ? secret(value) : mask_uri(value));
         }
         end();
         out_ << YAML::EndMap;

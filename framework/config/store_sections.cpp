@@ -1,6 +1,8 @@
 // redis, postgres and claim: where a record's outcome is kept, and for how long.
 #include "config/sections.hpp"
 
+#include "core/secrets.hpp"
+
 namespace exo::config_reading {
 
 const Keys kRedisKeys = {
@@ -52,6 +54,14 @@ PostgresConfig read_postgres(const Reader& postgres) {
     const PostgresConfig defaults;
     if (postgres.require("uri", "give the connection, e.g. uri: postgresql://exo@localhost/exo")) {
         postgres.read("uri", out.uri, Text::non_empty);
+        // libpq would read part of such a password as the host: the connection could
+        // never be the one meant, and libpq's errors would quote the rest. The
+        // message does not quote the URI.
+        if (has_unencoded_userinfo(out.uri))
+            postgres.problem("uri",
+                             "the user name or password holds an '@' or '/' that is not "
+                             "percent-encoded, so libpq would read part of it as the host: write "
+                             "'@' as %40 and '/' as %2F");
     }
     postgres.read_days("dedup_retention_days", out.dedup_retention, kPositiveDays);
 
