@@ -114,6 +114,33 @@ TEST_SUITE("log formats") {
         CHECK_MESSAGE(line.ends_with("hello [payments[3]@42 key=k\\n1]\n"), line);
     }
 
+    TEST_CASE(
+        "a text line's message is escaped onto one line: a key with a newline or ESC in it forges "
+        "no line and drives no terminal") {
+        auto f = text_log_formatter();
+        const std::string forged =
+            "attempt 1 failed for key k\n[2026-01-01 00:00:00.000] [exo] [info] all good "
+            "\x1b[2J";
+        const std::string line = format_with(*f, "worker-0", forged);
+        CHECK_MESSAGE(line.find('\n') == line.size() - 1, line);
+        CHECK(line.find('\x1b') == std::string::npos);
+        CHECK(line.find("key k\\n[2026-01-01") != std::string::npos);
+        CHECK(line.find("\\u001b[2J") != std::string::npos);
+        // The level's colour range is still marked on the caller's message (the
+        // colour sink reads it there), and where it is for an unescaped line.
+        const std::string text = "k\n1";
+        const spdlog::details::log_msg msg("w", spdlog::level::warn,
+                                           spdlog::string_view_t(text.data(), text.size()));
+        spdlog::memory_buf_t out;
+        f->format(msg, out);
+        const spdlog::details::log_msg plain("w", spdlog::level::warn, "k");
+        spdlog::memory_buf_t plain_out;
+        f->format(plain, plain_out);
+        CHECK(msg.color_range_end > msg.color_range_start);
+        CHECK(msg.color_range_start == plain.color_range_start);
+        CHECK(msg.color_range_end == plain.color_range_end);
+    }
+
     TEST_CASE("a record's log lines name its trace id and span id, in both formats") {
         TraceContext trace;
         trace.trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -139,5 +166,12 @@ TEST_SUITE("log formats") {
         CHECK(json_string("a\"b\\c") == "\"a\\\"b\\\\c\"");
         CHECK(json_string(std::string_view("\x01", 1)) == "\"\\u0001\"");
         CHECK(nlohmann::json::parse(json_string("\x7f\x1b[31m")) == "\x7f\x1b[31m");
+        // A bidirectional override is escaped too, and still reads back as itself.
+        CHECK(json_string("a\xE2\x80\xAE"
+                          "b") == "\"a\\u202eb\"");
+        CHECK(nlohmann::json::parse(json_string("a\xE2\x80\xAE"
+                                                "b")) ==
+              "a\xE2\x80\xAE"
+              "b");
     }
 }

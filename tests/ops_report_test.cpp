@@ -2,6 +2,8 @@
 // --json: ops/ops_report.hpp. No servers.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "ops/ops_report.hpp"
 
 using namespace exo;
@@ -143,4 +145,30 @@ TEST_CASE("a sequence advance says from, to, what it skipped and where the audit
     CHECK(to_text(r).find("from none to 3, skipping sequences 1 to 3 (dry run") !=
           std::string::npos);
     CHECK(to_json(r)["from"].is_null());
+}
+
+TEST_CASE(
+    "the text reports escape control characters in keys, topics, reasons and results, so a record "
+    "forges no line and drives no terminal") {
+    const std::string key = "k\nDEAD_LETTERED  payments/0/1  key innocent\x1b[2J";
+    std::vector<DeadLetterEntry> list{{key, DeadLetterState::dead_lettered, "pay\rments", 1, 9,
+                                       "bad\n    reason: forged", "t0", std::nullopt}};
+    const std::string text = to_text(list);
+    CHECK_MESSAGE(std::count(text.begin(), text.end(), '\n') == 3, text);  // entry, reason, count
+    CHECK(text.find('\x1b') == std::string::npos);
+    CHECK(text.find('\r') == std::string::npos);
+    CHECK(text.find("key k\\nDEAD_LETTERED") != std::string::npos);
+    CHECK(to_json(list)[0]["key"] == key);  // JSON keeps the bytes: nlohmann escapes them
+
+    InspectReport r = applied_report();
+    r.key = key;
+    r.row->result = std::string("ok\x1b]0;title\x07");
+    const std::string inspected = to_text(r);
+    CHECK(inspected.find('\x1b') == std::string::npos);
+    CHECK(inspected.find('\x07') == std::string::npos);
+    CHECK(inspected.find("key k\\nDEAD_LETTERED") != std::string::npos);
+
+    const std::string replayed = to_text(std::vector<ReplayResult>{
+        {key, ReplayResult::Status::skipped, "refused:\nreplayed innocent: done", ""}});
+    CHECK_MESSAGE(std::count(replayed.begin(), replayed.end(), '\n') == 1, replayed);
 }

@@ -74,3 +74,22 @@ TEST_CASE("printable text is cut on a character boundary and marked") {
     CHECK(is_postgres_text(cut));
     CHECK(printable_text(std::string(100000, 'x'), 2048).size() == 2048);
 }
+
+TEST_CASE(
+    "one-line text escapes newlines, terminal escapes, C1 controls and bidirectional overrides, "
+    "and keeps the rest") {
+    using exo::one_line_text;
+    CHECK(one_line_text("plain caf\xC3\xA9 \xE2\x82\xAC") == "plain caf\xC3\xA9 \xE2\x82\xAC");
+    CHECK(one_line_text("a\nb\r\tc\\d") == "a\\nb\\r\\tc\\\\d");
+    CHECK(one_line_text("\x1B[31mred\x1B[0m") == "\\u001b[31mred\\u001b[0m");
+    CHECK(one_line_text("del\x7F") == "del\\u007f");
+    CHECK(one_line_text("csi\xC2\x9B"
+                        "2J") == "csi\\u009b2J");  // C1 CSI
+    CHECK(one_line_text("abc\xE2\x80\xAE"
+                        "cba") == "abc\\u202ecba");  // RIGHT-TO-LEFT OVERRIDE
+    CHECK(one_line_text("line\xE2\x80\xA8sep") == "line\\u2028sep");
+    CHECK(one_line_text(std::string("nul\0!", 5)) == "nul\xEF\xBF\xBD!");
+    // Injective: an escaped newline and a literal backslash-n stay different.
+    CHECK(one_line_text("\\n") != one_line_text("\n"));
+    CHECK(one_line_text(std::string(10, 'x'), 6) == "xxx...");
+}

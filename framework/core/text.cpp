@@ -97,4 +97,43 @@ std::string printable_text(std::string_view s, std::size_t max_bytes) {
     return out;
 }
 
+std::string one_line_text(std::string_view s, std::size_t max_bytes) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    const std::string text = printable_text(s, max_bytes);
+    std::string out;
+    out.reserve(text.size());
+    const auto escape = [&](unsigned code) {
+        out += "\\u";
+        for (int shift = 12; shift >= 0; shift -= 4) out += kHex[(code >> shift) & 0xF];
+    };
+    for (std::size_t i = 0; i < text.size();) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        // printable_text left valid UTF-8: a lead byte says the sequence's length.
+        const std::size_t n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+        unsigned code = c;
+        if (n == 2) code = (c & 0x1Fu) << 6 | (static_cast<unsigned char>(text[i + 1]) & 0x3Fu);
+        if (n == 3)
+            code = (c & 0x0Fu) << 12 | (static_cast<unsigned char>(text[i + 1]) & 0x3Fu) << 6 |
+                   (static_cast<unsigned char>(text[i + 2]) & 0x3Fu);
+        if (code == '\\') {
+            out += "\\\\";
+        } else if (code == '\n') {
+            out += "\\n";
+        } else if (code == '\r') {
+            out += "\\r";
+        } else if (code == '\t') {
+            out += "\\t";
+        } else if (n <= 3 &&
+                   (code < 0x20 || (code >= 0x7F && code <= 0x9F) || code == 0x061C ||
+                    code == 0x200E || code == 0x200F || (code >= 0x2028 && code <= 0x202E) ||
+                    (code >= 0x2066 && code <= 0x2069))) {
+            escape(code);
+        } else {
+            out.append(text, i, n);
+        }
+        i += n;
+    }
+    return out;
+}
+
 }  // namespace exo

@@ -9,6 +9,7 @@
 // a value exo must store to finish the record (a dead letter's own row). So
 // every value is checked here, before it is used, with the server's rule.
 #include <cstddef>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -48,5 +49,17 @@ std::optional<std::string> bytes_of_hex(std::string_view hex);
 // a character boundary, marked with "...". Lossy on purpose: it is read by
 // people, never used as a key.
 std::string printable_text(std::string_view s, std::size_t max_bytes = 2048);
+
+// `s` made safe for one line of a log or a terminal, the one escaping of every
+// place where a record's bytes (a key, an exception quoting one) reach a log line
+// or an operator's screen: printable_text(s, max_bytes), then a backslash as
+// "\\", '\n' '\r' '\t' as "\n" "\r" "\t", every other C0 control, DEL and C1
+// control (ESC and CSI start terminal sequences) and the Unicode line and
+// paragraph separators and bidirectional marks and overrides (which reorder what
+// an operator reads) as a backslash, 'u' and four hex digits. These are JSON's escapes: a JSON
+// string of it needs only its quotes escaped (logging/log_formatters.hpp json_string). Injective on
+// valid UTF-8 without NUL: different texts stay different.
+std::string one_line_text(std::string_view s,
+                          std::size_t max_bytes = std::numeric_limits<std::size_t>::max());
 
 }  // namespace exo

@@ -6,7 +6,6 @@
 
 #include <chrono>
 #include <ctime>
-#include <limits>
 
 #include "core/log_context.hpp"
 #include "core/text.hpp"
@@ -14,39 +13,15 @@
 namespace exo {
 namespace {
 
-constexpr std::size_t kUnlimited = std::numeric_limits<std::size_t>::max();
-
-// Control characters as JSON escapes; `quote` also escapes '"' (JSON), the text
-// format leaves it alone. Expects valid UTF-8 (printable_text's output).
-void append_escaped(std::string& out, std::string_view text, bool quote) {
-    static constexpr char kHex[] = "0123456789abcdef";
+// `text` (one_line_text's output) with its quotes escaped: a JSON string's body.
+std::string json_quoted(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
     for (const char c : text) {
-        switch (c) {
-            case '"':
-                out += quote ? "\\\"" : "\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\r':
-                out += "\\r";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            default:
-                if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-                    out += "\\u00";
-                    out += kHex[(static_cast<unsigned char>(c) >> 4) & 0x0f];
-                    out += kHex[static_cast<unsigned char>(c) & 0x0f];
-                } else {
-                    out += c;
-                }
-        }
+        if (c == '"') out += '\\';
+        out += c;
     }
+    return out;
 }
 
 // logging.level's names, so a filter written for the config matches the output.
@@ -93,14 +68,10 @@ public:
                 spdlog::memory_buf_t& dest) override {
         const LogContext* context = LogContext::current();
         if (context == nullptr) return;
-        std::string text = " [";
-        append_escaped(text, printable_text(context->topic(), kUnlimited), false);
-        text +=
-            "[" + std::to_string(context->partition()) + "]@" + std::to_string(context->offset());
-        if (context->key()) {
-            text += " key=";
-            append_escaped(text, printable_text(*context->key(), kUnlimited), false);
-        }
+        std::string text = " [" + one_line_text(context->topic()) + "[" +
+                           std::to_string(context->partition()) + "]@" +
+                           std::to_string(context->offset());
+        if (context->key()) text += " key=" + one_line_text(*context->key());
         // Ids are hex made by exo or checked by parse_traceparent: nothing to escape.
         if (!context->trace_id().empty())
             text += " trace=" + context->trace_id() + " span=" + context->span_id();
@@ -115,9 +86,7 @@ public:
 }  // namespace
 
 std::string json_string(std::string_view text) {
-    std::string out = "\"";
-    append_escaped(out, printable_text(text, kUnlimited), true);
-    return out + "\"";
+    return "\"" + json_quoted(one_line_text(text)) + "\"";
 }
 
 void JsonLogFormatter::format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) {
@@ -144,11 +113,36 @@ std::unique_ptr<spdlog::formatter> JsonLogFormatter::clone() const {
     return std::make_unique<JsonLogFormatter>();
 }
 
-std::unique_ptr<spdlog::formatter> text_log_formatter() {
-    auto formatter = std::make_unique<spdlog::pattern_formatter>();
+std::unique_ptr<spdlog::formatter> TextLogFormatter::clone() const {
+    return std::make_unique<TextLogFormatter>();
+}
+
+TextLogFormatter::TextLogFormatter() {
+    auto pattern = std::make_unique<spdlog::pattern_formatter>();
     // %+ is spdlog's default line; '*' adds the record context after the message.
-    formatter->add_flag<ContextFlag>('*').set_pattern("%+%*");
-    return formatter;
+    pattern->add_flag<ContextFlag>('*').set_pattern("%+%*");
+    pattern_ = std::move(pattern);
+}
+
+TextLogFormatter::~TextLogFormatter() = default;
+
+void TextLogFormatter::format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) {
+    const std::string_view text(msg.payload.data(), msg.payload.size());
+    const std::string escaped = one_line_text(text);
+    if (escaped == text) {
+        pattern_->format(msg, dest);
+        return;
+    }
+    spdlog::details::log_msg copy(msg);
+    copy.payload = spdlog::string_view_t(escaped.data(), escaped.size());
+    pattern_->format(copy, dest);
+    // The colour sink colours the range the level flag marked on the message it passed.
+    msg.color_range_start = copy.color_range_start;
+    msg.color_range_end = copy.color_range_end;
+}
+
+std::unique_ptr<spdlog::formatter> text_log_formatter() {
+    return std::make_unique<TextLogFormatter>();
 }
 
 }  // namespace exo

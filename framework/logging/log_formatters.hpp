@@ -20,9 +20,9 @@ namespace exo {
 // names; logger is "exo" for the default logger; topic, partition and offset
 // appear while a LogContext is in force, key when it has one, trace_id and
 // span_id when it has a trace (exo/trace.hpp: the W3C ids). Strings are
-// valid JSON whatever the bytes: invalid UTF-8 and NUL become U+FFFD (as
-// core/text.hpp printable_text), quotes, backslashes and control characters
-// are escaped, so a line never breaks in two.
+// valid JSON whatever the bytes: escaped by core/text.hpp one_line_text (invalid
+// UTF-8 and NUL become U+FFFD; backslashes, control characters and bidirectional
+// overrides escaped), then their quotes, so a line never breaks in two.
 class JsonLogFormatter final : public spdlog::formatter {
 public:
     void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override;
@@ -30,9 +30,22 @@ public:
 };
 
 // spdlog's default line ("[2026-11-23 13:44:56.123] [worker-0] [warning] ...")
-// followed, while a LogContext is in force, by " [payments[3]@42 key=k]" (the key
-// with control characters escaped, so the line stays one line), and with a trace
-// " [payments[3]@42 key=k trace=4bf92f3577b34da6a3ce929d0e0e4736 span=00f067aa0ba902b7]".
+// followed, while a LogContext is in force, by " [payments[3]@42 key=k]", and with
+// a trace " [payments[3]@42 key=k trace=4bf92f3577b34da6a3ce929d0e0e4736
+// span=00f067aa0ba902b7]". The message, the topic and the key are escaped by
+// core/text.hpp one_line_text: a message carries record keys and exception texts,
+// and a newline or terminal escape in one must not forge a line or recolour a
+// terminal; a multi-line message (a libpq error) becomes one line with "\n" in it.
+class TextLogFormatter final : public spdlog::formatter {
+public:
+    TextLogFormatter();
+    ~TextLogFormatter() override;
+    void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override;
+    std::unique_ptr<spdlog::formatter> clone() const override;
+
+private:
+    std::unique_ptr<spdlog::formatter> pattern_;  // spdlog's pattern_formatter
+};
 std::unique_ptr<spdlog::formatter> text_log_formatter();
 
 // `text` as a JSON string literal, quotes included (exposed for tests).

@@ -2,8 +2,18 @@
 
 #include <sstream>
 
+#include "core/text.hpp"
+
 namespace exo {
 namespace {
+
+// Every text value of the text format goes through here: keys, topics, reasons
+// and results are a record's or a handler's bytes, and a newline or terminal
+// escape in one must not forge a line or drive the operator's terminal. The
+// JSON format needs nothing: nlohmann escapes control characters itself.
+std::string shown(std::string_view text) {
+    return one_line_text(text);
+}
 
 using nlohmann::json;
 
@@ -13,7 +23,7 @@ json or_null(const std::optional<T>& v) {
 }
 
 std::string or_dash(const std::optional<std::string>& v) {
-    return v ? *v : "-";
+    return v ? shown(*v) : "-";
 }
 
 json to_json(const DedupRow& r) {
@@ -58,6 +68,7 @@ json optional_json(const std::optional<T>& v) {
     return v ? to_json(*v) : json(nullptr);
 }
 
+// `value` is shown() already (or_dash, numbers, exo's own words and shown() parts).
 void line(std::ostringstream& out, const char* name, const std::string& value) {
     out << "  " << name << ": " << value << "\n";
 }
@@ -78,14 +89,14 @@ json to_json(const InspectReport& r) {
 
 std::string to_text(const InspectReport& r) {
     std::ostringstream out;
-    out << "key " << r.key << " (group " << r.group << ")\n";
+    out << "key " << shown(r.key) << " (group " << shown(r.group) << ")\n";
     if (r.row) {
         const auto& d = *r.row;
         out << "dedup row (PostgreSQL):\n";
-        line(out, "outcome", d.outcome);
-        line(out, "processed at", d.processed_at);
+        line(out, "outcome", shown(d.outcome));
+        line(out, "processed at", shown(d.processed_at));
         line(out, "from",
-             d.topic + "/" + std::to_string(d.partition) + "/" + std::to_string(d.offset) +
+             shown(d.topic) + "/" + std::to_string(d.partition) + "/" + std::to_string(d.offset) +
                  " (topic/partition/offset)");
         line(out, "fencing token", std::to_string(d.fencing_token));
         line(out, "result", or_dash(d.result));
@@ -98,40 +109,41 @@ std::string to_text(const InspectReport& r) {
                "the only record of the key)\n";
     } else if (r.claim) {
         const auto& c = *r.claim;
-        out << "claim (Redis " << c.redis_key << "):\n";
-        line(out, "state", c.state);
-        line(out, "owner", c.owner);
-        line(out, "token", c.token);
-        if (!c.result.empty()) line(out, "result", c.result);
+        out << "claim (Redis " << shown(c.redis_key) << "):\n";
+        line(out, "state", shown(c.state));
+        line(out, "owner", shown(c.owner));
+        line(out, "token", shown(c.token));
+        if (!c.result.empty()) line(out, "result", shown(c.result));
         if (c.lease_until_ms)
             line(out, "lease until (Redis ms)", std::to_string(*c.lease_until_ms));
         line(out, "ttl", c.ttl_ms < 0 ? "none" : std::to_string(c.ttl_ms) + " ms");
     } else if (r.claim_error) {
-        out << "claim (Redis): unknown, Redis could not be asked: " << *r.claim_error << "\n";
+        out << "claim (Redis): unknown, Redis could not be asked: " << shown(*r.claim_error)
+            << "\n";
     } else {
         out << "claim (Redis): none (never claimed, expired or flushed; the dedup row decides)\n";
     }
     if (r.sequence) {
         const auto& s = *r.sequence;
-        out << "sequence (handler " << s.handler << "):\n";
+        out << "sequence (handler " << shown(s.handler) << "):\n";
         line(out, "entity", or_dash(s.entity));
         line(out, "last sequence",
              s.last_sequence ? std::to_string(*s.last_sequence) : std::string("-"));
-        if (!s.note.empty()) line(out, "note", s.note);
+        if (!s.note.empty()) line(out, "note", shown(s.note));
     }
     if (r.replay) {
         const auto& t = *r.replay;
         out << "replay:\n";
         line(out, "dead-lettered from",
-             t.topic + "/" + std::to_string(t.partition) + "/" + std::to_string(t.offset) + " at " +
-                 t.dead_lettered_at);
-        line(out, "reason", t.reason);
-        line(out, "requested at", t.requested_at);
+             shown(t.topic) + "/" + std::to_string(t.partition) + "/" + std::to_string(t.offset) +
+                 " at " + shown(t.dead_lettered_at));
+        line(out, "reason", shown(t.reason));
+        line(out, "requested at", shown(t.requested_at));
         line(out, "produced",
-             t.produced_at ? *t.produced_at + " to " + or_dash(t.produced_to)
+             t.produced_at ? shown(*t.produced_at) + " to " + or_dash(t.produced_to)
                            : std::string("not yet: run the replay again"));
         line(out, "state",
-             t.finished_outcome ? "finished, outcome " + *t.finished_outcome
+             t.finished_outcome ? "finished, outcome " + shown(*t.finished_outcome)
                                 : std::string("waiting for the daemon"));
     }
     if (!r.known()) out << "unknown key: no dedup row and no replay in this group\n";
@@ -155,9 +167,9 @@ json to_json(const std::vector<DeadLetterEntry>& entries) {
 std::string to_text(const std::vector<DeadLetterEntry>& entries) {
     std::ostringstream out;
     for (const auto& e : entries)
-        out << e.dead_lettered_at << "  " << to_string(e.state) << "  " << e.topic << "/"
-            << e.partition << "/" << e.offset << "  key " << (e.key.empty() ? "-" : e.key)
-            << "\n    reason: " << e.reason << "\n";
+        out << shown(e.dead_lettered_at) << "  " << to_string(e.state) << "  " << shown(e.topic)
+            << "/" << e.partition << "/" << e.offset << "  key "
+            << (e.key.empty() ? "-" : shown(e.key)) << "\n    reason: " << shown(e.reason) << "\n";
     out << entries.size() << " dead letter(s)\n";
     return out.str();
 }
@@ -175,8 +187,8 @@ json to_json(const std::vector<ReplayResult>& results) {
 std::string to_text(const std::vector<ReplayResult>& results) {
     std::ostringstream out;
     for (const auto& r : results) {
-        out << to_string(r.status) << " " << r.key << ": " << r.detail;
-        if (!r.produced_to.empty()) out << " -> " << r.produced_to;
+        out << to_string(r.status) << " " << shown(r.key) << ": " << shown(r.detail);
+        if (!r.produced_to.empty()) out << " -> " << shown(r.produced_to);
         out << "\n";
     }
     if (results.empty()) out << "nothing to replay\n";
@@ -192,14 +204,15 @@ json to_json(const SequenceAdvanceResult& r) {
 std::string to_text(const SequenceAdvanceResult& r) {
     std::ostringstream out;
     const std::string from = r.from ? std::to_string(*r.from) : std::string("none");
-    const std::string what = "entity '" + r.entity + "' of handler '" + r.handler + "'";
+    const std::string what =
+        "entity '" + shown(r.entity) + "' of handler '" + shown(r.handler) + "'";
     switch (r.status) {
         case SequenceAdvanceResult::Status::advanced:
             out << "advanced " << what << " from " << from << " to " << r.to << " (audit row "
                 << r.audit_id.value_or(0) << " in exo_sequence_advances)\n"
                 << "sequences " << (r.from ? *r.from + 1 : 1) << " to " << r.to
                 << " were skipped: they are STALE if they ever arrive\n"
-                << "replay the later ones: exo dlq replay --entity " << r.entity << "\n";
+                << "replay the later ones: exo dlq replay --entity " << shown(r.entity) << "\n";
             break;
         case SequenceAdvanceResult::Status::would_advance:
             out << "would advance " << what << " from " << from << " to " << r.to
