@@ -188,4 +188,74 @@ TEST_SUITE("secrets") {
         CHECK_MESSAGE(refused.output.find("*****") != std::string::npos, refused.output);
         check_no_secret(refused.output, "migrate with a URI libpq refuses");
     }
+
+    TEST_CASE(
+        "every operator command reports a URI libpq refuses without its password: dlq list, dlq "
+        "replay, inspect, sequence advance, outbox list, discard and reroute") {
+        PipelineHarness h({.name = "secrets_cli", .partitions = 1});
+        // A bad percent escape in the password: libpq's error quotes the password as written.
+        std::string config = secret_config(h, "text", "postgresql://exo@127.0.0.1:1/exo");
+        std::string yaml = read_all(config);
+        replace_once(yaml, std::string("exo:") + kPostgresSecret,
+                     std::string("exo:%zz") + kPostgresSecret);
+        std::ofstream(config) << yaml;
+        const std::vector<std::vector<std::string>> commands = {
+            {"dlq", "list", "--config", config},
+            {"dlq", "replay", "--config", config, "--all"},
+            {"inspect", "--config", config, "--key", "k-1"},
+            {"sequence", "advance", "--config", config, "--entity", "acc-1", "--to", "5",
+             "--reason", "poison"},
+            {"outbox", "list", "--config", config},
+            {"outbox", "discard", "--config", config, "--id", "1"},
+            {"outbox", "reroute", "--config", config, "--id", "1", "--topic", "elsewhere"},
+        };
+        for (const auto& args : commands) {
+            const std::string name =
+                args[0] + (args[1].starts_with("--") ? std::string() : " " + args[1]);
+            CAPTURE(name);
+            const auto refused = run_to_end("secrets_cli", args);
+            CHECK_MESSAGE(refused.exit_code == 1, refused.output);
+            // libpq's complaint is there, its quote masked.
+            CHECK_MESSAGE(refused.output.find("invalid percent-encoded token") != std::string::npos,
+                          refused.output);
+            CHECK_MESSAGE(refused.output.find("*****") != std::string::npos, refused.output);
+            check_no_secret(refused.output, name + " with a URI libpq refuses");
+        }
+    }
+
+    TEST_CASE(
+        "a record key with a newline and a terminal escape forges no line in the daemon's text "
+        "log, exo dlq list or exo inspect") {
+        PipelineHarness h({.name = "secrets_escape", .partitions = 1});
+        const std::string forged_line = "[2026-01-01 00:00:00.000] [exo] [info] all is well";
+        const std::string key = "evil\n" + forged_line + "\x1b[2J";
+        h.produce({payment(key, "acc-1", 500, 1)});
+        // The ledger refuses payments above max_amount: the record is dead-lettered and its
+        // key logged.
+        std::string yaml = h.config_yaml();
+        replace_once(yaml, "    key: {json: /eventId}\n",
+                     "    key: {json: /eventId}\n    options: {max_amount: \"100\"}\n");
+        const std::string config =
+            "/tmp/" + exo::testing::unique_name(h.schema() + "-escape") + ".yaml";
+        std::ofstream(config) << yaml;
+        const std::string log = run_daemon(config, "secrets_escape", [&](const std::string&) {
+            return h.wait_until_consumed(1s);
+        });
+        const std::string escaped = "evil\\n" + forged_line;
+        const auto check_escaped = [&](const std::string& text, const std::string& where) {
+            CAPTURE(where);
+            CHECK_MESSAGE(text.find("\n" + forged_line) == std::string::npos, text);
+            CHECK_MESSAGE(text.find('\x1b') == std::string::npos, text);
+            CHECK_MESSAGE(text.find(escaped) != std::string::npos, text);
+        };
+        check_escaped(log, "the daemon's text log");
+
+        const auto listed = run_to_end("secrets_escape_list", {"dlq", "list", "--config", config});
+        CHECK(listed.exit_code == 0);
+        check_escaped(listed.output, "exo dlq list");
+        const auto inspected =
+            run_to_end("secrets_escape_inspect", {"inspect", "--config", config, "--key", key});
+        CHECK(inspected.exit_code == 0);
+        check_escaped(inspected.output, "exo inspect");
+    }
 }

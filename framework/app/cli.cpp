@@ -84,6 +84,9 @@ int run_cli(int argc, char** argv, const AppSetup& setup) {
         return 2;
     }
     std::string command = argv[1];
+    // Every command's failure is printed through it: the one place that masks
+    // secrets and escapes control characters on the way to the terminal.
+    ErrorOutput errors;
     try {
         if (command == "--help" || command == "-h" || command == "help") {
             std::cout << help(setup);
@@ -93,23 +96,23 @@ int run_cli(int argc, char** argv, const AppSetup& setup) {
             std::cout << "exo " << EXO_VERSION << "\n";
             return 0;
         }
-        if (command == "run") return run_command(argc, argv, setup, stop.get_token());
-        if (command == "migrate") return migrate_command(argc, argv, setup);
-        if (command == "check-config") return check_config_command(argc, argv, setup);
-        if (command == "inspect") return inspect_command(argc, argv, setup);
-        if (command == "dlq") return dlq_command(argc, argv, setup);
-        if (command == "sequence") return sequence_command(argc, argv, setup);
-        if (command == "outbox") return outbox_command(argc, argv, setup);
+        if (command == "run") return run_command(argc, argv, setup, errors, stop.get_token());
+        if (command == "migrate") return migrate_command(argc, argv, setup, errors);
+        if (command == "check-config") return check_config_command(argc, argv, setup, errors);
+        if (command == "inspect") return inspect_command(argc, argv, setup, errors);
+        if (command == "dlq") return dlq_command(argc, argv, setup, errors);
+        if (command == "sequence") return sequence_command(argc, argv, setup, errors);
+        if (command == "outbox") return outbox_command(argc, argv, setup, errors);
         if (command == "mock-kafka") return mock_kafka_command(argc, argv, stop.get_token());
         if (const auto* own = find_command(setup, command))
-            return CommandRunner::run(*own, argc, argv, setup, stop.get_token());
-        std::cerr << "exo: unknown command '" << command << "'\n\n" << help(setup);
+            return CommandRunner::run(*own, argc, argv, setup, errors, stop.get_token());
+        std::cerr << "exo: unknown command '" << errors.shown(command) << "'\n\n" << help(setup);
         return 2;
     } catch (const UsageError& e) {
-        std::cerr << "exo " << command << ": " << e.what() << "\n";
+        errors.print(command, e.what());
         return 2;
     } catch (const std::exception& e) {
-        std::cerr << "exo " << command << ": failed: " << e.what() << "\n";
+        errors.print(command, std::string("failed: ") + e.what());
         return 1;
     }
 }

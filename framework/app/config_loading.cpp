@@ -13,30 +13,17 @@
 
 namespace exo {
 
-Config load_config(const std::string& path, const HandlerRegistry& registry) {
+Config load_config(const std::string& path, const HandlerRegistry& registry, ErrorOutput& errors) {
     Config config = parse_config_file(path, registry.names());
+    errors.use(config_redactor(config));
     configure_logging(config.logging, config_redactor(config));
     return config;
 }
 
-int run_with_config(const std::string& path, const HandlerRegistry& registry,
+int run_with_config(const std::string& path, const HandlerRegistry& registry, ErrorOutput& errors,
                     const std::function<int(Config&)>& body) {
-    Config config = load_config(path, registry);
-    try {
-        return body(config);
-    } catch (...) {
-        rethrow_with_secrets_masked(config);
-    }
-}
-
-void rethrow_with_secrets_masked(const Config& config) {
-    try {
-        throw;
-    } catch (const UsageError& e) {
-        throw UsageError(config_redactor(config).redact(e.what()));
-    } catch (const std::exception& e) {
-        throw std::runtime_error(config_redactor(config).redact(e.what()));
-    }
+    Config config = load_config(path, registry, errors);
+    return body(config);
 }
 
 KafkaEndpoint::KafkaEndpoint(const Config& config) {

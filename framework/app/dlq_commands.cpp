@@ -170,10 +170,10 @@ std::vector<DeadLetterEntry> entity_in_order(std::vector<DeadLetterEntry> candid
     return out;
 }
 
-int dlq_list(int argc, char** argv, const AppSetup& setup) {
+int dlq_list(int argc, char** argv, const AppSetup& setup, ErrorOutput& errors) {
     Arguments args("dlq list", argc, argv, 3, {"config", "topic", "since"}, {"json"});
     const DeadLetterSelection selection = list_selection(args);
-    const Config config = load_config(args.required("config"), setup.handlers);
+    const Config config = load_config(args.required("config"), setup.handlers, errors);
     auto pg = open_postgres_session(config.postgres);
     std::vector<DeadLetterEntry> entries;
     int exit_code = 0;
@@ -181,9 +181,9 @@ int dlq_list(int argc, char** argv, const AppSetup& setup) {
     // file: what PostgreSQL holds is still worth printing; the letters without
     // a dedup row are missing from it, which the exit code says.
     auto without_letters = [&](const std::exception& e) {
-        std::cerr << "exo dlq list: could not read the dead-letter topics (" << e.what()
-                  << "): dead letters without a dedup row (gap timeouts, keyless records) are "
-                     "missing from this list\n";
+        errors.print("dlq list", "could not read the dead-letter topics (" + std::string(e.what()) +
+                                     "): dead letters without a dedup row (gap timeouts, keyless "
+                                     "records) are missing from this list");
         entries = list_dead_letters(*pg, config.kafka.group_id, selection);
         exit_code = 1;
     };
@@ -200,12 +200,12 @@ int dlq_list(int argc, char** argv, const AppSetup& setup) {
     return exit_code;
 }
 
-int dlq_replay(int argc, char** argv, const AppSetup& setup) {
+int dlq_replay(int argc, char** argv, const AppSetup& setup, ErrorOutput& errors) {
     Arguments args("dlq replay", argc, argv, 3,
                    {"config", "key", "offset", "topic", "partition", "entity"},
                    {"all", "dry-run", "json"});
     const DeadLetterSelection selection = replay_selection(args);
-    const Config config = load_config(args.required("config"), setup.handlers);
+    const Config config = load_config(args.required("config"), setup.handlers, errors);
     auto failpoints = Failpoints::from_environment();
     const std::string& group = config.kafka.group_id;
     auto pg = open_postgres_session(config.postgres);
@@ -218,9 +218,10 @@ int dlq_replay(int argc, char** argv, const AppSetup& setup) {
     if (selection.key) {
         auto plan = plan_key(*pg, group, *selection.key, topics);
         if (!plan) {
-            std::cerr << "exo dlq replay: unknown key '" << *selection.key << "' in group '"
-                      << group
-                      << "': no dedup row, no replay and no dead letter of it (see exo inspect)\n";
+            errors.print("dlq replay",
+                         "unknown key '" + *selection.key + "' in group '" + group +
+                             "': no dedup row, no replay and no dead letter of it (see exo "
+                             "inspect)");
             return kExitUnknownKey;
         }
         entries = std::move(plan->entries);
@@ -263,10 +264,10 @@ int dlq_replay(int argc, char** argv, const AppSetup& setup) {
 
 }  // namespace
 
-int dlq_command(int argc, char** argv, const AppSetup& setup) {
+int dlq_command(int argc, char** argv, const AppSetup& setup, ErrorOutput& errors) {
     const std::string sub = argc >= 3 ? argv[2] : "";
-    if (sub == "list") return dlq_list(argc, argv, setup);
-    if (sub == "replay") return dlq_replay(argc, argv, setup);
+    if (sub == "list") return dlq_list(argc, argv, setup, errors);
+    if (sub == "replay") return dlq_replay(argc, argv, setup, errors);
     throw UsageError("say `list` or `replay`" +
                      (sub.empty() ? std::string() : ", not '" + sub + "'") + " (see exo --help)");
 }

@@ -60,9 +60,9 @@ void read_redis_claim(const Config& config, InspectReport& report) {
 
 }  // namespace
 
-int inspect_command(int argc, char** argv, const AppSetup& setup) {
+int inspect_command(int argc, char** argv, const AppSetup& setup, ErrorOutput& errors) {
     Arguments args("inspect", argc, argv, 2, {"config", "key"}, {"json"});
-    const Config config = load_config(args.required("config"), setup.handlers);
+    const Config config = load_config(args.required("config"), setup.handlers, errors);
     const std::string key = args.required("key");
     const std::string& group = config.kafka.group_id;
 

@@ -8,6 +8,7 @@
 #include "app/arguments.hpp"
 #include "app/commands.hpp"
 #include "app/config_loading.hpp"
+#include "core/text.hpp"
 #include "outbox/outbox_admin.hpp"
 #include "pg/session.hpp"
 
@@ -28,15 +29,18 @@ nlohmann::json to_json(const OutboxProblemRow& r) {
             {"next_attempt_at", r.next_attempt_at}};
 }
 
+// Text values escaped as ops/ops_report.cpp's (core/text.hpp one_line_text): a
+// key or a broker's reason must not forge a line or drive the terminal.
 std::string to_text(const OutboxProblemRow& r) {
-    return "row " + std::to_string(r.id) + "  topic " + r.topic + "  key " +
-           r.key.value_or("(none)") + "  " + std::to_string(r.value_bytes) + " bytes  " +
-           std::to_string(r.waiting_behind) + " later row(s) waiting" +
+    return "row " + std::to_string(r.id) + "  topic " + one_line_text(r.topic) + "  key " +
+           (r.key ? one_line_text(*r.key) : "(none)") + "  " + std::to_string(r.value_bytes) +
+           " bytes  " + std::to_string(r.waiting_behind) + " later row(s) waiting" +
            (r.group.empty() ? "  (no group)" : "") + "\n  " +
-           (r.failures > 0 ? std::to_string(r.failures) + " failure(s) since " + r.first_failed_at +
-                                 ", next attempt " + r.next_attempt_at + ": "
+           (r.failures > 0 ? std::to_string(r.failures) + " failure(s) since " +
+                                 one_line_text(r.first_failed_at) + ", next attempt " +
+                                 one_line_text(r.next_attempt_at) + ": "
                            : std::string()) +
-           r.reason + "\n";
+           one_line_text(r.reason) + "\n";
 }
 
 void print(const Arguments& args, const std::vector<OutboxProblemRow>& rows, const char* none) {
@@ -62,16 +66,16 @@ std::int64_t row_id(const Arguments& args) {
                      "'");
 }
 
-int outbox_list(int argc, char** argv, const AppSetup& setup) {
+int outbox_list(int argc, char** argv, const AppSetup& setup, ErrorOutput& errors) {
     Arguments args("outbox list", argc, argv, 3, {"config", "limit"}, {"json"});
-    const Config config = load_config(args.required("config"), setup.handlers);
+    const Config config = load_config(args.required("config"), setup.handlers, errors);
     auto pg = open_postgres_session(config.postgres);
     print(args, list_outbox_problems(*pg, config.kafka.group_id, args.get_int("limit", 100)),
           "no outbox row is failing");
     return 0;
 }
 
-int outbox_change(int argc, char** argv, const AppSetup& setup, bool reroute) {
+int outbox_change(int argc, char** argv, const AppSetup& setup, ErrorOutput& errors, bool reroute) {
     const std::string name = reroute ? "outbox reroute" : "outbox discard";
     Arguments args(name, argc, argv, 3,
                    reroute ? std::vector<std::string>{"config", "id", "topic"}
@@ -79,7 +83,7 @@ int outbox_change(int argc, char** argv, const AppSetup& setup, bool reroute) {
                    {"json"});
     const auto id = row_id(args);
     const auto topic = reroute ? args.required("topic") : std::string();
-    const Config config = load_config(args.required("config"), setup.handlers);
+    const Config config = load_config(args.required("config"), setup.handlers, errors);
     auto pg = open_postgres_session(config.postgres);
     try {
         const auto row = reroute ? reroute_outbox_row(*pg, config.kafka.group_id, id, topic,
@@ -90,7 +94,7 @@ int outbox_change(int argc, char** argv, const AppSetup& setup, bool reroute) {
                                   : std::string("discarded: "));
         print(args, {row}, "");
     } catch (const OutboxAdminRefused& e) {
-        std::cerr << "exo " << name << ": " << e.what() << "\n";
+        errors.print(name, e.what());
         return 1;
     }
     return 0;
@@ -98,11 +102,11 @@ int outbox_change(int argc, char** argv, const AppSetup& setup, bool reroute) {
 
 }  // namespace
 
-int outbox_command(int argc, char** argv, const AppSetup& setup) {
+int outbox_command(int argc, char** argv, const AppSetup& setup, ErrorOutput& errors) {
     const std::string sub = argc >= 3 ? argv[2] : "";
-    if (sub == "list") return outbox_list(argc, argv, setup);
-    if (sub == "discard") return outbox_change(argc, argv, setup, false);
-    if (sub == "reroute") return outbox_change(argc, argv, setup, true);
+    if (sub == "list") return outbox_list(argc, argv, setup, errors);
+    if (sub == "discard") return outbox_change(argc, argv, setup, errors, false);
+    if (sub == "reroute") return outbox_change(argc, argv, setup, errors, true);
     throw UsageError("say `list`, `discard` or `reroute`" +
                      (sub.empty() ? std::string() : ", not '" + sub + "'") + " (see exo --help)");
 }

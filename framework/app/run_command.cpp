@@ -14,6 +14,7 @@
 #include "app/commands.hpp"
 #include "app/config_loading.hpp"
 #include "config/config_printer.hpp"
+#include "config/config_secrets.hpp"
 #include "core/backoff.hpp"
 #include "core/failpoints.hpp"
 #include "observability/health.hpp"
@@ -50,9 +51,11 @@ bool schema_ready(const Config& config, const std::vector<Migration>& migrations
 
 }  // namespace
 
-int run_command(int argc, char** argv, const AppSetup& setup, std::stop_token stop) {
+int run_command(int argc, char** argv, const AppSetup& setup, ErrorOutput& errors,
+                std::stop_token stop) {
     Arguments args("run", argc, argv, 2, {"config"});
-    return run_with_config(args.required("config"), setup.handlers, [&](Config& config) {
+    return run_with_config(args.required("config"), setup.handlers, errors, [&](Config& config) {
+        for (const auto& warning : weak_secret_warnings(config)) spdlog::warn("{}", warning);
         std::optional<ObservabilityEndpoint> endpoint;
         if (config.observability.enabled())
             endpoint.emplace(*config.observability.listen,
@@ -67,9 +70,9 @@ int run_command(int argc, char** argv, const AppSetup& setup, std::stop_token st
     });
 }
 
-int migrate_command(int argc, char** argv, const AppSetup& setup) {
+int migrate_command(int argc, char** argv, const AppSetup& setup, ErrorOutput& errors) {
     Arguments args("migrate", argc, argv, 2, {"config"});
-    return run_with_config(args.required("config"), setup.handlers, [&](Config& config) {
+    return run_with_config(args.required("config"), setup.handlers, errors, [&](Config& config) {
         const auto migrations = setup.all_migrations();
         // The record-level limits do not fit a migration: an index build may run
         // for minutes, and a second `exo migrate` must wait on the advisory lock
@@ -85,14 +88,17 @@ int migrate_command(int argc, char** argv, const AppSetup& setup) {
     });
 }
 
-int check_config_command(int argc, char** argv, const AppSetup& setup) {
+int check_config_command(int argc, char** argv, const AppSetup& setup, ErrorOutput& errors) {
     Arguments args("check-config", argc, argv, 2, {"config"}, {"print"});
     const std::string path = args.required("config");
-    return run_with_config(path, setup.handlers, [&](Config& config) {
+    return run_with_config(path, setup.handlers, errors, [&](Config& config) {
         // Each binding's factory once, so a bad or missing handler option fails here
         // (exit 2) and not when the daemon starts.
         for (const auto& binding : config.bindings)
             setup.handlers.create(binding.handler, binding.options);
+        // On stderr: --print's output stays a loadable config.
+        for (const auto& warning : weak_secret_warnings(config))
+            errors.print("check-config", "warning: " + warning);
         const std::string verdict =
             path + ": valid (" + std::to_string(config.bindings.size()) + " binding(s))";
         if (!args.has("print")) {

@@ -26,10 +26,10 @@ std::string login_name() {
     return "";
 }
 
-int sequence_advance(int argc, char** argv, const AppSetup& setup) {
+int sequence_advance(int argc, char** argv, const AppSetup& setup, ErrorOutput& errors) {
     Arguments args("sequence advance", argc, argv, 3,
                    {"config", "handler", "entity", "to", "reason", "by"}, {"dry-run", "json"});
-    const Config config = load_config(args.required("config"), setup.handlers);
+    const Config config = load_config(args.required("config"), setup.handlers, errors);
     const SequenceAdvanceRequest request = advance_request(args, config, login_name());
     auto pg = open_postgres_session(config.postgres);
     const SequenceAdvanceResult result = advance_sequence(*pg, request);
@@ -42,9 +42,9 @@ int sequence_advance(int argc, char** argv, const AppSetup& setup) {
 
 }  // namespace
 
-int sequence_command(int argc, char** argv, const AppSetup& setup) {
+int sequence_command(int argc, char** argv, const AppSetup& setup, ErrorOutput& errors) {
     const std::string sub = argc >= 3 ? argv[2] : "";
-    if (sub == "advance") return sequence_advance(argc, argv, setup);
+    if (sub == "advance") return sequence_advance(argc, argv, setup, errors);
     throw UsageError("say `advance`" + (sub.empty() ? std::string() : ", not '" + sub + "'") +
                      " (see exo --help)");
 }

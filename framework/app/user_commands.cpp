@@ -16,6 +16,7 @@ struct CommandContext::State {
     const UserCommand& command;
     std::vector<std::string> args;
     const AppSetup& setup;
+    ErrorOutput& errors;
     std::stop_token stop;
     std::optional<Config> config;
 
@@ -46,7 +47,7 @@ CommandFlags CommandContext::flags(const std::vector<std::string>& options,
 
 void CommandContext::load_config(const std::string& path) {
     if (state_->config) throw std::logic_error("command '" + name() + "' loaded its config twice");
-    state_->config = exo::load_config(path, state_->setup.handlers);
+    state_->config = exo::load_config(path, state_->setup.handlers, state_->errors);
 }
 
 const std::string& CommandContext::group_id() const {
@@ -93,17 +94,10 @@ std::string commands_help(const std::vector<UserCommand>& commands) {
 }
 
 int CommandRunner::run(const UserCommand& command, int argc, char** argv, const AppSetup& setup,
-                       std::stop_token stop) {
-    auto state = std::make_unique<CommandContext::State>(
-        CommandContext::State{command, {argv + std::min(argc, 2), argv + argc}, setup, stop, {}});
-    const auto& loaded = state->config;
-    CommandContext ctx(std::move(state));
-    try {
-        return command.run(ctx);
-    } catch (...) {
-        if (loaded) rethrow_with_secrets_masked(*loaded);
-        throw;
-    }
+                       ErrorOutput& errors, std::stop_token stop) {
+    CommandContext ctx(std::make_unique<CommandContext::State>(CommandContext::State{
+        command, {argv + std::min(argc, 2), argv + argc}, setup, errors, stop, {}}));
+    return command.run(ctx);
 }
 
 }  // namespace exo

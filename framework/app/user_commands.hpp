@@ -10,6 +10,7 @@
 namespace exo {
 
 struct AppSetup;
+class ErrorOutput;
 
 struct UserCommand {
     std::string name;
@@ -27,10 +28,10 @@ std::string commands_help(const std::vector<UserCommand>& commands);
 
 struct CommandRunner {
     // Runs `command` with argv[2..] as its arguments; returns its exit code.
-    // Rethrows what it throws with the loaded configuration's secrets masked
-    // (a UsageError as a UsageError, anything else as std::runtime_error).
+    // What it throws goes to run_cli, which prints it through `errors`; the
+    // command's load_config gives `errors` the configuration's secrets.
     static int run(const UserCommand& command, int argc, char** argv, const AppSetup& setup,
-                   std::stop_token stop);
+                   ErrorOutput& errors, std::stop_token stop);
 };
 
 }  // namespace exo
