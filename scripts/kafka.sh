@@ -2,7 +2,8 @@
 # A throw-away Apache Kafka (KRaft, no ZooKeeper) for the demo and the real-broker tests: the
 # release's jars fetched with Maven (scripts/kafka/pom.xml) into a cache kept between runs.
 #
-#   scripts/kafka.sh start DIR [--nodes 1|3] [--version X.Y.Z]   start, write DIR/kafka.env
+#   scripts/kafka.sh start DIR [--nodes 1|3] [--version X.Y.Z] [--security none|scram|tls|scram+tls]
+#                                             start, write DIR/kafka.env
 #   scripts/kafka.sh stop DIR                 stop every node started in DIR, delete DIR (idempotent)
 #   scripts/kafka.sh logs DIR [LINES]         print the tail of every node's log in DIR
 #   scripts/kafka.sh kill-node DIR N          kill -9 node N (a crash; its data is kept)
@@ -19,6 +20,24 @@
 # EXO_KAFKA_BOOTSTRAP (every node), EXO_KAFKA_KIND=apache, EXO_KAFKA_VERSION, EXO_KAFKA_NODES,
 # EXO_KAFKA_PORT_<N> (node N's client port), EXO_KAFKA_LIBS (the jars, for Kafka's own tools
 # and clients), EXO_KAFKA_DIR and EXO_KAFKA_SCRIPT (this script's absolute path).
+#
+# Security (--security; none by default: one PLAINTEXT listener per node, as before):
+#   scram      clients authenticate with SASL/SCRAM-SHA-512 (SASL_PLAINTEXT)
+#   tls        clients connect over TLS (SSL), the broker's certificate signed by a CA made here
+#   scram+tls  both (SASL_SSL)
+# The client listener (EXO_KAFKA_BOOTSTRAP) then speaks that protocol. The SCRAM user `exo`
+# and its random password are added when the storage is formatted (kafka-storage format
+# --add-scram, Kafka 3.5 and later, 4.x too). The CA and the broker's certificate (for
+# 127.0.0.1 and localhost) are made with openssl in DIR/tls, valid for 30 days. The
+# controller quorum and the replication between nodes stay on PLAINTEXT loopback listeners:
+# the INTERNAL one (EXO_KAFKA_INTERNAL_BOOTSTRAP) accepts any client unauthenticated, for
+# tests' set-up and checks, never for the client under test. kafka.env (mode 0600: it holds
+# the password) then also exports EXO_KAFKA_SECURITY (the mode), EXO_KAFKA_SECURITY_PROTOCOL,
+# EXO_KAFKA_SASL_MECHANISM, EXO_KAFKA_SASL_USERNAME, EXO_KAFKA_SASL_PASSWORD, EXO_KAFKA_CA (the
+# CA's PEM, librdkafka's ssl.ca.location), EXO_KAFKA_CLIENT_CONFIG (the same as librdkafka
+# properties: `kcat -F FILE`) and EXO_KAFKA_JAVA_CONFIG (as a Java client's properties: Kafka's
+# tools' --command-config). create-topics and the start-up check go through the secured
+# listener with them.
 #
 # Environment:
 #   EXO_KAFKA_VERSION        the release when no --version is given (default below)
@@ -54,6 +73,9 @@ MARKER=".exo-kafka"
 SELF="scripts/kafka.sh"
 DIR=""
 NODES=1
+SECURITY=none
+SASL_USER=exo
+SASL_MECHANISM=SCRAM-SHA-512
 JAVA=""
 LIBS=""
 START_OK=0
@@ -67,7 +89,7 @@ die() {
 }
 
 usage() {
-    sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -80,6 +102,7 @@ need_started_dir() {
     NODES="$(read_file "$DIR/nodes")" || die "$DIR/nodes is missing: '$SELF start $DIR' did not finish"
     LIBS="$(cat "$DIR/libs")"
     VERSION="$(read_file "$DIR/version")"
+    SECURITY="$(read_file "$DIR/security" || echo none)"
 }
 
 node_dir() { printf '%s/node%s' "$DIR" "$1"; }
@@ -88,6 +111,7 @@ node_pidfile() { printf '%s/node%s/kafka.pid' "$DIR" "$1"; }
 node_props() { printf '%s/node%s/server.properties' "$DIR" "$1"; }
 node_port() { read_file "$DIR/node$1/port"; }
 node_controller_port() { read_file "$DIR/node$1/controller.port"; }
+node_internal_port() { read_file "$DIR/node$1/internal.port"; }
 
 # --- Java and the release's jars -------------------------------------------------------------
 
@@ -169,6 +193,117 @@ fetch_failed() {
     die "could not fetch Apache Kafka $VERSION: $why"
 }
 
+# --- security (--security) -------------------------------------------------------------------
+
+secured() { [[ "$SECURITY" != none ]]; }
+uses_sasl() { [[ "$SECURITY" == scram || "$SECURITY" == scram+tls ]]; }
+uses_tls() { [[ "$SECURITY" == tls || "$SECURITY" == scram+tls ]]; }
+
+# client_protocol: Kafka's security.protocol of the client listener.
+client_protocol() {
+    case "$SECURITY" in
+        none) echo PLAINTEXT ;;
+        scram) echo SASL_PLAINTEXT ;;
+        tls) echo SSL ;;
+        scram+tls) echo SASL_SSL ;;
+    esac
+}
+
+tls_dir() { printf '%s/tls' "$DIR"; }
+sasl_password() { read_file "$DIR/sasl.password"; }
+client_config() { printf '%s/client.conf' "$DIR"; }
+java_config() { printf '%s/client.properties' "$DIR"; }
+
+# random_secret: 24 letters and digits (nothing that needs quoting in a properties file, a
+# JAAS line or StorageTool's [name=...,password=...]).
+random_secret() {
+    local out=""
+    while ((${#out} < 24)); do out+="$(head -c 48 /dev/urandom | base64 | tr -dc 'A-Za-z0-9')"; done
+    printf '%s\n' "${out:0:24}"
+}
+
+# make_tls: a CA and the brokers' certificate (every node has the same one: all listen on
+# 127.0.0.1) signed by it, in DIR/tls: ca.pem for clients (librdkafka's ssl.ca.location, a
+# Java client's PEM truststore), broker.p12 (its password in keystore.password) for the
+# brokers. librdkafka 2.x and Kafka's own clients check the host name by default
+# (ssl.endpoint.identification.algorithm=https), hence the subjectAltName.
+make_tls() {
+    local tls out
+    tls="$(tls_dir)"
+    out="$tls/openssl.log"
+    command -v openssl >/dev/null 2>&1 || die "openssl is missing (it makes the TLS certificates): run scripts/install-deps.sh (Debian package openssl)"
+    mkdir -p "$tls"
+    (umask 077 && random_secret >"$tls/keystore.password")
+    printf '%s\n' 'subjectAltName=IP:127.0.0.1,DNS:localhost' 'basicConstraints=CA:FALSE' \
+        'keyUsage=digitalSignature,keyEncipherment' 'extendedKeyUsage=serverAuth,clientAuth' >"$tls/broker.ext"
+    if ! (
+        umask 077
+        openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=exo test CA" \
+            -keyout "$tls/ca.key" -out "$tls/ca.pem" \
+            && openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" \
+                -keyout "$tls/broker.key" -out "$tls/broker.csr" \
+            && openssl x509 -req -in "$tls/broker.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" \
+                -CAcreateserial -days 30 -sha256 -extfile "$tls/broker.ext" -out "$tls/broker.pem" \
+            && openssl pkcs12 -export -in "$tls/broker.pem" -inkey "$tls/broker.key" \
+                -name broker -out "$tls/broker.p12" -passout "file:$tls/keystore.password"
+    ) >"$out" 2>&1; then
+        tail_log "$out" 20
+        die "openssl could not make the TLS certificates (above)"
+    fi
+    chmod 0644 "$tls/ca.pem" "$tls/broker.pem"  # public; the keys stay 0600
+}
+
+# write_client_configs: what a client needs to reach the client listener, as librdkafka
+# properties (client.conf) and as a Java client's (client.properties); both 0600.
+write_client_configs() {
+    local conf java password=""
+    conf="$(client_config)"
+    java="$(java_config)"
+    if uses_sasl; then password="$(sasl_password)"; fi
+    (
+        umask 077
+        {
+            printf '# Written by %s start: a librdkafka client of this cluster (kcat -F %s).\n' "$SELF" "$conf"
+            printf 'security.protocol=%s\n' "$(client_protocol)"
+            if uses_sasl; then
+                printf 'sasl.mechanisms=%s\nsasl.username=%s\nsasl.password=%s\n' \
+                    "$SASL_MECHANISM" "$SASL_USER" "$password"
+            fi
+            if uses_tls; then printf 'ssl.ca.location=%s/ca.pem\n' "$(tls_dir)"; fi
+        } >"$conf"
+        {
+            printf '# Written by %s start: a Java client of this cluster (--command-config).\n' "$SELF"
+            printf 'security.protocol=%s\n' "$(client_protocol)"
+            if uses_sasl; then
+                printf 'sasl.mechanism=%s\n' "$SASL_MECHANISM"
+                printf 'sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="%s" password="%s";\n' \
+                    "$SASL_USER" "$password"
+            fi
+            if uses_tls; then printf 'ssl.truststore.type=PEM\nssl.truststore.location=%s/ca.pem\n' "$(tls_dir)"; fi
+        } >"$java"
+    )
+}
+
+# security_props: a node's settings for a secured client listener (after its server.properties).
+security_props() {
+    local listener password
+    listener="$(client_protocol | tr '[:upper:]' '[:lower:]')"
+    printf '# The client listener: %s (--security %s).\n' "$(client_protocol)" "$SECURITY"
+    if uses_sasl; then
+        printf 'sasl.enabled.mechanisms=%s\n' "$SASL_MECHANISM"
+        # The server side of SCRAM wants a login module, without credentials: those are in
+        # the cluster metadata (--add-scram at format time).
+        printf 'listener.name.%s.%s.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;\n' \
+            "$listener" "$(tr '[:upper:]' '[:lower:]' <<<"$SASL_MECHANISM")"
+    fi
+    if uses_tls; then
+        password="$(read_file "$(tls_dir)/keystore.password")"
+        printf 'ssl.keystore.type=PKCS12\nssl.keystore.location=%s/broker.p12\n' "$(tls_dir)"
+        printf 'ssl.keystore.password=%s\nssl.key.password=%s\n' "$password" "$password"
+        printf 'ssl.client.auth=none\n'
+    fi
+}
+
 # --- one node --------------------------------------------------------------------------------
 
 # cluster_id: a Kafka cluster id (a random UUID, base64url without padding), as
@@ -185,22 +320,31 @@ cluster_id() {
 
 # write_props N: node N's server.properties from the ports recorded in DIR.
 write_props() {
-    local n="$1" k voters="" replicas min_isr
+    local n="$1" k voters="" replicas min_isr listeners map inter=PLAINTEXT proto
     for ((k = 1; k <= NODES; k++)); do
         voters+="${voters:+,}$k@127.0.0.1:$(node_controller_port "$k")"
     done
     replicas="$NODES"
     min_isr=$((NODES > 1 ? 2 : 1))
+    listeners="PLAINTEXT://127.0.0.1:$(node_port "$n")"
+    map="PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+    if secured; then
+        # The client listener is named for its protocol; the nodes replicate over INTERNAL.
+        proto="$(client_protocol)"
+        listeners="$proto://127.0.0.1:$(node_port "$n"),INTERNAL://127.0.0.1:$(node_internal_port "$n")"
+        map="$proto:$proto,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"
+        inter=INTERNAL
+    fi
     cat >"$(node_props "$n")" <<EOF
 # Written by $SELF: node $n of $NODES, broker and controller (KRaft), a throw-away test cluster.
 process.roles=broker,controller
 node.id=$n
 controller.quorum.voters=$voters
-listeners=PLAINTEXT://127.0.0.1:$(node_port "$n"),CONTROLLER://127.0.0.1:$(node_controller_port "$n")
-advertised.listeners=PLAINTEXT://127.0.0.1:$(node_port "$n")
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listeners=$listeners,CONTROLLER://127.0.0.1:$(node_controller_port "$n")
+advertised.listeners=$listeners
+listener.security.protocol.map=$map
 controller.listener.names=CONTROLLER
-inter.broker.listener.name=PLAINTEXT
+inter.broker.listener.name=$inter
 log.dirs=$(node_dir "$n")/data
 # Production-like: a topic exists only when created, and is replicated on every node.
 auto.create.topics.enable=false
@@ -220,6 +364,7 @@ num.recovery.threads.per.data.dir=1
 log.segment.bytes=67108864
 log.retention.check.interval.ms=300000
 EOF
+    if secured; then security_props >>"$(node_props "$n")"; fi
 }
 
 # write_logging: the brokers log to standard output (each node's kafka.log): log4j 1
@@ -265,10 +410,13 @@ java_for_kafka() {
 # format_node N ID: start formatting node N's storage for cluster ID in the background (once per
 # node: a restart keeps it), the JVM's pid in FORMATS; its output in the node's format.log.
 format_node() {
-    local n="$1" id="$2" HEAP="-Xmx256m"
+    local n="$1" id="$2" HEAP="-Xmx256m" scram=()
     java_args
+    # The SCRAM user is a record of the cluster metadata written at format time (KIP-900):
+    # every broker knows it before it accepts a client.
+    if uses_sasl; then scram=(--add-scram "$SASL_MECHANISM=[name=$SASL_USER,password=$(sasl_password)]"); fi
     (exec "${JAVA_ARGS[@]}" kafka.tools.StorageTool format -t "$id" -c "$(node_props "$n")" \
-        >"$(node_dir "$n")/format.log" 2>&1 </dev/null) &
+        "${scram[@]}" >"$(node_dir "$n")/format.log" 2>&1 </dev/null) &
     FORMATS+=("$!")
 }
 
@@ -296,8 +444,11 @@ node_running() {
 }
 
 # brokers_seen PORT: how many brokers the node on PORT lists in its metadata (0 if none answers).
+# Secured: as the client of client.conf, which proves the credentials and the CA too.
 brokers_seen() {
-    kcat -L -b "127.0.0.1:$1" -m 5 -t __exo_none 2>/dev/null | grep -cE '^ +broker [0-9]+ at ' || true
+    local config=()
+    if secured; then config=(-F "$(client_config)"); fi
+    kcat "${config[@]}" -L -b "127.0.0.1:$1" -m 5 -t __exo_none 2>/dev/null | grep -cE '^ +broker [0-9]+ at ' || true
 }
 
 # wait_nodes N...: wait until each node runs and lists all NODES brokers. Returns 0 when they
@@ -355,9 +506,13 @@ export_line() {
     printf "export %s='%s'\n" "$1" "${2//\'/$q}"
 }
 
+# bootstrap [internal]: every node's client listener (or INTERNAL listener).
 bootstrap() {
-    local n out=""
-    for ((n = 1; n <= NODES; n++)); do out+="${out:+,}127.0.0.1:$(node_port "$n")"; done
+    local n out="" port
+    for ((n = 1; n <= NODES; n++)); do
+        if [[ "${1:-}" == internal ]]; then port="$(node_internal_port "$n")"; else port="$(node_port "$n")"; fi
+        out+="${out:+,}127.0.0.1:$port"
+    done
     printf '%s\n' "$out"
 }
 
@@ -374,8 +529,22 @@ write_env() {
         export_line EXO_KAFKA_LIBS "$LIBS"
         export_line EXO_KAFKA_DIR "$DIR"
         export_line EXO_KAFKA_SCRIPT "$REPO_ROOT/scripts/kafka.sh"
+        export_line EXO_KAFKA_SECURITY "$SECURITY"
+        if secured; then
+            export_line EXO_KAFKA_SECURITY_PROTOCOL "$(client_protocol)"
+            export_line EXO_KAFKA_INTERNAL_BOOTSTRAP "$(bootstrap internal)"
+            export_line EXO_KAFKA_CLIENT_CONFIG "$(client_config)"
+            export_line EXO_KAFKA_JAVA_CONFIG "$(java_config)"
+        fi
+        if uses_sasl; then
+            export_line EXO_KAFKA_SASL_MECHANISM "$SASL_MECHANISM"
+            export_line EXO_KAFKA_SASL_USERNAME "$SASL_USER"
+            export_line EXO_KAFKA_SASL_PASSWORD "$(sasl_password)"
+        fi
+        if uses_tls; then export_line EXO_KAFKA_CA "$(tls_dir)/ca.pem"; fi
     } >"$tmp"
-    chmod 0644 "$tmp"
+    # With SASL it holds the password.
+    if uses_sasl; then chmod 0600 "$tmp"; else chmod 0644 "$tmp"; fi
     mv -f "$tmp" "$env"
     bootstrap >"$DIR/kafka.bootstrap"  # for `exo demo-produce --bootstrap-file`
 }
@@ -401,10 +570,21 @@ cmd_start() {
             --nodes=*) NODES="${arg#*=}"; shift ;;
             --version) VERSION="${2:-}"; shift 2 || usage ;;
             --version=*) VERSION="${arg#*=}"; shift ;;
+            --security) SECURITY="${2:-}"; shift 2 || usage ;;
+            --security=*) SECURITY="${arg#*=}"; shift ;;
             *) usage ;;
         esac
     done
     [[ "$NODES" == 1 || "$NODES" == 3 ]] || die "--nodes $NODES: 1 or 3"
+    case "$SECURITY" in
+        none | scram | tls | scram+tls) ;;
+        *) die "--security $SECURITY: none, scram, tls or scram+tls" ;;
+    esac
+    # Kafka 4.1.1 formats the user (its controller replays the credential record) but its
+    # broker then refuses the password as invalid: seen here, not yet understood.
+    if uses_sasl && [[ "$VERSION" != 3.* ]]; then
+        die "--security $SECURITY with Kafka $VERSION: SCRAM users added at format time are refused by 4.x brokers in this set-up (seen with 4.1.1); use a 3.x release (3.9.1 is the default) or --security tls"
+    fi
     mkdir -p "$DIR"
     resolve_dir
     [[ ! -e "$DIR/kafka.env" ]] || die "$DIR already has a running Kafka (kafka.env exists): run '$SELF stop $DIR' first, or use a new DIR"
@@ -415,6 +595,7 @@ cmd_start() {
     printf '%s\n' "$NODES" >"$DIR/nodes"
     printf '%s\n' "$VERSION" >"$DIR/version"
     printf '%s\n' "$LIBS" >"$DIR/libs"
+    printf '%s\n' "$SECURITY" >"$DIR/security"
     trap on_start_exit EXIT
     trap 'exit 130' INT
     trap 'exit 143' TERM
@@ -422,11 +603,15 @@ cmd_start() {
     local started=$SECONDS id n attempt rc
     write_logging
     id="$(cluster_id)"
+    if uses_sasl; then (umask 077 && random_secret >"$DIR/sasl.password"); fi
+    if uses_tls; then make_tls; fi
+    if secured; then write_client_configs; fi
     for ((attempt = 1; attempt <= PORT_ATTEMPTS; attempt++)); do
         for ((n = 1; n <= NODES; n++)); do
             mkdir -p "$(node_dir "$n")"
             pick_port >"$(node_dir "$n")/port"
             pick_port >"$(node_dir "$n")/controller.port"
+            if secured; then pick_port >"$(node_dir "$n")/internal.port"; fi
         done
         for ((n = 1; n <= NODES; n++)); do write_props "$n"; done
         if ((attempt == 1)); then
@@ -454,7 +639,7 @@ cmd_start() {
     ((rc == 0)) || die "no free ports after $PORT_ATTEMPTS attempts; is something grabbing ports in $PORT_MIN-$PORT_MAX?"
     write_env
     START_OK=1
-    log "Apache Kafka $VERSION up: $NODES node(s) at $(bootstrap) in $((SECONDS - started)) s; environment in $DIR/kafka.env"
+    log "Apache Kafka $VERSION up: $NODES node(s) at $(bootstrap) ($(client_protocol)) in $((SECONDS - started)) s; environment in $DIR/kafka.env"
 }
 
 cmd_stop() {
@@ -517,9 +702,10 @@ cmd_start_node() {
 
 # create-topics DIR NAME:PARTITIONS...: with Kafka's own TopicCommand (a JVM start each, 1-2 s).
 cmd_create_topics() {
-    local spec name parts out rc
+    local spec name parts out rc config=()
     (($# > 0)) || usage
     find_java
+    if secured; then config=(--command-config "$(java_config)"); fi
     out="$DIR/create-topics.log"
     for spec in "$@"; do
         [[ "$spec" =~ ^([^:]+):([1-9][0-9]*)$ ]] || die "topic '$spec': write NAME:PARTITIONS"
@@ -528,7 +714,7 @@ cmd_create_topics() {
         rc=0
         HEAP="-Xmx256m" java_for_kafka org.apache.kafka.tools.TopicCommand --bootstrap-server "$(bootstrap)" \
             --create --if-not-exists --topic "$name" --partitions "$parts" \
-            --replication-factor "$NODES" >"$out" 2>&1 || rc=$?
+            --replication-factor "$NODES" "${config[@]}" >"$out" 2>&1 || rc=$?
         if ((rc != 0)); then
             tail_log "$out" 20
             die "could not create topic $name"
