@@ -69,7 +69,7 @@ void throw_first_partition_error(const rd_kafka_topic_partition_list_t* list,
 }  // namespace
 
 KafkaConsumer::KafkaConsumer(const ConsumerOptions& options, RebalanceListener& listener)
-    : listener_(listener), group_id_(options.group_id) {
+    : listener_(listener), group_id_(options.group_id), security_(options.properties) {
     for (const auto& [name, value] : options.properties)
         if (is_reserved_consumer_property(name))
             throw KafkaConfigError(
@@ -94,6 +94,7 @@ KafkaConsumer::KafkaConsumer(const ConsumerOptions& options, RebalanceListener& 
     for (const auto& [name, value] : options.properties)
         set_kafka_property(conf.get(), name, value);
     rd_kafka_conf_set_rebalance_cb(conf.get(), &KafkaConsumer::rebalance_trampoline);
+    rd_kafka_conf_set_error_cb(conf.get(), &KafkaConsumer::error_trampoline);
     if (options.on_statistics) {
         on_statistics_ = options.on_statistics;
         rd_kafka_conf_set_stats_cb(conf.get(), &KafkaConsumer::statistics_trampoline);
@@ -461,6 +462,25 @@ void KafkaConsumer::rebalance_trampoline(rd_kafka_t* rk, rd_kafka_resp_err_t err
     } catch (...) {
         // A C++ exception must not unwind through librdkafka's C frames.
         self->remember_failure(std::current_exception());
+    }
+}
+
+void KafkaConsumer::error_trampoline(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
+    auto* self = static_cast<KafkaConsumer*>(opaque);
+    const auto code = static_cast<rd_kafka_resp_err_t>(err);
+    const std::string_view why = reason != nullptr ? reason : rd_kafka_err2str(code);
+    try {
+        // No retry gets past it: poll() (or close()) throws it. librdkafka keeps
+        // reconnecting meanwhile and reports it again; the first one is kept.
+        if (auto failure = self->security_.failure(
+                code, why, "the consumer of group '" + self->group_id_ + "'")) {
+            self->remember_failure(std::make_exception_ptr(*failure));
+            return;
+        }
+        // What librdkafka logs itself when no error callback is set.
+        kafka_logger()->error("ERROR [{}] {}", rd_kafka_name(rk), why);
+    } catch (...) {
+        // Out of memory: nothing to do; a C++ exception must not unwind through librdkafka.
     }
 }
 

@@ -63,11 +63,14 @@ public:
     // (max_records 0 returns at once and serves nothing).
     // Also serves rebalance callbacks. Per-record consume errors that are not fatal
     // (partition EOF, transient broker errors) are logged and skipped; fatal ones throw
-    // KafkaError. If the listener throws (or librdkafka refuses an assignment change),
-    // the rebalance is still completed and poll() rethrows that exception; the consumer
-    // is then failed: records fetched in that call are dropped and every later poll()
-    // throws KafkaError, so the caller must close it and start over (no offset was
-    // committed past the dropped records, so they are redelivered).
+    // KafkaError. So does a failure of the security settings (SecuritySettings in
+    // kafka_error.hpp: the broker refused the SASL login, or its TLS certificate could not be
+    // verified), at the first poll() after librdkafka reported it, not retriable, and the
+    // consumer is then failed as below. If the listener throws (or librdkafka refuses an assignment
+    // change), the rebalance is still completed and poll() rethrows that exception; the consumer is
+    // then failed: records fetched in that call are dropped and every later poll() throws
+    // KafkaError, so the caller must close it and start over (no offset was committed past the
+    // dropped records, so they are redelivered).
     std::vector<Record> poll(std::size_t max_records, std::chrono::milliseconds timeout);
 
     // Once pause() returns, poll() returns no record of these partitions until
@@ -114,6 +117,9 @@ private:
     static void rebalance_trampoline(rd_kafka_t* rk, rd_kafka_resp_err_t err,
                                      rd_kafka_topic_partition_list_t* partitions, void* opaque);
     static int statistics_trampoline(rd_kafka_t* rk, char* json, std::size_t len, void* opaque);
+    // librdkafka's client errors (a broker connection failed, ...): served by
+    // rd_kafka_consumer_poll and rd_kafka_consumer_close, on the poll thread.
+    static void error_trampoline(rd_kafka_t* rk, int err, const char* reason, void* opaque);
     static void async_commit_done(rd_kafka_t* rk, rd_kafka_resp_err_t err,
                                   rd_kafka_topic_partition_list_t* offsets, void* opaque);
     // Runs inside rd_kafka_consumer_poll or rd_kafka_consumer_close (never inside
@@ -150,6 +156,7 @@ private:
 
     RebalanceListener& listener_;
     std::string group_id_;
+    SecuritySettings security_;
     std::function<void(std::string_view)> on_statistics_;
     // Destruction order: the queue and messages must be gone before the handle is
     // closed and destroyed, so handle_ is declared first (destroyed last).

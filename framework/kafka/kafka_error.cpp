@@ -22,8 +22,15 @@ std::string_view next_step(rd_kafka_resp_err_t code, bool retriable) {
             return "the group has rebalanced and these partitions belong to another member now: "
                    "abandon their in-flight work (the new owner redelivers it)";
         case RD_KAFKA_RESP_ERR__AUTHENTICATION:
-        case RD_KAFKA_RESP_ERR__SSL:
         case RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED:
+            return "the broker refused the SASL login: check sasl.username and sasl.password "
+                   "against the broker's users, and sasl.mechanisms against the mechanisms its "
+                   "listener enables (and security.protocol: SASL_PLAINTEXT or SASL_SSL); exo "
+                   "does not retry";
+        case RD_KAFKA_RESP_ERR__SSL:
+            return "the broker's TLS certificate could not be verified: ssl.ca.location must "
+                   "name the CA (PEM) that signed it, and the certificate must be for the host "
+                   "named in bootstrap.servers; exo does not retry";
         case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
         case RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED:
         case RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED:
@@ -60,7 +67,54 @@ bool looks_secret(std::string_view name) {
            name.find("sasl.oauthbearer.config") != std::string_view::npos;
 }
 
+// The settings a security failure's message names, in this order; never sasl.password.
+constexpr std::array kShownSettings = {"security.protocol", "sasl.mechanisms", "sasl.mechanism",
+                                       "sasl.username", "ssl.ca.location"};
+
+// librdkafka's words for a TLS failure of the certificate check (rdkafka_ssl.c, 2.0.2), as
+// opposed to TLS trouble on the way (a connection cut mid-handshake), which a retry gets past.
+constexpr std::array kCertificateFailures = {
+    "certificate verify failed", "verify broker certificate", "did not provide a certificate"};
+
+void mask_all(std::string& text, const std::string& secret) {
+    if (secret.empty()) return;
+    for (auto at = text.find(secret); at != std::string::npos; at = text.find(secret, at))
+        text.replace(at, secret.size(), "<hidden>");
+}
+
 }  // namespace
+
+SecuritySettings::SecuritySettings(const std::map<std::string, std::string>& properties) {
+    for (const char* name : kShownSettings) {
+        const auto it = properties.find(name);
+        if (it == properties.end()) continue;
+        if (!described_.empty()) described_ += ", ";
+        described_ += it->first + "=" + it->second;
+    }
+    if (described_.empty()) described_ = "security.protocol=plaintext (the default)";
+    if (const auto it = properties.find("sasl.password"); it != properties.end())
+        password_ = it->second;
+}
+
+std::optional<KafkaError> SecuritySettings::failure(rd_kafka_resp_err_t code,
+                                                    std::string_view reason,
+                                                    std::string_view client) const {
+    bool refused = code == RD_KAFKA_RESP_ERR__AUTHENTICATION ||
+                   code == RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED;
+    if (code == RD_KAFKA_RESP_ERR__SSL)
+        for (const char* words : kCertificateFailures)
+            refused = refused || reason.find(words) != std::string_view::npos;
+    if (!refused) return std::nullopt;
+    std::string doing = "connecting ";
+    doing += client;
+    doing += " with ";
+    doing += described_;
+    doing += " (";
+    doing += reason;
+    doing += ")";
+    mask_all(doing, password_);
+    return KafkaError(code, doing, false);
+}
 
 KafkaError::KafkaError(rd_kafka_resp_err_t code, const std::string& doing, bool retriable)
     : DependencyError(describe(code, doing, retriable)), code_(code), retriable_(retriable) {}

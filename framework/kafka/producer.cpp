@@ -24,7 +24,8 @@ std::string describe_target(const std::string& topic, int partition) {
 
 }  // namespace
 
-KafkaProducer::KafkaProducer(const ProducerOptions& options) : on_delivery_(options.on_delivery) {
+KafkaProducer::KafkaProducer(const ProducerOptions& options)
+    : security_(options.properties), on_delivery_(options.on_delivery) {
     if (options.properties.contains("enable.idempotence"))
         throw KafkaConfigError(
             "Kafka property 'enable.idempotence' cannot be set in the producer properties: exo "
@@ -37,6 +38,7 @@ KafkaProducer::KafkaProducer(const ProducerOptions& options) : on_delivery_(opti
         set_kafka_property(conf.get(), name, value);
     set_kafka_property(conf.get(), "enable.idempotence", "true");
     rd_kafka_conf_set_dr_msg_cb(conf.get(), &KafkaProducer::delivery_trampoline);
+    rd_kafka_conf_set_error_cb(conf.get(), &KafkaProducer::error_trampoline);
     rd_kafka_conf_set_opaque(conf.get(), this);
 
     char reason[512] = {0};
@@ -49,7 +51,13 @@ KafkaProducer::KafkaProducer(const ProducerOptions& options) : on_delivery_(opti
 
 KafkaProducer::~KafkaProducer() {
     rd_kafka_t* rk = handle_.get();
-    rd_kafka_flush(rk, 5000);
+    bool refused = false;
+    {
+        std::lock_guard lock(failure_mutex_);
+        refused = security_failure_.has_value();
+    }
+    // Refused by the broker: nothing can be delivered, so waiting is for nothing.
+    if (!refused) rd_kafka_flush(rk, 5000);
     if (const int left = rd_kafka_outq_len(rk); left > 0) {
         spdlog::warn(
             "Kafka producer: {} records or requests still undelivered after 5 s at shutdown; "
@@ -65,6 +73,7 @@ KafkaProducer::~KafkaProducer() {
 
 void KafkaProducer::produce(const OutgoingRecord& record, std::chrono::milliseconds timeout,
                             std::uint64_t tag) {
+    throw_if_security_failure();
     rd_kafka_t* rk = handle_.get();
     const int partition = record.partition.value_or(RD_KAFKA_PARTITION_UA);
     // The V_* macros do not parenthesize their arguments, so no expressions in them.
@@ -115,7 +124,17 @@ void KafkaProducer::produce(const OutgoingRecord& record, std::chrono::milliseco
 
 void KafkaProducer::flush(std::chrono::milliseconds timeout) {
     rd_kafka_t* rk = handle_.get();
-    const rd_kafka_resp_err_t err = rd_kafka_flush(rk, to_timeout_ms(timeout));
+    // In slices, so a security failure reported meanwhile ends the wait: without a
+    // connection nothing is delivered before message.timeout.ms.
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+    do {
+        throw_if_security_failure();
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        err = rd_kafka_flush(rk, std::clamp(to_timeout_ms(left), 0, 100));
+    } while (err == RD_KAFKA_RESP_ERR__TIMED_OUT && std::chrono::steady_clock::now() < deadline);
+    throw_if_security_failure();
     std::optional<DeliveryFailure> failure;
     {
         std::lock_guard lock(failure_mutex_);
@@ -138,6 +157,31 @@ void KafkaProducer::purge() {
     rd_kafka_poll(rk, 0);  // serve the purged records' delivery reports
     std::lock_guard lock(failure_mutex_);
     first_failure_.reset();
+}
+
+void KafkaProducer::throw_if_security_failure() {
+    std::lock_guard lock(failure_mutex_);
+    if (security_failure_) throw *security_failure_;
+}
+
+void KafkaProducer::error_trampoline(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
+    auto* self = static_cast<KafkaProducer*>(opaque);
+    const auto code = static_cast<rd_kafka_resp_err_t>(err);
+    const std::string_view why = reason != nullptr ? reason : rd_kafka_err2str(code);
+    try {
+        if (auto failure = self->security_.failure(code, why, "the producer")) {
+            std::lock_guard lock(self->failure_mutex_);
+            if (!self->security_failure_) {
+                spdlog::error("{}", failure->what());
+                self->security_failure_ = std::move(failure);
+            }
+            return;
+        }
+        // What librdkafka logs itself when no error callback is set.
+        kafka_logger()->error("ERROR [{}] {}", rd_kafka_name(rk), why);
+    } catch (...) {
+        // Out of memory: nothing to do; a C++ exception must not unwind through librdkafka.
+    }
 }
 
 void KafkaProducer::delivery_trampoline(rd_kafka_t*, const rd_kafka_message_t* message,

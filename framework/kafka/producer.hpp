@@ -46,6 +46,10 @@ public:
     KafkaProducer& operator=(const KafkaProducer&) = delete;
     ~KafkaProducer();  // flushes for up to 5 s, then drops what is left
 
+    // A failure of the security settings (SecuritySettings in kafka_error.hpp: the broker
+    // refused the SASL login, or its TLS certificate could not be verified) is sticky: once
+    // librdkafka reported it, produce() and flush() throw it (not retriable) at once.
+
     // Queues one record; throws KafkaError if librdkafka refuses it (queue full is
     // retried internally by polling until `timeout` passes).
     // `tag` is handed back to ProducerOptions::on_delivery with the record's report.
@@ -62,6 +66,9 @@ public:
 
 private:
     static void delivery_trampoline(rd_kafka_t*, const rd_kafka_message_t*, void* opaque);
+    // librdkafka's client errors, served by rd_kafka_poll/flush on a caller's thread.
+    static void error_trampoline(rd_kafka_t* rk, int err, const char* reason, void* opaque);
+    void throw_if_security_failure();
 
     struct DeliveryFailure {
         rd_kafka_resp_err_t code;
@@ -72,6 +79,8 @@ private:
     // the mutex and slot its delivery callback writes to still exist.
     std::mutex failure_mutex_;
     std::optional<DeliveryFailure> first_failure_;  // guarded by failure_mutex_
+    std::optional<KafkaError> security_failure_;    // guarded by failure_mutex_; never reset
+    SecuritySettings security_;
     DeliveryReport on_delivery_;
     KafkaHandle handle_;
 };

@@ -26,7 +26,8 @@ std::chrono::milliseconds left(Clock::time_point deadline) {
 }  // namespace
 
 TopicReader::TopicReader(const std::string& bootstrap_servers,
-                         const std::map<std::string, std::string>& properties) {
+                         const std::map<std::string, std::string>& properties)
+    : security_(properties) {
     KafkaConf conf(rd_kafka_conf_new());
     route_kafka_logs(conf.get());
     set_kafka_property(conf.get(), "bootstrap.servers", bootstrap_servers);
@@ -38,6 +39,8 @@ TopicReader::TopicReader(const std::string& bootstrap_servers,
     set_kafka_property(conf.get(), "enable.auto.commit", "false");
     set_kafka_property(conf.get(), "enable.auto.offset.store", "false");
     set_kafka_property(conf.get(), "enable.partition.eof", "false");
+    rd_kafka_conf_set_error_cb(conf.get(), &TopicReader::error_trampoline);
+    rd_kafka_conf_set_opaque(conf.get(), this);
     char reason[512] = {0};
     handle_.reset(rd_kafka_new(RD_KAFKA_CONSUMER, conf.get(), reason, sizeof reason));
     if (!handle_)
@@ -50,10 +53,42 @@ TopicReader::~TopicReader() {
     rd_kafka_consumer_close(handle_.get());
 }
 
+void TopicReader::error_trampoline(rd_kafka_t*, int err, const char* reason, void* opaque) {
+    auto* self = static_cast<TopicReader*>(opaque);
+    const auto code = static_cast<rd_kafka_resp_err_t>(err);
+    try {
+        if (self->security_failure_) return;
+        self->security_failure_ = self->security_.failure(
+            code, reason != nullptr ? reason : rd_kafka_err2str(code), "the reader");
+    } catch (...) {
+        // Out of memory: nothing to do; a C++ exception must not unwind through librdkafka.
+    }
+}
+
+void TopicReader::throw_if_security_failure() {
+    rd_kafka_poll(handle_.get(), 0);  // serves the error callback
+    if (security_failure_) throw *security_failure_;
+}
+
+void TopicReader::check(rd_kafka_resp_err_t code, const std::string& doing) {
+    if (code == RD_KAFKA_RESP_ERR_NO_ERROR) return;
+    throw_if_security_failure();
+    throw_if_kafka_error(code, doing);
+}
+
 int TopicReader::partition_count(const std::string& topic, std::chrono::milliseconds timeout) {
     const rd_kafka_metadata_t* raw = nullptr;
-    throw_if_kafka_error(rd_kafka_metadata(handle_.get(), 1, nullptr, &raw, to_timeout_ms(timeout)),
-                         "reading the metadata of topic '" + topic + "'");
+    // The first call of every read, so in slices: a security failure reported meanwhile
+    // ends the wait (librdkafka would wait out the timeout, retrying the login).
+    const auto deadline = Clock::now() + timeout;
+    rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+    do {
+        throw_if_security_failure();
+        err = rd_kafka_metadata(handle_.get(), 1, nullptr, &raw,
+                                std::clamp(to_timeout_ms(left(deadline)), 0, 500));
+    } while (err != RD_KAFKA_RESP_ERR_NO_ERROR && kafka_error_is_retriable(err) &&
+             Clock::now() < deadline);
+    check(err, "reading the metadata of topic '" + topic + "'");
     MetadataHandle metadata(raw);
     for (int i = 0; i < metadata->topic_cnt; ++i) {
         const auto& t = metadata->topics[i];
@@ -68,10 +103,10 @@ int TopicReader::partition_count(const std::string& topic, std::chrono::millisec
 TopicReader::Range TopicReader::range(const std::string& topic, int partition,
                                       std::chrono::milliseconds timeout) {
     std::int64_t low = 0, high = 0;
-    throw_if_kafka_error(rd_kafka_query_watermark_offsets(handle_.get(), topic.c_str(), partition,
-                                                          &low, &high, to_timeout_ms(timeout)),
-                         "reading where topic '" + topic + "' partition " +
-                             std::to_string(partition) + " starts and ends");
+    check(rd_kafka_query_watermark_offsets(handle_.get(), topic.c_str(), partition, &low, &high,
+                                           to_timeout_ms(timeout)),
+          "reading where topic '" + topic + "' partition " + std::to_string(partition) +
+              " starts and ends");
     return {partition, low, high};
 }
 
@@ -97,6 +132,7 @@ std::vector<Record> TopicReader::read(const std::string& topic, const std::vecto
     while (unfinished()) {
         if (Clock::now() >= deadline) {
             rd_kafka_assign(handle_.get(), nullptr);
+            throw_if_security_failure();
             throw KafkaError(RD_KAFKA_RESP_ERR__TIMED_OUT,
                              "reading topic '" + topic + "': not every record arrived within " +
                                  std::to_string(timeout.count()) + " ms; try again",

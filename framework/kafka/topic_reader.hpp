@@ -8,7 +8,9 @@
 // Lifecycle: one reader per command; every read assigns what it needs and
 // unassigns it again. Thread-safety: none.
 // Errors: every method throws KafkaError when Kafka cannot be reached, refuses,
-// or does not answer within the timeout (the message says which topic).
+// or does not answer within the timeout (the message says which topic); when
+// librdkafka reported a failure of the security settings meanwhile (SecuritySettings
+// in kafka_error.hpp), that failure instead, which says what to fix.
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -55,8 +57,15 @@ private:
     // Reads [from, end) of each range.
     std::vector<Record> read(const std::string& topic, const std::vector<Range>& ranges,
                              std::chrono::milliseconds timeout);
+    // throw_if_kafka_error, but a security failure reported meanwhile wins: it is the cause.
+    void check(rd_kafka_resp_err_t code, const std::string& doing);
+    void throw_if_security_failure();
+    // librdkafka's client errors, served by rd_kafka_poll in check() (this reader's thread).
+    static void error_trampoline(rd_kafka_t* rk, int err, const char* reason, void* opaque);
 
-    KafkaHandle handle_;
+    SecuritySettings security_;
+    std::optional<KafkaError> security_failure_;  // the first one librdkafka reported
+    KafkaHandle handle_;  // last: destroyed first, while what its callback writes exists
 };
 
 }  // namespace exo
