@@ -10,32 +10,33 @@
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 
-#include <atomic>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <thread>
 
 #include "apache_kafka.hpp"
+#include "broker_node.hpp"
 #include "child_process.hpp"
-#include "kafka/producer.hpp"
 #include "ledger.hpp"
 #include "operations_cli.hpp"
 #include "ops/replayed_record.hpp"
+#include "paced_producer.hpp"
 #include "pipeline_harness.hpp"
 #include "records.hpp"
 #include "support.hpp"
 #include "test_handlers.hpp"
 
 using namespace std::chrono_literals;
+using exo::testing::BrokerNode;
 using exo::testing::ChildProcess;
 using exo::testing::describe_group;
 using exo::testing::GroupState;
 using exo::testing::KafkaUnderTest;
+using exo::testing::PacedProducer;
 using exo::testing::payment;
 using exo::testing::PipelineHarness;
 using exo::testing::wait_until;
@@ -96,77 +97,6 @@ std::string joined(const std::vector<std::string>& lines) {
     for (const auto& line : lines) out += "\n  " + line;
     return out;
 }
-
-// Produces a workload's messages to the harness's topic in the background, about `per_second`
-// a second, up to the count release() allows: what the test does while the producer is under
-// way happens mid-stream. wait_produced() waits until every message released is acknowledged
-// and rethrows the producer's error. Destruction stops it where it is.
-class PacedProducer {
-public:
-    PacedProducer(const PipelineHarness& h, std::vector<exo::PaymentMessage> messages,
-                  int per_second)
-        : messages_(std::move(messages)),
-          thread_([this, topic = h.topic(), bootstrap = h.bootstrap(), per_second] {
-              try {
-                  run(bootstrap, topic, per_second);
-              } catch (...) {
-                  error_ = std::current_exception();
-                  failed_.store(true);  // publishes error_
-              }
-          }) {}
-    PacedProducer(const PacedProducer&) = delete;
-    PacedProducer& operator=(const PacedProducer&) = delete;
-    ~PacedProducer() {
-        stop_.store(true);
-        thread_.join();
-    }
-
-    // Lets the producer go on up to message `count` (of all, counted from the first).
-    void release(std::size_t count) { allowed_.store(std::min(count, messages_.size())); }
-    // Waits until every released message was produced and acknowledged.
-    void wait_produced() {
-        const auto want = allowed_.load();
-        wait_until(
-            "the producer to be acknowledged for " + std::to_string(want) + " messages", 60s,
-            [&] {
-                if (failed_.load()) std::rethrow_exception(error_);
-                return acknowledged_.load();
-            },
-            [&](std::size_t n) { return n >= want; });
-    }
-
-private:
-    void run(const std::string& bootstrap, const std::string& topic, int per_second) {
-        exo::KafkaProducer producer(exo::ProducerOptions{bootstrap, {}});
-        const auto step = std::chrono::milliseconds(20);
-        const std::size_t per_step = std::max<std::size_t>(1, per_second / 50);
-        std::size_t next = 0;
-        while (next < messages_.size() && !stop_.load()) {
-            const auto allowed = allowed_.load();
-            if (next >= allowed) {
-                producer.flush(30s);
-                acknowledged_.store(next);
-                std::this_thread::sleep_for(step);
-                continue;
-            }
-            for (std::size_t n = 0; n < per_step && next < allowed; ++n, ++next) {
-                const auto& m = messages_[next];
-                producer.produce({topic, m.partition, m.payment.account_id, m.payment.json(), {}});
-            }
-            std::this_thread::sleep_for(step);
-        }
-        producer.flush(30s);
-        acknowledged_.store(next);
-    }
-
-    const std::vector<exo::PaymentMessage> messages_;
-    std::atomic<std::size_t> allowed_{0};
-    std::atomic<std::size_t> acknowledged_{0};
-    std::atomic<bool> stop_{false};
-    std::exception_ptr error_;  // written once, before failed_ is set
-    std::atomic<bool> failed_{false};
-    std::thread thread_;  // last: started once the members above exist
-};
 
 // Kafka's own producer, transactional: reads "TXN \t c|a \t PARTITION|- \t KEY \t VALUE" lines
 // and sends each transaction's records, then commits (c) or aborts (a) it. librdkafka 2.0.2's
@@ -246,47 +176,6 @@ void produce_transactions(const PipelineHarness& h, const std::vector<std::strin
     REQUIRE_MESSAGE(java.has_value(), "the Java producer still runs after 180 s");
     REQUIRE_MESSAGE(java->exit_code == 0, "the Java producer failed: " << java->output);
 }
-
-// One node of the broker scripts/kafka.sh started (EXO_KAFKA_DIR, the real-kafka part's own, or
-// a case's): kill() crashes it (kill -9, data kept), start() brings it back on the same ports
-// and returns once it answers. A node still down when this is destroyed is started again, so a
-// failing case leaves the part's broker up for the next one.
-class BrokerNode {
-public:
-    // `log_prefix`: where kafka.sh's output goes, + "-kill-node-N.log" or "-start-node-N.log".
-    BrokerNode(std::string dir, int node, std::string log_prefix)
-        : dir_(std::move(dir)), node_(node), log_prefix_(std::move(log_prefix)) {}
-    BrokerNode(const BrokerNode&) = delete;
-    BrokerNode& operator=(const BrokerNode&) = delete;
-    ~BrokerNode() {
-        if (down_) static_cast<void>(script("start-node"));
-    }
-
-    void kill() {
-        const auto done = script("kill-node");
-        REQUIRE_MESSAGE(done.has_value(), "kafka.sh kill-node still runs after 180 s");
-        REQUIRE_MESSAGE(done->exit_code == 0, "kafka.sh kill-node failed: " << done->output);
-        down_ = true;
-    }
-    void start() {
-        const auto done = script("start-node");
-        REQUIRE_MESSAGE(done.has_value(), "kafka.sh start-node still runs after 180 s");
-        REQUIRE_MESSAGE(done->exit_code == 0, "kafka.sh start-node failed: " << done->output);
-        down_ = false;
-    }
-
-private:
-    std::optional<exo::testing::FinishedChild> script(const std::string& command) const {
-        return exo::testing::run_to_end(
-            exo::testing::required_env("EXO_KAFKA_SCRIPT"), {command, dir_, std::to_string(node_)},
-            {}, log_prefix_ + "-" + command + "-" + std::to_string(node_) + ".log", 180s);
-    }
-
-    const std::string dir_;
-    const int node_;
-    const std::string log_prefix_;
-    bool down_ = false;
-};
 
 // A Kafka cluster of the case's own (scripts/kafka.sh start DIR --nodes N, the script of the
 // real-kafka part's broker), for what that one-node broker cannot show; stopped, and DIR
