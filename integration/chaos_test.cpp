@@ -11,22 +11,15 @@
 // the interleaving is not (the victim order is seeded).
 #include <doctest/doctest.h>
 
-#include <fstream>
 #include <map>
-#include <memory>
-#include <nlohmann/json.hpp>
 #include <random>
-#include <set>
+#include <thread>
 
-#include "child_process.hpp"
-#include "ledger.hpp"
+#include "chaos.hpp"
 #include "pipeline_harness.hpp"
-#include "records.hpp"
-#include "redis/redis_connection.hpp"
 #include "support.hpp"
 
 using namespace std::chrono_literals;
-using exo::testing::ChildProcess;
 using exo::testing::PipelineHarness;
 
 namespace {
@@ -54,19 +47,8 @@ void run_chaos(const ChaosRun& run) {
                        .concurrency = run.concurrency});
     auto workload = exo::generate_payments(
         {.count = 6000, .accounts = 100, .duplicate_ratio = 0.1, .partitions = 6, .seed = 99});
-    const std::string applied = exo::handlers::kDefaultAppliedTopic;
-    auto config_file = "/tmp/" + h.schema() + ".yaml";
-    std::ofstream(config_file) << h.config_yaml();
 
-    int launches = 0;
-    auto launch = [&](const std::map<std::string, std::string>& env = {}) {
-        return std::make_unique<ChildProcess>(
-            exo::testing::exo_binary(), std::vector<std::string>{"run", "--config", config_file},
-            env, "/tmp/" + h.schema() + "-" + std::to_string(launches++) + ".log");
-    };
-    std::vector<std::unique_ptr<ChildProcess>> daemons;
-    daemons.reserve(3);
-    for (int i = 0; i < 3; ++i) daemons.push_back(launch());
+    exo::testing::DaemonFleet daemons(h, 3);
 
     // The producer: the workload in 12 chunks over about 6 s.
     std::thread producer([&] {
@@ -87,13 +69,9 @@ void run_chaos(const ChaosRun& run) {
     for (int round = 0; round < 6; ++round) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1250 + rng() % 1000));
         auto victim = rng() % daemons.size();
-        daemons[victim]->signal(SIGKILL);
-        REQUIRE(daemons[victim]->wait(10s).has_value());
+        daemons.kill(victim);
         ++kills;
-        if (round == 2) {
-            exo::RedisConnection redis(exo::testing::redis_options());
-            REQUIRE(redis.command({"FLUSHALL"}).type != exo::RedisReply::Type::error);
-        }
+        if (round == 2) exo::testing::flush_redis();
         // While the producer still writes, so batches are cut and others meet it down.
         if (round == 1 && run.restart_postgres) {
             exo::testing::services("postgres-stop");
@@ -103,21 +81,17 @@ void run_chaos(const ChaosRun& run) {
         // One replacement dies exactly in the window between commit and complete.
         std::map<std::string, std::string> env;
         if (round == 1) env["EXO_FAILPOINTS"] = "after_pg_commit=kill@2";
-        daemons[victim] = launch(env);
+        daemons.launch(victim, env);
     }
     producer.join();
 
     // The failpoint victim may be dead: make sure three daemons finish the job.
-    for (auto& d : daemons)
-        if (d->wait(0ms).has_value()) d = launch();
+    for (std::size_t i = 0; i < daemons.size(); ++i)
+        if (daemons.ended(i)) daemons.launch(i);
     bool consumed = h.wait_until_consumed(120s);
     const auto pending = [&] { return h.count("SELECT count(*) FROM exo_outbox_pending"); };
     const bool published = exo::testing::eventually([&] { return pending() == 0; }, 60s);
-    for (auto& d : daemons) d->signal(SIGTERM);
-    for (auto& d : daemons) {
-        auto status = d->wait(30s);
-        CHECK(status.has_value());
-    }
+    daemons.terminate();
     CHECK(kills == 6);
     REQUIRE(consumed);
     h.check_exactly_once(workload);
@@ -126,25 +100,12 @@ void run_chaos(const ChaosRun& run) {
     // killed mid-round re-publishes, so Kafka may hold some twice, with the
     // same exo-outbox-id), and per account in sequence order.
     CHECK(published);
-    CHECK(h.count("SELECT count(*) FROM exo_outbox") ==
-          static_cast<std::int64_t>(workload.unique_events));
-    std::int64_t in_kafka = 0;
-    for (int p = 0; p < 2; ++p) in_kafka += exo::testing::partition_end(h.bootstrap(), applied, p);
-    CHECK(in_kafka >= static_cast<std::int64_t>(workload.unique_events));
-    auto records =
-        exo::testing::read_topic(h.bootstrap(), applied, static_cast<std::size_t>(in_kafka));
-    std::set<std::string> ids;
-    std::map<std::string, std::int64_t> last_sequence;
-    bool in_order = true;
-    for (const auto& r : records) {
-        if (!ids.insert(exo::testing::header(r, "exo-outbox-id")).second) continue;
-        const auto doc = nlohmann::json::parse(r.value);
-        auto& last = last_sequence[doc.at("accountId").get<std::string>()];
-        in_order = in_order && doc.at("sequenceId").get<std::int64_t>() == last + 1;
-        last = doc.at("sequenceId").get<std::int64_t>();
-    }
-    CHECK(ids.size() == workload.unique_events);
-    CHECK(in_order);
+    const auto outbox = exo::testing::outbox_figures(h);
+    const auto unique = static_cast<std::int64_t>(workload.unique_events);
+    CHECK(outbox.rows == unique);
+    CHECK(outbox.in_kafka >= unique);
+    CHECK(outbox.distinct_ids == unique);
+    CHECK(outbox.in_order);
 }
 
 }  // namespace
