@@ -135,6 +135,36 @@ int partition_leader(const std::string& bootstrap, const std::string& topic, int
                              std::to_string(partition) + "]");
 }
 
+int group_coordinator(const std::string& bootstrap, const std::string& group) {
+    const KafkaHandle rk = admin_client(bootstrap);
+    const QueueHandle queue(rd_kafka_queue_new(rk.get()));
+    const char* groups[] = {group.c_str()};
+    rd_kafka_DescribeConsumerGroups(rk.get(), groups, 1, nullptr, queue.get());
+    const EventHandle event(rd_kafka_queue_poll(queue.get(), 10000));
+    if (!event || rd_kafka_event_error(event.get()) != RD_KAFKA_RESP_ERR_NO_ERROR) return -1;
+    const auto* result = rd_kafka_event_DescribeConsumerGroups_result(event.get());
+    std::size_t count = 0;
+    const auto* const* described = rd_kafka_DescribeConsumerGroups_result_groups(result, &count);
+    if (count != 1 || rd_kafka_ConsumerGroupDescription_error(described[0]) != nullptr) return -1;
+    const auto* node = rd_kafka_ConsumerGroupDescription_coordinator(described[0]);
+    return node != nullptr ? rd_kafka_Node_id(node) : -1;
+}
+
+int under_replicated_partitions(const std::string& bootstrap) {
+    const KafkaHandle rk = admin_client(bootstrap);
+    const rd_kafka_metadata_t* raw = nullptr;
+    if (rd_kafka_metadata(rk.get(), 1, nullptr, &raw, 10000) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        return -1;
+    const MetadataHandle md(raw);
+    int under = 0;
+    for (int i = 0; i < md->topic_cnt; ++i)
+        for (int p = 0; p < md->topics[i].partition_cnt; ++p) {
+            const auto& partition = md->topics[i].partitions[p];
+            if (partition.isr_cnt < partition.replica_cnt) ++under;
+        }
+    return under;
+}
+
 GroupState describe_group(const std::string& bootstrap, const std::string& group) {
     const KafkaHandle rk = admin_client(bootstrap);
     const rd_kafka_group_list* raw = nullptr;

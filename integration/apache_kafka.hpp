@@ -26,6 +26,16 @@ void create_topics(const std::string& bootstrap,
 // metadata cannot be read or does not list the partition.
 int partition_leader(const std::string& bootstrap, const std::string& topic, int partition);
 
+// The node id of `group`'s coordinator (DescribeConsumerGroups); -1 while the cluster cannot
+// tell (the group unknown yet, its coordinator moving, no answer in 10 s).
+int group_coordinator(const std::string& bootstrap, const std::string& group);
+
+// How many partitions of the cluster's topics (the internal ones too) have fewer in-sync
+// replicas than replicas, as the metadata of `bootstrap` says; -1 when the metadata cannot be
+// read. 0 on a three-node cluster: any one node may be killed without a partition falling
+// below min.insync.replicas 2.
+int under_replicated_partitions(const std::string& bootstrap);
+
 // A consumer group as its coordinator describes it: its state ("Stable", "PreparingRebalance",
 // "CompletingRebalance", "Empty", "Dead"; "" while the broker cannot tell) and its members.
 struct GroupState {

@@ -42,6 +42,8 @@ public:
 
     // Lets the producer go on up to message `count` (of all, counted from the first).
     void release(std::size_t count) { allowed_.store(std::min(count, messages_.size())); }
+    // How many messages it has handed to librdkafka so far (not yet acknowledged, maybe).
+    std::size_t sent() const { return sent_.load(); }
     // Waits until every released message was produced and acknowledged.
     void wait_produced() {
         const auto want = allowed_.load();
@@ -73,6 +75,7 @@ private:
                 const auto& m = messages_[next];
                 producer.produce({topic, m.partition, m.payment.account_id, m.payment.json(), {}});
             }
+            sent_.store(next);
             std::this_thread::sleep_for(step);
         }
         producer.flush(std::chrono::seconds(30));
@@ -81,6 +84,7 @@ private:
 
     const std::vector<exo::PaymentMessage> messages_;
     std::atomic<std::size_t> allowed_{0};
+    std::atomic<std::size_t> sent_{0};
     std::atomic<std::size_t> acknowledged_{0};
     std::atomic<bool> stop_{false};
     std::exception_ptr error_;  // written once, before failed_ is set
