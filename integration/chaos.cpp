@@ -48,6 +48,22 @@ void flush_redis() {
     REQUIRE(redis.command({"FLUSHALL"}).type != RedisReply::Type::error);
 }
 
+PaymentWorkload first_messages(const PaymentWorkload& workload, std::size_t count) {
+    PaymentWorkload out;
+    std::set<std::string> unique;
+    for (const auto& m : workload.messages) {
+        if (out.messages.size() == count) break;
+        out.messages.push_back(m);
+        if (m.duplicate) {
+            ++out.duplicates;
+        } else if (unique.insert(m.payment.event_id).second) {
+            out.expected_balances[m.payment.account_id] += m.payment.signed_amount();
+        }
+    }
+    out.unique_events = unique.size();
+    return out;
+}
+
 ExactlyOnceFigures exactly_once_figures(const PipelineHarness& h, const PaymentWorkload& workload) {
     pqxx::connection c(h.postgres_uri());
     pqxx::nontransaction tx(c);

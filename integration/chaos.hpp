@@ -49,6 +49,10 @@ private:
 // FLUSHALL on the tests' Redis: every claim forgotten at once.
 void flush_redis();
 
+// The workload of the first `count` messages of `workload` (all of it if it has fewer): what
+// a producer stopped there wrote, and its exactly-once result.
+PaymentWorkload first_messages(const PaymentWorkload& workload, std::size_t count);
+
 // What became of a workload's payments: `lost` have no ledger entry, `doubled` counts the
 // entries beyond one a payment (and APPLIED rows beyond one an idempotency key), and
 // `wrong_balances` the accounts whose balance is not the workload's.

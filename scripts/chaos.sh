@@ -5,9 +5,9 @@
 #
 #   scripts/chaos.sh [--kafka mock|apache] [--minutes M] [--seed S] [--rate N]
 #
-# Three `exo run` daemons consume a 6-partition topic while a producer writes about N payments
-# a second (default 50; a tenth of them duplicates) for M minutes (default 10; a decimal is
-# fine); meanwhile, one at a time on a schedule seeded by S (default: the time), a daemon is
+# Three `exo run` daemons consume a 6-partition topic while a producer writes N payments a
+# second at the most (default 30; a tenth of them duplicates; a loaded machine sends fewer) for
+# M minutes (default 10; a decimal is fine); meanwhile, one at a time on a schedule seeded by S (default: the time), a daemon is
 # killed -9 and restarted, a daemon restarted to die between its PostgreSQL commit and its Redis
 # completion (EXO_FAILPOINTS), Redis flushed, Redis restarted empty, PostgreSQL crashed and
 # restarted, and a Kafka node killed -9 and restarted (a random one, a partition's leader or the
@@ -32,7 +32,7 @@ BIN="$EXO_BUILD_DIR/exo_integration_tests"
 KAFKA=mock
 MINUTES=10
 SEED="$(date +%s)"
-RATE=50
+RATE=30
 
 note() { printf '[chaos] %s\n' "$*"; }
 usage() {
@@ -112,7 +112,7 @@ if [[ "$KAFKA" == apache ]]; then
 else
     export EXO_KAFKA_KIND=mock
 fi
-note "services up ($((SECONDS - started)) s); $MINUTES min of chaos on the $KAFKA Kafka, seed $SEED, about $RATE payments/s"
+note "services up ($((SECONDS - started)) s); $MINUTES min of chaos on the $KAFKA Kafka, seed $SEED, at most $RATE payments/s"
 
 export EXO_CHAOS_SECONDS="$SECONDS_WANTED" EXO_CHAOS_SEED="$SEED" EXO_CHAOS_RATE="$RATE"
 export EXO_CHAOS_SUMMARY="$SUMMARY" EXO_BINARY="${EXO_BINARY:-$EXO_BUILD_DIR/exo}"
