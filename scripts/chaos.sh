@@ -7,8 +7,8 @@
 #
 # Three `exo run` daemons consume a 6-partition topic while a producer writes N payments a
 # second at the most (default 30; a tenth of them duplicates; a loaded machine sends fewer) for
-# M minutes (default 10; a decimal is fine); meanwhile, one at a time on a schedule seeded by S (default: the time), a daemon is
-# killed -9 and restarted, a daemon restarted to die between its PostgreSQL commit and its Redis
+# M minutes (default 10; a decimal is fine); meanwhile, one at a time on a schedule seeded by S
+# (default: the time), a daemon is killed -9 and restarted, a daemon restarted to die between its PostgreSQL commit and its Redis
 # completion (EXO_FAILPOINTS), Redis flushed, Redis restarted empty, PostgreSQL crashed and
 # restarted, and a Kafka node killed -9 and restarted (a random one, a partition's leader or the
 # group's coordinator; only while every partition has its three replicas in sync). --kafka mock
@@ -123,9 +123,10 @@ rc=0
 timeout -k 10 $((SECONDS_WANTED + 1200)) "$BIN" --no-skip --test-suite=chaos-long \
     >"$RUN_LOG" 2>&1 &
 CASE_PID="$!"
-# The case's story as it happens; `wait` (not a pipeline in the foreground) lets a signal reach
-# on_exit at once.
-tail -n +1 -f --pid="$CASE_PID" "$RUN_LOG" | grep --line-buffered '^\[chaos' &
+# The case's story as it happens (its figures' line comes last, from the summary file); `wait`
+# (not a pipeline in the foreground) lets a signal reach on_exit at once.
+tail -n +1 -f --pid="$CASE_PID" "$RUN_LOG" |
+    awk '/^\[chaos/ && !/\] chaos figures: / { print; fflush() }' &
 follower="$!"
 wait "$CASE_PID" || rc=$?
 CASE_PID=""
