@@ -7,11 +7,14 @@
 // check (targets missed are reported as FAIL lines, not in the status); 1 when
 // a scenario failed or a check did not pass; 2 for bad usage or a setup error.
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <thread>
 
 #include "bench_options.hpp"
 #include "bench_world.hpp"
@@ -22,7 +25,9 @@
 #include "inbox_peer_scenario.hpp"
 #include "keyed_scenario.hpp"
 #include "metrics_scraper.hpp"
+#include "paced_producer.hpp"
 #include "pipeline_scenario.hpp"
+#include "plain_consumer.hpp"
 #include "postgres_bare.hpp"
 #include "report.hpp"
 
@@ -39,9 +44,15 @@ constexpr const char* kNoRedisConfig[] = {"claim.store=postgres", "redis=~", "cl
 void progress(const ScenarioResult& r, int run, int runs) {
     if (!std::isnan(r.offered_rate))
         std::cerr << fmt::format(
-            "[bench] run {}/{} {}: {} records at {:.0f}/s offered, p99 commit "
-            "latency {:.1f} ms{}\n",
-            run, runs, r.name, r.records, r.offered_rate, percentile(r.commit_latency_ms, 99),
+            "[bench] run {}/{} {}: {} records at {:.0f}/s offered, produce -> {} p50/p99 "
+            "{:.1f}/{:.1f} ms{}{}\n",
+            run, runs, r.name, r.records, r.offered_rate, r.handler_point,
+            percentile(r.handler_latency_ms, 50), percentile(r.handler_latency_ms, 99),
+            r.commit_latency_ms.empty()
+                ? ""
+                : fmt::format(", produce -> commit p50/p99 {:.1f}/{:.1f} ms",
+                              percentile(r.commit_latency_ms, 50),
+                              percentile(r.commit_latency_ms, 99)),
             r.failure.empty() ? "" : " FAILED: " + r.failure);
     else
         std::cerr << fmt::format(
@@ -196,6 +207,83 @@ private:
         }
     }
 
+    // The steady-rate latency runs: per rate one stream, produced at that rate while exo with
+    // its defaults (exo-steady-R) and the plain librdkafka consumer (plain-steady-R, the same
+    // consumer properties, its own group) consume it at once. Producing starts when both
+    // have their partitions; the producer's first --steady-warm-up-s seconds are left out.
+    void steady(BenchWorld& world, int run) {
+        const bool exo = o_.wants("exo-steady"), plain = o_.wants("plain-steady");
+        if (!exo && !plain) return;
+        for (double rate : o_.steady_rates) {
+            const auto tag = fmt::format("{:.0f}", rate);
+            const int count =
+                std::max(1000, static_cast<int>(rate * (o_.steady_warm_up_s + o_.steady_seconds)));
+            auto w = world.make_workload("steady" + tag, count);
+            std::optional<PlainConsumer> beside;
+            if (plain)
+                beside.emplace(world.bootstrap(),
+                               fmt::format("bench_{}_r{}_plain_{}", ::getpid(), run, tag), w.topic,
+                               world.consumer_properties());
+            double produced_rate = kNotMeasured;
+            if (exo) {
+                pipeline(
+                    world, run, "exo-steady-" + tag, w, [](Config&) {}, rate,
+                    [&](PipelineScenario& s) {
+                        s.warm_up_seconds = o_.steady_warm_up_s;
+                        if (beside) s.beside = &*beside;
+                    });
+                produced_rate = results_.find("exo-steady-" + tag)->back().produced_rate;
+            }
+            if (beside) record(plain_result(world, *beside, w, rate, produced_rate, exo), run);
+        }
+    }
+
+    // plain-steady-R's result once exo's run is over (or, alone, after producing `w` itself).
+    ScenarioResult plain_result(BenchWorld& world, PlainConsumer& plain, const TopicWorkload& w,
+                                double rate, double produced_rate, bool exo_produced) {
+        ScenarioResult r;
+        r.name = fmt::format("plain-steady-{:.0f}", rate);
+        r.records = w.size();
+        r.offered_rate = rate;
+        r.warm_up_s = o_.steady_warm_up_s;
+        r.handler_point = "poll return";
+        auto deadline = std::chrono::steady_clock::now() + o_.timeout;
+        auto wait = [&](const std::function<bool()>& done) {
+            while (!done() && !plain.failed() && std::chrono::steady_clock::now() < deadline)
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        };
+        if (!exo_produced) {
+            wait([&] { return plain.ready(); });
+            if (plain.ready())
+                produced_rate = produce_paced(world.bootstrap(), w, rate).achieved_rate;
+        }
+        r.produced_rate = produced_rate;
+        if (!(produced_rate > 0)) {
+            r.failure =
+                "nothing was produced (exo-steady failed before producing, or the plain "
+                "consumer got no partitions)";
+            return r;
+        }
+        wait([&] { return plain.received() >= w.size(); });
+        plain.stop();
+        if (plain.failed()) {
+            r.failure = "the plain consumer failed: " + plain.error();
+            return r;
+        }
+        if (plain.received() < w.size()) {
+            r.failure = fmt::format("timed out after {} s: the plain consumer received {} of {}",
+                                    o_.timeout.count(), plain.received(), w.size());
+            return r;
+        }
+        std::int64_t first_us = INT64_MAX;
+        for (const auto& [produced_us, ms] : plain.samples())
+            first_us = std::min(first_us, produced_us);
+        const auto warm_up_end_us = first_us + static_cast<std::int64_t>(o_.steady_warm_up_s * 1e6);
+        for (const auto& [produced_us, ms] : plain.samples())
+            if (produced_us >= warm_up_end_us) r.handler_latency_ms.push_back(ms);
+        return r;
+    }
+
     void run_once(int run) {
         BenchWorld world(o_, run);
         std::optional<TopicWorkload> main, baseline;
@@ -290,6 +378,7 @@ private:
                 c.pipeline.linger = std::chrono::milliseconds(0);
             });
         keyed(world, run);
+        steady(world, run);
         bare(world, run, *main, "postgres-bare", BareMode::per_record);
         // The limit of exo-default's SQL shape: the framework's statements and
         // the batch ledger's set-based per transaction (docs/design.md 4.1).
@@ -340,6 +429,31 @@ void print_header(const BenchOptions& o) {
         "exo_bench records={} accounts={} partitions={} duplicate_ratio={} runs={} "
         "baseline_records={}\n",
         o.records, o.accounts, o.partitions, o.duplicate_ratio, o.runs, o.baseline_records);
+    std::string props;
+    for (const auto& [k, v] : o.kafka_properties) props += fmt::format(" {}={}", k, v);
+    std::cout << fmt::format(
+        "kafka: {}; consumer properties: {}{}\n",
+        o.bootstrap.empty()
+            ? std::string("the in-process mock cluster (librdkafka's rdkafka_mock)")
+            : fmt::format("{} at {} (topics created per run, deleted after it){}",
+                          o.kafka_label.empty() ? "a real cluster" : o.kafka_label, o.bootstrap,
+                          o.broker_pid > 0 ? fmt::format(", broker pid {}", o.broker_pid) : ""),
+        o.bootstrap.empty() ? "session.timeout.ms=6000 heartbeat.interval.ms=1000 "
+                              "fetch.wait.max.ms=20"
+                            : "librdkafka's defaults",
+        props.empty() ? "" : "; --kafka-property" + props);
+    if (o.wants("exo-steady") || o.wants("plain-steady"))
+        std::cout << fmt::format(
+            "steady: at each of {} records/s, {} s produced (librdkafka linger.ms 5), the first "
+            "{} s left out; exo-steady-R (exo's defaults, the timed ledger) and plain-steady-R "
+            "(librdkafka subscribe + poll, no processing, its own group) consume the same topic "
+            "at once; latency from the record's CreateTime (ms resolution)\n",
+            [&] {
+                std::string r;
+                for (double x : o.steady_rates) r += (r.empty() ? "" : ",") + grouped(x);
+                return r;
+            }(),
+            o.steady_warm_up_s + o.steady_seconds, o.steady_warm_up_s);
     std::cout << fmt::format(
         "exo-default config: workers={} batch_size={} linger_ms={} commit_interval_ms={} "
         "max_queued_per_partition={} (config.hpp defaults{}); binding: ledger, key /eventId, "

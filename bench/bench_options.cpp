@@ -9,11 +9,20 @@ namespace exo::bench {
 namespace {
 
 constexpr const char* kUsage = R"(usage: exo_bench [options]
-Runs the exo pipeline against an in-process mock Kafka cluster and the given Redis and
-PostgreSQL, next to the hand-written inbox consumer (bench/inbox_peer) and the bare
-PostgreSQL limit; prints one line per figure (medians of --runs), PASS/FAIL against the
-targets in docs/performance.md, and a Markdown summary table.
+Runs the exo pipeline against an in-process mock Kafka cluster (or the real one of
+--bootstrap) and the given Redis and PostgreSQL, next to the hand-written inbox consumer
+(bench/inbox_peer) and the bare PostgreSQL limit; prints one line per figure (medians of
+--runs), PASS/FAIL against the targets in docs/performance.md, and a Markdown summary table.
 
+  --bootstrap HOST:PORT  a real Kafka cluster instead of the in-process mock (scripts/bench.sh
+                         --kafka apache starts one); topics are created per run (unique
+                         names) and deleted after it; consumers run with librdkafka's
+                         defaults there (on the mock: session.timeout.ms 6000,
+                         heartbeat.interval.ms 1000, fetch.wait.max.ms 20)
+  --kafka-label TEXT     how the report names that cluster (default: its bootstrap)
+  --broker-pid PID       the real broker's process: its CPU is reported per scenario
+  --kafka-property K=V   a librdkafka consumer property for every consumer of the run (exo's
+                         and the plain consumer's), over the defaults above (repeatable)
   --records N            messages in the main workload, duplicates included (200000)
   --accounts N           accounts (sequence entities) (10000)
   --partitions N         partitions of the benchmark topic (32)
@@ -32,6 +41,10 @@ targets in docs/performance.md, and a Markdown summary table.
                          exo-per-record-sql, per-record, postgres-bare. Only by name:
                          inbox-peer-paced (the peer at exo-paced's rate; see
                          docs/performance.md for what the mock cluster does to it),
+                         steady (or exo-steady, plain-steady: one side only):
+                         latency at each --steady-rates rate, exo (defaults) and a plain
+                         librdkafka group consumer (subscribe + poll, no processing, the
+                         same consumer properties) on one stream at once;
                          exo-flaky-named, exo-flaky-unnamed (0.5% of records fail once, named
                          by index or not); postgres-bare-savepoints, proto-set-framework,
                          proto-set-all (or --prototypes); an --extra name (exo[SPEC]);
@@ -58,6 +71,12 @@ targets in docs/performance.md, and a Markdown summary table.
   --paced-rate R         records/s of that run (default: half of exo-default's median)
   --latency-csv FILE     write exo-paced's per-event trace (run, seconds after the first
                          produce, produce->commit ms) to FILE
+  --steady-rates R[,R]   records/s of the steady runs (5000,20000): exo-steady-R reports
+                         produce -> handler start (in its transaction) and produce ->
+                         PostgreSQL commit, plain-steady-R produce -> poll return
+  --steady-seconds S     measured seconds of each steady run, after the warm-up (10)
+  --steady-warm-up-s S   the producer's first seconds, produced but left out of the
+                         steady runs' percentiles (2)
   --log-level LEVEL      the daemon's log level (warn)
   --timeout-s S          per scenario (300)
   --seed N               workload seed (42)
@@ -168,9 +187,12 @@ bool BenchOptions::wants(const std::string& scenario) const {
     auto in = [&scenario](const auto& names) {
         return std::find(std::begin(names), std::end(names), scenario) != std::end(names);
     };
+    auto named = [this](const char* name) {
+        return std::find(only.begin(), only.end(), name) != only.end();
+    };
     if (!only.empty())
-        return in(only) || (scenario.rfind("keyed-", 0) == 0 &&
-                            std::find(only.begin(), only.end(), "keyed") != only.end());
+        return in(only) || (scenario.rfind("keyed-", 0) == 0 && named("keyed")) ||
+               ((scenario == "exo-steady" || scenario == "plain-steady") && named("steady"));
     if (scenario.rfind("proto-", 0) == 0 || scenario == "postgres-bare-savepoints")
         return prototypes;
     if (scenario.rfind("exo[", 0) == 0) return true;  // an --extra
@@ -229,6 +251,25 @@ std::optional<BenchOptions> parse_bench_options(int argc, char** argv) {
             o.paced_rate = to_double(flag, v, 1, 1e7);
         else if (flag == "--latency-csv")
             o.latency_csv = v;
+        else if (flag == "--bootstrap")
+            o.bootstrap = v;
+        else if (flag == "--kafka-label")
+            o.kafka_label = v;
+        else if (flag == "--broker-pid")
+            o.broker_pid = to_int(flag, v, 0);
+        else if (flag == "--kafka-property") {
+            auto eq = v.find('=');
+            if (eq == std::string::npos || eq == 0)
+                throw std::invalid_argument("--kafka-property wants K=V, not '" + v + "'");
+            o.kafka_properties.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+        } else if (flag == "--steady-rates") {
+            o.steady_rates.clear();
+            for (auto& r : split(v, ',')) o.steady_rates.push_back(to_double(flag, r, 1, 1e7));
+            if (o.steady_rates.empty()) throw std::invalid_argument("--steady-rates wants a rate");
+        } else if (flag == "--steady-seconds")
+            o.steady_seconds = to_int(flag, v, 1);
+        else if (flag == "--steady-warm-up-s")
+            o.steady_warm_up_s = to_double(flag, v, 0, 600);
         else if (flag == "--log-level")
             o.log_level = v;
         else if (flag == "--timeout-s")

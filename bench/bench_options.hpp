@@ -5,6 +5,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config_overrides.hpp"
@@ -41,6 +42,14 @@ inline constexpr const char* kAllScenarios[] = {"exo-record-handler", "exo-per-r
                                                 "per-record", "postgres-bare"};
 
 struct BenchOptions {
+    // Kafka: empty, the in-process mock cluster; else a real cluster's bootstrap servers
+    // (scripts/bench.sh --kafka apache), whose topics exo_bench creates and deletes.
+    std::string bootstrap;
+    std::string kafka_label;  // how the report names that cluster ("Apache Kafka 3.9.1")
+    int broker_pid = 0;       // > 0: the real broker's process, its CPU reported per scenario
+    // librdkafka consumer properties set for every consumer of the run (exo's and the plain
+    // consumer's), over the mock's recommended ones; repeatable --kafka-property K=V.
+    std::vector<std::pair<std::string, std::string>> kafka_properties;
     int records = 200000;                   // messages of the main workload, duplicates included
     int accounts = 10000;                   // distinct sequence entities
     int partitions = 32;                    // of the benchmark topic
@@ -58,8 +67,13 @@ struct BenchOptions {
     int paced_seconds = 10;                 // length of the exo-paced run; 0: skip it
     std::optional<double> paced_rate;       // records/s; unset: 50% of exo-default's median
     std::string latency_csv;                // exo-paced's produce->commit trace, if set
-    std::string log_level = "warn";         // the daemon's spdlog level
-    std::chrono::seconds timeout{300};      // per scenario, from start to last commit
+    // The steady-rate latency runs (steady: exo-steady-R and plain-steady-R side by side on
+    // one stream, per rate R): produced at each rate for warm-up + seconds.
+    std::vector<double> steady_rates{5000, 20000};
+    int steady_seconds = 10;            // measured, after the warm-up
+    double steady_warm_up_s = 2;        // the producer's first seconds, left out of the percentiles
+    std::string log_level = "warn";     // the daemon's spdlog level
+    std::chrono::seconds timeout{300};  // per scenario, from start to last commit
     std::uint64_t seed = 42;
     // The per-key concurrency scenarios (keyed_scenario.hpp).
     int keyed_records = 10000;   // records of the keyed workload
@@ -77,7 +91,7 @@ struct BenchOptions {
 
     // Whether `scenario` runs: named by --only, else in the default set (kDefaultScenarios, the
     // --extra scenarios, and what --all and --prototypes add). --only keyed names every
-    // keyed-* scenario.
+    // keyed-* scenario; --only steady both steady-rate ones (exo-steady, plain-steady).
     bool wants(const std::string& scenario) const;
 };
 

@@ -12,6 +12,7 @@
 #include "ledger_migrations.hpp"
 #include "pg/migrations.hpp"
 #include "redis/redis_connection.hpp"
+#include "topic_admin.hpp"
 
 namespace exo::bench {
 namespace {
@@ -75,8 +76,18 @@ std::string with_search_path(const std::string& uri, const std::string& schema) 
            schema;
 }
 
-BenchWorld::BenchWorld(const BenchOptions& options, int run)
-    : options_(options), run_(run), cluster_(1) {}
+BenchWorld::BenchWorld(const BenchOptions& options, int run) : options_(options), run_(run) {
+    if (options.bootstrap.empty()) {
+        mock_.emplace(1);
+        bootstrap_ = mock_->bootstrap_servers();
+    } else {
+        bootstrap_ = options.bootstrap;
+    }
+}
+
+BenchWorld::~BenchWorld() {
+    if (real_kafka()) delete_topics(bootstrap_, created_);
+}
 
 TopicWorkload BenchWorld::make_workload(const std::string& prefix, int count) {
     TopicWorkload t;
@@ -101,8 +112,8 @@ TopicWorkload BenchWorld::make_workload(const std::string& prefix, int count) {
     }
     t.payload_bytes_avg =
         t.payloads.empty() ? 0 : static_cast<double>(total) / static_cast<double>(t.size());
-    cluster_.create_topic(t.topic, options_.partitions);
-    cluster_.create_topic(t.topic + ".dlq", 1);
+    create_topic(t.topic, options_.partitions);
+    create_topic(t.topic + ".dlq", 1);
     return t;
 }
 
@@ -128,7 +139,13 @@ double BenchWorld::produce_all(const TopicWorkload& w) {
 }
 
 void BenchWorld::create_topic(const std::string& topic, int partitions) {
-    cluster_.create_topic(topic, partitions > 0 ? partitions : options_.partitions);
+    const int n = partitions > 0 ? partitions : options_.partitions;
+    if (mock_) {
+        mock_->create_topic(topic, n);
+        return;
+    }
+    create_topics(bootstrap_, {{topic, n}});
+    created_.push_back(topic);
 }
 
 std::vector<std::int64_t> BenchWorld::records_per_partition(const std::string& topic,
@@ -200,15 +217,25 @@ void BenchWorld::clean_up(const Isolation& iso) {
     }
 }
 
+std::map<std::string, std::string> BenchWorld::consumer_properties() const {
+    std::map<std::string, std::string> p;
+    // The mock cluster's settings from docs/design.md section 8 / config/exo.yaml: a
+    // rejoin waits session.timeout.ms - 1 s, an empty fetch waits fetch.wait.max.ms. A real
+    // broker answers a fetch as soon as data arrives: there librdkafka's defaults, as a user
+    // starts with.
+    if (mock_)
+        p = {{"session.timeout.ms", "6000"},
+             {"heartbeat.interval.ms", "1000"},
+             {"fetch.wait.max.ms", "20"}};
+    for (const auto& [k, v] : options_.kafka_properties) p[k] = v;
+    return p;
+}
+
 Config BenchWorld::pipeline_config(const Isolation& iso, const std::string& topic) const {
     Config c;  // config.hpp defaults for everything not set here
     c.kafka.bootstrap_servers = bootstrap();
     c.kafka.group_id = iso.group;
-    // The mock cluster's settings from docs/design.md section 8 / config/exo.yaml: a
-    // rejoin waits session.timeout.ms - 1 s, an empty fetch waits fetch.wait.max.ms.
-    c.kafka.properties = {{"session.timeout.ms", "6000"},
-                          {"heartbeat.interval.ms", "1000"},
-                          {"fetch.wait.max.ms", "20"}};
+    c.kafka.properties = consumer_properties();
     c.redis.host = options_.redis_host;
     c.redis.port = options_.redis_port;
     c.redis.key_prefix = iso.key_prefix;

@@ -1,14 +1,15 @@
 #pragma once
 // What one benchmark run sets up and tears down around its scenarios: an
-// in-process mock Kafka cluster holding the produced workloads, a fresh
+// in-process mock Kafka cluster (or topics on a real one) holding the produced workloads, a fresh
 // PostgreSQL schema (migrated) and Redis key prefix per scenario, the pipeline
 // Config every scenario starts from, and the exactly-once check
 // (as integration/pipeline_harness.cpp's check_exactly_once).
 //
-// Lifecycle: one BenchWorld per run; destroyed (mock cluster and its data
-// gone) before the next. Not thread-safe: used from the main thread.
+// Lifecycle: one BenchWorld per run; destroyed (mock cluster and its data, or the run's
+// topics on a real cluster, gone) before the next. Not thread-safe: used from the main thread.
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,12 +47,20 @@ struct Isolation {
     std::string key_prefix;  // Redis claim keys
 };
 
+// The Kafka side of a run: the in-process mock cluster (the default), or the real cluster at
+// BenchOptions::bootstrap (scripts/bench.sh --kafka apache), where topics are created through
+// the admin API and deleted when the world goes (one run's topics at a time on the broker).
 class BenchWorld {
 public:
-    // Starts the mock cluster. Throws KafkaError.
+    // Starts the mock cluster unless options.bootstrap names a real one. Throws KafkaError.
     BenchWorld(const BenchOptions& options, int run);
+    // On a real cluster: deletes the topics this world created (never throws).
+    ~BenchWorld();
+    BenchWorld(const BenchWorld&) = delete;
+    BenchWorld& operator=(const BenchWorld&) = delete;
 
-    const std::string& bootstrap() const { return cluster_.bootstrap_servers(); }
+    const std::string& bootstrap() const { return bootstrap_; }
+    bool real_kafka() const { return !mock_.has_value(); }
 
     // Generates a workload of `count` messages (event ids prefixed `prefix`) with
     // 100-200-byte payloads and creates its topic (and the .dlq topic).
@@ -76,8 +85,12 @@ public:
     // Drops the schema and the Redis keys of `iso`. Never throws (logs to stderr).
     void clean_up(const Isolation& iso);
 
-    // The daemon config: config.hpp's defaults, the mock cluster's recommended
-    // consumer properties (as config/exo.yaml), the ledger binding of config/exo.yaml.
+    // The consumer properties of every consumer in the run, exo's and the plain one's: on the
+    // mock cluster its recommended settings (as config/exo.yaml), on a real one librdkafka's
+    // defaults; then --kafka-property.
+    std::map<std::string, std::string> consumer_properties() const;
+    // The daemon config: config.hpp's defaults, consumer_properties(), the ledger binding of
+    // config/exo.yaml.
     Config pipeline_config(const Isolation& iso, const std::string& topic) const;
 
     // Empty if balances, ledger rows and dedup rows (exo's APPLIED rows, or the
@@ -88,7 +101,9 @@ public:
 private:
     const BenchOptions& options_;
     int run_;
-    MockCluster cluster_;
+    std::optional<MockCluster> mock_;  // empty: a real cluster at options_.bootstrap
+    std::string bootstrap_;
+    std::vector<std::string> created_;  // topics created on a real cluster, deleted at the end
 };
 
 // The ledger binding of config/exo.yaml: key /eventId, strict sequence

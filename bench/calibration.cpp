@@ -47,6 +47,7 @@ Calibration calibrate(const BenchOptions& options, int iterations) {
         auto at = info.find("process_id:");
         if (at != std::string::npos) c.servers.redis_pid = std::atoi(info.c_str() + at + 11);
     }
+    c.servers.kafka_pid = options.broker_pid;  // the real broker, when one is given
     return c;
 }
 

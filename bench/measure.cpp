@@ -140,6 +140,7 @@ CpuSnapshot cpu_snapshot(const std::map<int, std::string>& thread_roles,
             (id == servers.postmaster_pid || ppid == servers.postmaster_pid))
             s.postgres_s += cpu;
         if (id == servers.redis_pid) s.redis_s += cpu;
+        if (servers.kafka_pid != 0 && id == servers.kafka_pid) s.kafka_s += cpu;
     }
     return s;
 }
@@ -153,6 +154,7 @@ CpuUsage cpu_between(const CpuSnapshot& from, const CpuSnapshot& to) {
     u.self_s = to.self_s - from.self_s;
     u.postgres_s = to.postgres_s - from.postgres_s;
     u.redis_s = to.redis_s - from.redis_s;
+    u.kafka_s = to.kafka_s - from.kafka_s;
     for (const auto& [role, s] : to.self_by_role) {
         auto before = from.self_by_role.find(role);
         double d = s - (before != from.self_by_role.end() ? before->second : 0);

@@ -39,6 +39,7 @@ long process_peak_rss_kb();
 struct ServerProcesses {
     int redis_pid = 0;       // Redis INFO server process_id
     int postmaster_pid = 0;  // parent of our backend; its children are the backends
+    int kafka_pid = 0;       // a real broker's JVM (--broker-pid); 0: none (the mock is in-process)
 };
 
 // CPU seconds used so far, by whom. Threads of this process are grouped by
@@ -52,6 +53,7 @@ struct CpuSnapshot {
     std::map<std::string, double> self_by_role;  // this process, per thread role
     double postgres_s = 0;                       // every process named postgres
     double redis_s = 0;                          // every process named redis-server
+    double kafka_s = 0;                          // the real broker's process, if known
 };
 // Backends that exit between two snapshots take their CPU time with them.
 CpuSnapshot cpu_snapshot(const std::map<int, std::string>& thread_roles,
@@ -61,7 +63,7 @@ struct CpuUsage {
     double wall_s = 0;
     double machine_busy_share = 0;  // of all cores, 0..1
     int cores = 1;
-    double self_s = 0, postgres_s = 0, redis_s = 0;
+    double self_s = 0, postgres_s = 0, redis_s = 0, kafka_s = 0;
     std::map<std::string, double> self_by_role;
 };
 CpuUsage cpu_between(const CpuSnapshot& from, const CpuSnapshot& to);

@@ -177,13 +177,16 @@ ScenarioResult run_pipeline_scenario(BenchWorld& world, const Isolation& iso,
         if (paced) {
             // Start producing once the group has its partitions, so the 3 s first
             // join of the mock cluster is not counted as latency.
-            while (!daemon.daemon().ready() && !daemon.failed() && Clock::now() < deadline)
+            auto beside_ready = [&s] { return s.beside == nullptr || s.beside->ready(); };
+            while (!(daemon.daemon().ready() && beside_ready()) && !daemon.failed() &&
+                   !(s.beside != nullptr && s.beside->failed()) && Clock::now() < deadline)
                 std::this_thread::sleep_for(milliseconds(5));
             start = Clock::now();
             cpu_start = cpu_snapshot(thread_roles(daemon), s.servers);
             sends_start = postgres_sends();
             r.offered_rate = s.paced_rate;
-            if (daemon.daemon().ready())
+            r.warm_up_s = s.warm_up_seconds;
+            if (daemon.daemon().ready() && beside_ready())
                 sent = produce_paced(world.bootstrap(), *s.workload, s.paced_rate);
             r.produced_rate = sent.achieved_rate;
         } else {

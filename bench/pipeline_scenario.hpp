@@ -17,6 +17,7 @@
 #include "bench_world.hpp"
 #include "config/config.hpp"
 #include "pipeline/handler_registry.hpp"
+#include "plain_consumer.hpp"
 #include "scenario_result.hpp"
 
 namespace exo::bench {
@@ -50,6 +51,9 @@ struct PipelineScenario {
         std::function<std::string(const Isolation&)> check;  // "" when correct, else why not
     };
     std::optional<OwnWork> own_work{};
+    // Paced: another consumer of the same topic (the steady runs' plain consumer); producing
+    // starts once it has its partitions too, so both see the whole stream from its start.
+    const PlainConsumer* beside{};
 };
 
 // Never throws for a failure of the pipeline or the check: it is reported in

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -76,13 +77,14 @@ void print_cpu(std::ostream& out, const std::string& name,
                const std::vector<ScenarioResult>& runs) {
     // CPU milliseconds per 1000 records, medians; the roles of this process first.
     std::map<std::string, std::vector<double>> roles;
-    std::vector<double> self, pg, redis, busy;
+    std::vector<double> self, pg, redis, kafka, busy;
     for (const auto& r : runs) {
         if (!r.failure.empty() || r.cpu.wall_s <= 0) continue;
         double per_k = 1e6 / static_cast<double>(r.records);  // s -> ms per 1000 records
         self.push_back(r.cpu.self_s * per_k);
         pg.push_back(r.cpu.postgres_s * per_k);
         redis.push_back(r.cpu.redis_s * per_k);
+        kafka.push_back(r.cpu.kafka_s * per_k);
         busy.push_back(r.cpu.machine_busy_share * 100);
         for (const auto& [role, s] : r.cpu.self_by_role) roles[role].push_back(s * per_k);
     }
@@ -95,9 +97,10 @@ void print_cpu(std::ostream& out, const std::string& name,
         if (r.failure.empty())
             wall_ms = r.seconds_to_finished * 1e6 / static_cast<double>(r.records);
     out << fmt::format(
-        "{} cpu_ms_per_1000_records exo_bench={} [{} ] postgres={} redis-server={} "
+        "{} cpu_ms_per_1000_records exo_bench={} [{} ] postgres={} redis-server={}{} "
         "(wall_ms_per_1000_records={} machine_busy={}% of {} cores)\n",
         name, number(median(self), 1), parts, number(median(pg), 1), number(median(redis), 1),
+        median(kafka) > 0 ? " kafka-broker=" + number(median(kafka), 1) : std::string(),
         number(wall_ms, 1), number(median(busy), 0), runs.front().cpu.cores);
 }
 
@@ -111,16 +114,23 @@ void print_scenario(std::ostream& out, const std::string& name,
                            series(runs, [](const auto& r) { return r.offered_rate; }));
         out << fmt::format("{} produced_records_per_s {}\n", name,
                            series(runs, [](const auto& r) { return r.produced_rate; }));
+        const bool commits = std::any_of(runs.begin(), runs.end(), [](const auto& r) {
+            return !r.commit_latency_ms.empty() || !r.latency_note.empty();
+        });
         for (double p : {50.0, 99.0}) {
+            if (commits)
+                out << fmt::format(
+                    "{} p{}_latency_ms (produce -> PostgreSQL commit, after {} s warm-up) {}\n",
+                    name, p, first.warm_up_s,
+                    series(
+                        runs, [p](const auto& r) { return percentile(r.commit_latency_ms, p); },
+                        1));
             out << fmt::format(
-                "{} p{}_latency_ms (produce -> PostgreSQL commit, after 1 s warm-up) {}\n", name, p,
+                "{} p{}_latency_ms (produce -> {}, after {} s warm-up) {}\n", name, p,
+                first.handler_point, first.warm_up_s,
                 series(
-                    runs, [p](const auto& r) { return percentile(r.commit_latency_ms, p); }, 1));
+                    runs, [p](const auto& r) { return percentile(r.handler_latency_ms, p); }, 1));
         }
-        out << fmt::format(
-            "{} p99_latency_ms (produce -> handler start, first attempt) {}\n", name,
-            series(
-                runs, [](const auto& r) { return percentile(r.handler_latency_ms, 99); }, 1));
         if (!first.latency_note.empty())
             out << fmt::format("{} note: {}\n", name, first.latency_note);
     } else if (emitting(runs)) {
@@ -228,9 +238,11 @@ void print_summary_table(std::ostream& out, const BenchOptions& o, const BenchRe
         for (const auto& r : runs) {
             // A paced run: the rate it achieved and its p99 (the offered rate is half of
             // exo-default's median so far, so it moves between runs).
-            std::string v =
-                paced ? grouped(r.produced_rate) + "/s p99 " + number(p99_commit_ms(r), 1) + " ms"
-                      : grouped(r.records_per_s());
+            // (The plain consumer commits nothing: its p99 is produce -> poll return.)
+            const double p99 = r.commit_latency_ms.empty() ? percentile(r.handler_latency_ms, 99)
+                                                           : p99_commit_ms(r);
+            std::string v = paced ? grouped(r.produced_rate) + "/s p99 " + number(p99, 1) + " ms"
+                                  : grouped(r.records_per_s());
             each += (each.empty() ? "" : " / ") + (r.failure.empty() ? v : "FAIL");
         }
         std::string rate_cell, ratio_cell = "-";
@@ -255,6 +267,47 @@ void print_summary_table(std::ostream& out, const BenchOptions& o, const BenchRe
            "emit published by the relay. p99 for the paced runs only, at half of exo-default's "
            "median rate. peak RSS: an exo scenario's peak above the benchmark process's RSS at "
            "its start; the inbox peer's node process peak.)\n\n";
+}
+
+// The steady-rate latency runs (exo-steady-R beside plain-steady-R on one stream), one row per
+// rate: p50 / p99 medians over the runs, and every run's.
+void print_steady_table(std::ostream& out, const BenchOptions& o, const BenchResults& results) {
+    auto cell = [](const std::vector<ScenarioResult>* runs,
+                   const std::function<std::vector<double>(const ScenarioResult&)>& get) {
+        if (runs == nullptr) return std::string("-");
+        auto pct = [&](double p) {
+            return median_of(*runs, [&](const auto& r) { return percentile(get(r), p); });
+        };
+        std::string each;
+        for (const auto& r : *runs)
+            each += (each.empty() ? "" : ", ") + (r.failure.empty()
+                                                      ? number(percentile(get(r), 50), 1) + "/" +
+                                                            number(percentile(get(r), 99), 1)
+                                                      : std::string("FAIL"));
+        return fmt::format("{} / {} ({})", number(pct(50), 1), number(pct(99), 1), each);
+    };
+    bool any = false;
+    for (double rate : o.steady_rates) {
+        const auto tag = fmt::format("{:.0f}", rate);
+        const auto* exo = results.find("exo-steady-" + tag);
+        const auto* plain = results.find("plain-steady-" + tag);
+        if (exo == nullptr && plain == nullptr) continue;
+        if (!any)
+            out << fmt::format(
+                "=== steady-rate latency (Markdown; ms, p50 / p99 medians of {} runs, each run's "
+                "p50/p99 in brackets; the producer's first {} s left out; exo and the plain "
+                "consumer on one stream at once) ===\n\n"
+                "| records/s | plain consumer: produce -> poll return | exo: produce -> handler "
+                "start (in its transaction) | exo: produce -> PostgreSQL commit |\n"
+                "| --- | --- | --- | --- |\n",
+                o.runs, o.steady_warm_up_s);
+        any = true;
+        out << fmt::format("| {} | {} | {} | {} |\n", grouped(rate),
+                           cell(plain, [](const auto& r) { return r.handler_latency_ms; }),
+                           cell(exo, [](const auto& r) { return r.handler_latency_ms; }),
+                           cell(exo, [](const auto& r) { return r.commit_latency_ms; }));
+    }
+    if (any) out << "\n";
 }
 
 }  // namespace
@@ -430,6 +483,7 @@ Verdict print_report(std::ostream& out, const BenchOptions& o, const Calibration
         "resets; includes the mock cluster and the produced workloads)\n",
         process_peak_rss_kb());
     print_summary_table(out, o, results);
+    print_steady_table(out, o, results);
     print_keyed_table(out, o, results);
     out << fmt::format("result correctness={} targets_met={}/{}\n",
                        verdict.correct ? "PASS" : "FAIL", verdict.targets_met,

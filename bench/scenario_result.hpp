@@ -57,7 +57,11 @@ struct ScenarioResult {
     double produced_rate = kNotMeasured;     // records/s it achieved
     std::vector<double> commit_latency_ms;   // produce -> PostgreSQL commit, per applied event
     std::vector<double> handler_latency_ms;  // produce -> handler start (first attempt)
-    std::string latency_note;                // why commit latency is missing, if it is
+    // What handler_latency_ms times to: exo's handler start (inside its transaction, after
+    // the framework's dedup statements), or the plain consumer's poll return.
+    std::string handler_point = "handler start, first attempt";
+    double warm_up_s = 1;      // produced before this (after the first produce): not in percentiles
+    std::string latency_note;  // why commit latency is missing, if it is
     // (seconds after the first produce, produce -> commit ms) per applied event, by time.
     std::vector<std::pair<double, double>> commit_trace;
 

@@ -5,10 +5,18 @@
 # PostgreSQL durable as users run it (fsync, full_page_writes on) and turns on
 # track_commit_timestamp (the latency run reads commit times from it), runs build/exo_bench with
 # the arguments given, and stops and removes the services whatever happens. exo_bench starts its
-# own in-process mock Kafka cluster (reachable over TCP, so the Node peer uses it too).
+# own in-process mock Kafka cluster (reachable over TCP, so the Node peer uses it too), unless
+# --kafka apache: then scripts/kafka.sh starts a throw-away one-node Apache Kafka (KRaft, on
+# loopback, topics not created on use) that every scenario runs against instead, exo_bench
+# creating each run's topics (unique names) and deleting them after it; the broker is stopped
+# and its directory removed on exit.
 #
 #   scripts/bench.sh                        the standard workload: 200000 records, 3 runs
 #   scripts/bench.sh --records 20000 --runs 1 --only inbox-peer,exo-default
+#   scripts/bench.sh --kafka apache [--kafka-version 4.1.1] --only inbox-peer,exo-default
+#                                           the same on a real broker (default: kafka.sh's 3.9.1)
+#   scripts/bench.sh --only steady          latency at a steady 5,000 and 20,000 records/s:
+#                                           exo beside a plain librdkafka consumer, one stream
 #   scripts/bench.sh --only keyed           the per-key concurrency scenarios (keyed-{client,server}-
 #                                           {partition-c1,partition,key}; 10000 records, 1000 keys)
 #   scripts/bench.sh --postgres-fsync off   PostgreSQL without fsync (an option, never the headline)
@@ -29,6 +37,7 @@ BENCH="$EXO_BUILD_DIR/exo_bench"
 KEPT_OUTPUT="$EXO_BUILD_DIR/bench-last.txt"
 
 SVC_DIR=""
+KAFKA_DIR=""
 
 banner() { printf '\n==================== %s ====================\n' "$*" >&2; }
 note() { printf '[bench] %s\n' "$*" >&2; }
@@ -47,6 +56,9 @@ done
 on_exit() {
     local rc=$?
     trap - EXIT INT TERM
+    if [[ -n "$KAFKA_DIR" ]]; then
+        "$SCRIPTS/kafka.sh" stop "$KAFKA_DIR" || note "WARNING: stopping Apache Kafka in $KAFKA_DIR failed"
+    fi
     if [[ -n "$SVC_DIR" ]]; then
         "$SCRIPTS/services.sh" stop "$SVC_DIR" || note "WARNING: stopping the services in $SVC_DIR failed"
     fi
@@ -63,8 +75,11 @@ fail() {
 
 cd "$REPO_ROOT"
 
-# --postgres-fsync on|off is this script's; everything else goes to exo_bench.
+# --postgres-fsync on|off, --kafka mock|apache and --kafka-version X are this script's;
+# everything else goes to exo_bench.
 FSYNC=on
+KAFKA=mock
+KAFKA_VERSION=""
 BENCH_ARGS=()
 while (($#)); do
     case "$1" in
@@ -73,26 +88,38 @@ while (($#)); do
         FSYNC="$2"
         shift 2
         ;;
+    --kafka)
+        [[ "${2:-}" == mock || "${2:-}" == apache ]] ||
+            fail "--kafka wants mock (exo_bench's in-process mock cluster, the default) or apache (a real broker, scripts/kafka.sh)"
+        KAFKA="$2"
+        shift 2
+        ;;
+    --kafka-version)
+        [[ -n "${2:-}" ]] || fail "--kafka-version wants a release, e.g. 4.1.1"
+        KAFKA_VERSION="$2"
+        shift 2
+        ;;
     *)
         BENCH_ARGS+=("$1")
         shift
         ;;
     esac
 done
+[[ -z "$KAFKA_VERSION" || "$KAFKA" == apache ]] || fail "--kafka-version needs --kafka apache"
 set -- "${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"}"
 
-banner "1/4 install dependencies"
+banner "1/5 install dependencies"
 EXO_APT_NODE=1 "$SCRIPTS/install-deps.sh"
 ( cd "$REPO_ROOT/bench/inbox_peer" && npm ci --no-audit --no-fund --loglevel=error >/dev/null ) \
     || fail "npm ci in bench/inbox_peer failed (the inbox peer's packages; the npm registry must be reachable)"
 
-banner "2/4 build exo_bench"
+banner "2/5 build exo_bench"
 EXO_BUILD_BENCH=ON "$SCRIPTS/build.sh" --target exo_bench
 [[ -x "$BENCH" ]] || fail "$BENCH was not built"
 
-banner "3/4 start Redis and PostgreSQL"
+banner "3/5 start Redis and PostgreSQL"
 SVC_DIR="$(mktemp -d "${TMPDIR:-/tmp}/exo-bench.XXXXXX")"
-# exo_bench runs its own in-process mock Kafka cluster: no standalone one needed.
+# exo_bench runs its own in-process mock Kafka cluster; --kafka apache starts a real one below.
 EXO_SERVICES_KAFKA=0 "$SCRIPTS/services.sh" start "$SVC_DIR" || fail "the services did not start (see above)"
 # shellcheck source=/dev/null
 source "$SVC_DIR/services.env"
@@ -107,12 +134,31 @@ psql "$EXO_POSTGRES_URI" -qX -c "ALTER SYSTEM SET track_commit_timestamp = on" \
 "$SCRIPTS/services.sh" postgres-start "$SVC_DIR" || fail "PostgreSQL did not restart (see above)"
 note "Redis 127.0.0.1:$EXO_REDIS_PORT, PostgreSQL $EXO_POSTGRES_URI (fsync $FSYNC, track_commit_timestamp on)"
 
-banner "4/4 run $BENCH${*:+ $*}"
+KAFKA_ARGS=()
+if [[ "$KAFKA" == apache ]]; then
+    banner "4/5 start Apache Kafka${KAFKA_VERSION:+ $KAFKA_VERSION} (scripts/kafka.sh, one node)"
+    KAFKA_DIR="$(mktemp -d "${TMPDIR:-/tmp}/exo-bench-kafka.XXXXXX")"
+    "$SCRIPTS/kafka.sh" start "$KAFKA_DIR" --nodes 1 ${KAFKA_VERSION:+--version "$KAFKA_VERSION"} ||
+        fail "Apache Kafka did not start (see above)"
+    # shellcheck source=/dev/null
+    source "$KAFKA_DIR/kafka.env"
+    KAFKA_ARGS=(--bootstrap "$EXO_KAFKA_BOOTSTRAP"
+        --kafka-label "Apache Kafka $EXO_KAFKA_VERSION (one KRaft node, scripts/kafka.sh)")
+    # The broker's JVM: exo_bench reports its CPU per scenario.
+    if [[ -s "$KAFKA_DIR/node1/kafka.pid" ]]; then
+        KAFKA_ARGS+=(--broker-pid "$(<"$KAFKA_DIR/node1/kafka.pid")")
+    fi
+    note "Apache Kafka $EXO_KAFKA_VERSION at $EXO_KAFKA_BOOTSTRAP"
+else
+    banner "4/5 Kafka: exo_bench's in-process mock cluster"
+fi
+
+banner "5/5 run $BENCH ${KAFKA_ARGS[*]+"${KAFKA_ARGS[*]} "}$*"
 # The benchmark starts and stops a daemon per scenario in one process; glibc would keep every
 # finished daemon's per-thread malloc arenas, so the process's RSS would grow from scenario to
 # scenario (the heap in use does not). Two arenas keep the memory figures about exo.
 export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"
 rc=0
-"$BENCH" "$@" | tee "$KEPT_OUTPUT" || rc=${PIPESTATUS[0]}
+"$BENCH" "${KAFKA_ARGS[@]+"${KAFKA_ARGS[@]}"}" "$@" | tee "$KEPT_OUTPUT" || rc=${PIPESTATUS[0]}
 note "output kept in $KEPT_OUTPUT"
 exit "$rc"
