@@ -207,10 +207,12 @@ private:
         }
     }
 
-    // The steady-rate latency runs: per rate one stream, produced at that rate while exo with
-    // its defaults (exo-steady-R) and the plain librdkafka consumer (plain-steady-R, the same
-    // consumer properties, its own group) consume it at once. Producing starts when both
-    // have their partitions; the producer's first --steady-warm-up-s seconds are left out.
+    // The steady-rate latency runs, per rate: exo with its defaults (exo-steady-R) and the
+    // plain librdkafka consumer (plain-steady-R, the same consumer properties, its own group)
+    // each consume a stream produced at that rate, one after the other on streams of the same
+    // records, or with --steady-together both one stream at once. Producing starts when the
+    // consumers have their partitions; the producer's first --steady-warm-up-s seconds are left
+    // out of the percentiles.
     void steady(BenchWorld& world, int run) {
         const bool exo = o_.wants("exo-steady"), plain = o_.wants("plain-steady");
         if (!exo && !plain) return;
@@ -220,7 +222,7 @@ private:
                 std::max(1000, static_cast<int>(rate * (o_.steady_warm_up_s + o_.steady_seconds)));
             auto w = world.make_workload("steady" + tag, count);
             std::optional<PlainConsumer> beside;
-            if (plain)
+            if (plain && (o_.steady_together || !exo))
                 beside.emplace(world.bootstrap(),
                                fmt::format("bench_{}_r{}_plain_{}", ::getpid(), run, tag), w.topic,
                                world.consumer_properties());
@@ -235,6 +237,13 @@ private:
                 produced_rate = results_.find("exo-steady-" + tag)->back().produced_rate;
             }
             if (beside) record(plain_result(world, *beside, w, rate, produced_rate, exo), run);
+            if (!plain || beside) continue;
+            // Apart: the same records on a topic of their own, the plain consumer alone.
+            auto alone = world.make_workload("steadyplain" + tag, count);
+            PlainConsumer consumer(world.bootstrap(),
+                                   fmt::format("bench_{}_r{}_plain_{}", ::getpid(), run, tag),
+                                   alone.topic, world.consumer_properties());
+            record(plain_result(world, consumer, alone, rate, kNotMeasured, false), run);
         }
     }
 
@@ -252,8 +261,10 @@ private:
             while (!done() && !plain.failed() && std::chrono::steady_clock::now() < deadline)
                 std::this_thread::sleep_for(std::chrono::milliseconds(5));
         };
+        CpuSnapshot cpu_start;
         if (!exo_produced) {
             wait([&] { return plain.ready(); });
+            cpu_start = cpu_snapshot({}, servers_);
             if (plain.ready())
                 produced_rate = produce_paced(world.bootstrap(), w, rate).achieved_rate;
         }
@@ -265,6 +276,8 @@ private:
             return r;
         }
         wait([&] { return plain.received() >= w.size(); });
+        // Alone, the run's CPU is the plain consumer's (and the producer's, the broker's).
+        if (!exo_produced) r.cpu = cpu_between(cpu_start, cpu_snapshot({}, servers_));
         plain.stop();
         if (plain.failed()) {
             r.failure = "the plain consumer failed: " + plain.error();
@@ -446,14 +459,16 @@ void print_header(const BenchOptions& o) {
         std::cout << fmt::format(
             "steady: at each of {} records/s, {} s produced (librdkafka linger.ms 5), the first "
             "{} s left out; exo-steady-R (exo's defaults, the timed ledger) and plain-steady-R "
-            "(librdkafka subscribe + poll, no processing, its own group) consume the same topic "
-            "at once; latency from the record's CreateTime (ms resolution)\n",
+            "(librdkafka subscribe + poll, no processing, its own group) {}; latency from the "
+            "record's CreateTime (ms resolution)\n",
             [&] {
                 std::string r;
                 for (double x : o.steady_rates) r += (r.empty() ? "" : ",") + grouped(x);
                 return r;
             }(),
-            o.steady_warm_up_s + o.steady_seconds, o.steady_warm_up_s);
+            o.steady_warm_up_s + o.steady_seconds, o.steady_warm_up_s,
+            o.steady_together ? "consume the same topic at once (--steady-together)"
+                              : "one after the other, each alone on a topic of the same records");
     std::cout << fmt::format(
         "exo-default config: workers={} batch_size={} linger_ms={} commit_interval_ms={} "
         "max_queued_per_partition={} (config.hpp defaults{}); binding: ledger, key /eventId, "

@@ -44,7 +44,7 @@ Runs the exo pipeline against an in-process mock Kafka cluster (or the real one 
                          steady (or exo-steady, plain-steady: one side only):
                          latency at each --steady-rates rate, exo (defaults) and a plain
                          librdkafka group consumer (subscribe + poll, no processing, the
-                         same consumer properties) on one stream at once;
+                         same consumer properties), each alone (or --steady-together);
                          exo-flaky-named, exo-flaky-unnamed (0.5% of records fail once, named
                          by index or not); postgres-bare-savepoints, proto-set-framework,
                          proto-set-all (or --prototypes); an --extra name (exo[SPEC]);
@@ -77,6 +77,8 @@ Runs the exo pipeline against an in-process mock Kafka cluster (or the real one 
   --steady-seconds S     measured seconds of each steady run, after the warm-up (10)
   --steady-warm-up-s S   the producer's first seconds, produced but left out of the
                          steady runs' percentiles (2)
+  --steady-together      the steady runs' two consumers on one stream at once (default:
+                         one after the other, each alone on a stream of the same records)
   --log-level LEVEL      the daemon's log level (warn)
   --timeout-s S          per scenario (300)
   --seed N               workload seed (42)
@@ -217,6 +219,10 @@ std::optional<BenchOptions> parse_bench_options(int argc, char** argv) {
         }
         if (flag == "--all") {
             o.all = true;
+            continue;
+        }
+        if (flag == "--steady-together") {
+            o.steady_together = true;
             continue;
         }
         if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value (see --help)");

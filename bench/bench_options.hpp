@@ -67,11 +67,14 @@ struct BenchOptions {
     int paced_seconds = 10;                 // length of the exo-paced run; 0: skip it
     std::optional<double> paced_rate;       // records/s; unset: 50% of exo-default's median
     std::string latency_csv;                // exo-paced's produce->commit trace, if set
-    // The steady-rate latency runs (steady: exo-steady-R and plain-steady-R side by side on
-    // one stream, per rate R): produced at each rate for warm-up + seconds.
+    // The steady-rate latency runs (steady: exo-steady-R and plain-steady-R side by side, per
+    // rate R): produced at each rate for warm-up + seconds.
     std::vector<double> steady_rates{5000, 20000};
-    int steady_seconds = 10;            // measured, after the warm-up
-    double steady_warm_up_s = 2;        // the producer's first seconds, left out of the percentiles
+    int steady_seconds = 10;      // measured, after the warm-up
+    double steady_warm_up_s = 2;  // the producer's first seconds, left out of the percentiles
+    // Both steady consumers on one stream at once; else one after the other, each alone (the
+    // broker and the 2-core machine serve one consumer at a time, as a user's would).
+    bool steady_together = false;
     std::string log_level = "warn";     // the daemon's spdlog level
     std::chrono::seconds timeout{300};  // per scenario, from start to last commit
     std::uint64_t seed = 42;

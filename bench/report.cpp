@@ -296,11 +296,12 @@ void print_steady_table(std::ostream& out, const BenchOptions& o, const BenchRes
             out << fmt::format(
                 "=== steady-rate latency (Markdown; ms, p50 / p99 medians of {} runs, each run's "
                 "p50/p99 in brackets; the producer's first {} s left out; exo and the plain "
-                "consumer on one stream at once) ===\n\n"
+                "consumer {}) ===\n\n"
                 "| records/s | plain consumer: produce -> poll return | exo: produce -> handler "
                 "start (in its transaction) | exo: produce -> PostgreSQL commit |\n"
                 "| --- | --- | --- | --- |\n",
-                o.runs, o.steady_warm_up_s);
+                o.runs, o.steady_warm_up_s,
+                o.steady_together ? "on one stream at once" : "one after the other, each alone");
         any = true;
         out << fmt::format("| {} | {} | {} | {} |\n", grouped(rate),
                            cell(plain, [](const auto& r) { return r.handler_latency_ms; }),
