@@ -131,10 +131,14 @@ private:
 
     void record(ScenarioResult r, int run) {
         progress(r, run, o_.runs);
-        if (!o_.latency_csv.empty() && r.name == "exo-paced" && !r.commit_trace.empty()) {
-            std::ofstream csv(o_.latency_csv, run == 1 ? std::ios::trunc : std::ios::app);
-            if (run == 1) csv << "run,seconds_after_first_produce,produce_to_commit_ms\n";
-            for (const auto& [t, ms] : r.commit_trace) csv << run << ',' << t << ',' << ms << '\n';
+        // Every paced exo run's trace (exo-paced, exo-steady-R), one file for the invocation.
+        if (!o_.latency_csv.empty() && !r.commit_trace.empty()) {
+            std::ofstream csv(o_.latency_csv, csv_started_ ? std::ios::app : std::ios::trunc);
+            if (!csv_started_)
+                csv << "scenario,run,seconds_after_first_produce,produce_to_commit_ms\n";
+            csv_started_ = true;
+            for (const auto& [t, ms] : r.commit_trace)
+                csv << r.name << ',' << run << ',' << t << ',' << ms << '\n';
         }
         results_.add(std::move(r));
     }
@@ -434,6 +438,7 @@ private:
     const BenchOptions& o_;
     ServerProcesses servers_;
     BenchResults results_;
+    bool csv_started_ = false;  // --latency-csv written (its header) already
 };
 
 void print_header(const BenchOptions& o) {

@@ -69,8 +69,8 @@ Runs the exo pipeline against an in-process mock Kafka cluster (or the real one 
   --paced-seconds S      length of the latency runs (exo-paced, inbox-peer-paced) at 50% of
                          exo-default's max rate; 0 skips them (10)
   --paced-rate R         records/s of that run (default: half of exo-default's median)
-  --latency-csv FILE     write exo-paced's per-event trace (run, seconds after the first
-                         produce, produce->commit ms) to FILE
+  --latency-csv FILE     write the paced exo runs' per-event trace (scenario, run, seconds
+                         after the first produce, produce->commit ms) to FILE
   --steady-rates R[,R]   records/s of the steady runs (5000,20000): exo-steady-R reports
                          produce -> handler start (in its transaction) and produce ->
                          PostgreSQL commit, plain-steady-R produce -> poll return

@@ -66,7 +66,7 @@ struct BenchOptions {
     std::vector<PipelineOverrides> extras;  // --extra, repeatable
     int paced_seconds = 10;                 // length of the exo-paced run; 0: skip it
     std::optional<double> paced_rate;       // records/s; unset: 50% of exo-default's median
-    std::string latency_csv;                // exo-paced's produce->commit trace, if set
+    std::string latency_csv;                // paced exo runs' produce->commit trace, if set
     // The steady-rate latency runs (steady: exo-steady-R and plain-steady-R side by side, per
     // rate R): produced at each rate for warm-up + seconds.
     std::vector<double> steady_rates{5000, 20000};
