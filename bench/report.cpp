@@ -264,12 +264,14 @@ void print_summary_table(std::ostream& out, const BenchOptions& o, const BenchRe
     for (const auto& [name, why] : results.skipped)
         out << fmt::format("| {} | skipped | - | - | - | - |\n", name);
     out << "\n(records/s from the first poll to the last offset commit; exo-emits to the last "
-           "emit published by the relay. p99 for the paced runs only, at half of exo-default's "
-           "median rate. peak RSS: an exo scenario's peak above the benchmark process's RSS at "
+           "emit published by the relay. p99 for the paced runs only: exo-paced at half of "
+           "exo-default's median rate, *-steady-R at R records/s; plain-steady-R's is produce -> "
+           "poll return, the others' produce -> PostgreSQL commit. peak RSS: an exo scenario's "
+           "peak above the benchmark process's RSS at "
            "its start; the inbox peer's node process peak.)\n\n";
 }
 
-// The steady-rate latency runs (exo-steady-R beside plain-steady-R on one stream), one row per
+// The steady-rate latency runs (exo-steady-R beside plain-steady-R), one row per
 // rate: p50 / p99 medians over the runs, and every run's.
 void print_steady_table(std::ostream& out, const BenchOptions& o, const BenchResults& results) {
     auto cell = [](const std::vector<ScenarioResult>* runs,
