@@ -8,6 +8,7 @@
 #include <string>
 
 #include "kafka/kafka_error.hpp"
+#include "kafka/rdkafka_handles.hpp"
 
 namespace {
 
@@ -109,5 +110,30 @@ TEST_SUITE("kafka security settings") {
         const auto message =
             message_of(settings, RD_KAFKA_RESP_ERR__AUTHENTICATION, kWrongPassword);
         CHECK(message.find("security.protocol=plaintext (the default)") != std::string::npos);
+    }
+}
+
+TEST_CASE(
+    "a Kafka property librdkafka refuses is named without its value when the one rule of secrets "
+    "calls its name secret") {
+    exo::KafkaConf conf(rd_kafka_conf_new());
+    // librdkafka has no sasl.jaas.config (a Java client's setting): it refuses the property, and
+    // the old rule (password, secret) printed this value.
+    try {
+        exo::set_kafka_property(
+            conf.get(), "sasl.jaas.config",
+            "ScramLoginModule required username=\"exo\" password=\"hunter2-xyz\";");
+        FAIL("librdkafka accepted sasl.jaas.config");
+    } catch (const exo::KafkaConfigError& e) {
+        const std::string message = e.what();
+        CHECK(message.find("hunter2-xyz") == std::string::npos);
+        CHECK(message.find("sasl.jaas.config") != std::string::npos);
+    }
+    // A property that is not secret keeps its value in the message: the operator needs it.
+    try {
+        exo::set_kafka_property(conf.get(), "session.timeout.ms", "soon");
+        FAIL("librdkafka accepted session.timeout.ms=soon");
+    } catch (const exo::KafkaConfigError& e) {
+        CHECK(std::string(e.what()).find("\"soon\"") != std::string::npos);
     }
 }

@@ -3,6 +3,7 @@
 #include <array>
 #include <string_view>
 
+#include "core/secrets.hpp"
 #include "kafka/rdkafka_handles.hpp"
 
 namespace exo {
@@ -57,14 +58,6 @@ std::string describe(rd_kafka_resp_err_t code, const std::string& doing, bool re
     message += "); ";
     message += next_step(code, retriable);
     return message;
-}
-
-// librdkafka echoes values in its own messages for some properties; we only
-// control our part, so at least do not print secrets there.
-bool looks_secret(std::string_view name) {
-    return name.find("password") != std::string_view::npos ||
-           name.find("secret") != std::string_view::npos ||
-           name.find("sasl.oauthbearer.config") != std::string_view::npos;
 }
 
 // The settings a security failure's message names, in this order; never sasl.password.
@@ -197,7 +190,8 @@ void set_kafka_property(rd_kafka_conf_t* conf, const std::string& name, const st
     if (rd_kafka_conf_set(conf, name.c_str(), value.c_str(), reason, sizeof reason) ==
         RD_KAFKA_CONF_OK)
         return;
-    const std::string shown = looks_secret(name) ? std::string("<hidden>") : "\"" + value + "\"";
+    const std::string shown =
+        exo::is_secret_key(name) ? std::string("<hidden>") : "\"" + value + "\"";
     throw KafkaConfigError("Kafka property '" + name + "' = " + shown +
                            " was rejected by librdkafka: " + reason +
                            "; fix or remove it in the kafka properties of the config");
