@@ -38,6 +38,7 @@ using exo::TopicPartition;
 using exo::testing::unique_name;
 
 // Kafka API keys (RD_KAFKAP_* live in librdkafka's private rdkafka_protocol.h).
+constexpr int kApiProduce = 0;
 constexpr int kApiOffsetCommit = 8;
 
 class RecordingListener : public exo::RebalanceListener {
@@ -272,6 +273,46 @@ TEST_CASE(
     CHECK(received[0].value == "3");
     CHECK(received[1].offset.value == 4);
     CHECK(poll_for(second, 200ms).empty());
+}
+
+// What the three-node chaos run met (docs/kafka.md): after a partition leader's kill -9,
+// librdkafka 2.0.2's idempotent producer can find its sequence numbers and the broker's
+// disagree (OUT_OF_ORDER_SEQUENCE_NUMBER) and declare itself failed for good. The mock
+// cluster answers a produce with that error here. The records of the failed client are
+// reported failed (flush throws), and the next produce goes through a new client.
+TEST_CASE(
+    "a producer librdkafka declared failed for good is replaced at the next produce, which is "
+    "delivered") {
+    exo::MockCluster cluster(1);
+    const auto topic = unique_name("fatal");
+    cluster.create_topic(topic, 1);
+    auto producer = make_producer(cluster.bootstrap_servers());
+    producer.produce(outgoing(topic, 0, "before"));
+    producer.flush(10s);
+
+    cluster.push_request_errors(kApiProduce, 1, RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+    producer.produce(outgoing(topic, 0, "refused"));
+    CHECK_THROWS_AS(producer.flush(10s), exo::KafkaError);
+    CHECK(producer.renewals() == 0);
+
+    // Produced again, as every caller does with a record whose delivery failed.
+    producer.produce(outgoing(topic, 0, "refused"));
+    producer.produce(outgoing(topic, 0, "after"));
+    producer.flush(10s);
+    CHECK(producer.renewals() == 1);
+
+    RecordingListener listener;
+    KafkaConsumer consumer(
+        consumer_options(cluster.bootstrap_servers(), unique_name("fatal-group"), topic), listener);
+    auto received = poll_until(consumer, [](auto& all) {
+        return std::any_of(all.begin(), all.end(),
+                           [](const Record& r) { return r.value == "after"; });
+    });
+    std::vector<std::string> values;
+    for (const auto& r : received) values.push_back(r.value);
+    CHECK(std::count(values.begin(), values.end(), "before") == 1);
+    CHECK(std::count(values.begin(), values.end(), "refused") >= 1);
+    CHECK(values.back() == "after");
 }
 
 TEST_CASE(

@@ -25,16 +25,19 @@ std::string describe_target(const std::string& topic, int partition) {
 }  // namespace
 
 KafkaProducer::KafkaProducer(const ProducerOptions& options)
-    : security_(options.properties), on_delivery_(options.on_delivery) {
+    : options_(options), security_(options.properties), on_delivery_(options.on_delivery) {
     if (options.properties.contains("enable.idempotence"))
         throw KafkaConfigError(
             "Kafka property 'enable.idempotence' cannot be set in the producer properties: exo "
             "always enables it (retries must not duplicate or reorder dead letters); remove it");
+    handle_ = new_handle();
+}
 
+KafkaHandle KafkaProducer::new_handle() {
     KafkaConf conf(rd_kafka_conf_new());
     route_kafka_logs(conf.get());
-    set_kafka_property(conf.get(), "bootstrap.servers", options.bootstrap_servers);
-    for (const auto& [name, value] : options.properties)
+    set_kafka_property(conf.get(), "bootstrap.servers", options_.bootstrap_servers);
+    for (const auto& [name, value] : options_.properties)
         set_kafka_property(conf.get(), name, value);
     set_kafka_property(conf.get(), "enable.idempotence", "true");
     rd_kafka_conf_set_dr_msg_cb(conf.get(), &KafkaProducer::delivery_trampoline);
@@ -42,11 +45,28 @@ KafkaProducer::KafkaProducer(const ProducerOptions& options)
     rd_kafka_conf_set_opaque(conf.get(), this);
 
     char reason[512] = {0};
-    handle_.reset(rd_kafka_new(RD_KAFKA_PRODUCER, conf.get(), reason, sizeof reason));
-    if (!handle_)
+    KafkaHandle handle(rd_kafka_new(RD_KAFKA_PRODUCER, conf.get(), reason, sizeof reason));
+    if (!handle)
         throw KafkaConfigError(std::string("Kafka producer could not be created: ") + reason +
                                "; fix the kafka properties");
     static_cast<void>(conf.release());  // rd_kafka_new took it
+    return handle;
+}
+
+void KafkaProducer::renew_if_fatal() {
+    char reason[512] = {0};
+    const rd_kafka_resp_err_t code = rd_kafka_fatal_error(handle_.get(), reason, sizeof reason);
+    if (code == RD_KAFKA_RESP_ERR_NO_ERROR) return;
+    spdlog::warn(
+        "Kafka producer: librdkafka's idempotent producer failed for good ({}: {}); replacing "
+        "it with a new one. The records the old one had not delivered are reported failed and "
+        "produced again by their callers (a record it delivered unacknowledged may arrive twice)",
+        rd_kafka_err2name(code), reason);
+    // Nothing of the old client may arrive later: its queue goes, and its reports say failed.
+    rd_kafka_purge(handle_.get(), RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    rd_kafka_poll(handle_.get(), 0);
+    handle_ = new_handle();
+    ++renewals_;
 }
 
 KafkaProducer::~KafkaProducer() {
@@ -74,6 +94,7 @@ KafkaProducer::~KafkaProducer() {
 void KafkaProducer::produce(const OutgoingRecord& record, std::chrono::milliseconds timeout,
                             std::uint64_t tag) {
     throw_if_security_failure();
+    renew_if_fatal();
     rd_kafka_t* rk = handle_.get();
     const int partition = record.partition.value_or(RD_KAFKA_PARTITION_UA);
     // The V_* macros do not parenthesize their arguments, so no expressions in them.
@@ -123,6 +144,8 @@ void KafkaProducer::produce(const OutgoingRecord& record, std::chrono::milliseco
 }
 
 void KafkaProducer::flush(std::chrono::milliseconds timeout) {
+    // A client that failed for good is replaced at the next produce(), not here: its
+    // records' failures (below) are what the caller must hear about first.
     rd_kafka_t* rk = handle_.get();
     // In slices, so a security failure reported meanwhile ends the wait: without a
     // connection nothing is delivered before message.timeout.ms.

@@ -2,8 +2,18 @@
 // A synchronous-feeling producer: produce() queues, flush() waits for every
 // delivery report and throws if any failed. Used for dead letters (where the
 // offset may only move after the broker acknowledged) and the demo producer.
-// Thread-safety: produce() may be called from any thread (librdkafka is
-// thread-safe); flush() reports failures of the records produced before it.
+// Thread-safety: one thread at a time (each of exo's producers has one owner: a
+// worker's dead letters, the outbox relay's thread, an operator command);
+// flush() reports failures of the records produced before it.
+//
+// A client librdkafka declares failed for good (rd_kafka_fatal_error: its idempotent
+// producer's sequence numbers and the broker's disagree, OUT_OF_ORDER_SEQUENCE_NUMBER
+// after a partition leader's crash, seen with librdkafka 2.0.2) is replaced by a new
+// one at the next produce(): its undelivered records are purged (reported failed, so
+// flush() throws for them and the caller produces them again), and the new client has
+// a new producer id, so a record the old one delivered without an acknowledgement may
+// be in Kafka twice. Every caller is at least once already (dead letters, the outbox
+// relay with its exo-outbox-id, replay).
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -64,7 +74,15 @@ public:
     // delivered later beside the copy a retry produces.
     void purge();
 
+    // How many times a client that failed for good was replaced (renew_if_fatal).
+    [[nodiscard]] int renewals() const noexcept { return renewals_; }
+
 private:
+    // A librdkafka producer on options_, its callbacks pointing at this object.
+    // Throws KafkaConfigError.
+    KafkaHandle new_handle();
+    // Replaces handle_ when librdkafka declared it failed for good (see above).
+    void renew_if_fatal();
     static void delivery_trampoline(rd_kafka_t*, const rd_kafka_message_t*, void* opaque);
     // librdkafka's client errors, served by rd_kafka_poll/flush on a caller's thread.
     static void error_trampoline(rd_kafka_t* rk, int err, const char* reason, void* opaque);
@@ -80,8 +98,10 @@ private:
     std::mutex failure_mutex_;
     std::optional<DeliveryFailure> first_failure_;  // guarded by failure_mutex_
     std::optional<KafkaError> security_failure_;    // guarded by failure_mutex_; never reset
+    ProducerOptions options_;                       // what a renewed client is made of
     SecuritySettings security_;
     DeliveryReport on_delivery_;
+    int renewals_ = 0;
     KafkaHandle handle_;
 };
 
