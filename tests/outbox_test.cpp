@@ -64,6 +64,42 @@ TEST_SUITE("outbox") {
         CHECK_FALSE(outbox_message_problem({"t", "k", std::string(200, 'x'), {}}, 288));
     }
 
+    TEST_CASE(
+        "a record that in a batch of its own is over its topic's max.message.bytes, as the "
+        "broker reported it, is refused at emit naming the topic, its size and the limit") {
+        EmitLimits limits;
+        limits.set_topic_bytes("small", 2000);
+        // 36 framing + 1 key + 51 exo-outbox-id + 61 batch header + the value.
+        const std::size_t fits = 2000 - 36 - 1 - 51 - kRecordBatchOverhead;
+        CHECK_FALSE(outbox_message_problem({"small", "k", std::string(fits, 'x'), {}}, limits));
+        const auto over =
+            outbox_message_problem({"small", "k", std::string(fits + 1, 'x'), {}}, limits)
+                .value_or("");
+        CHECK(over.find("topic 'small''s max.message.bytes of 2000") != std::string::npos);
+        CHECK(over.find("1940 bytes on the wire") != std::string::npos);
+        CHECK(over.find("2001 with a record batch's header") != std::string::npos);
+        // Another topic keeps the producer's limit only.
+        CHECK_FALSE(outbox_message_problem({"other", "k", std::string(5000, 'x'), {}}, limits));
+        // A topic limit above the producer's does not lift the producer's.
+        EmitLimits low(1000);
+        low.set_topic_bytes("big", 5000000);
+        CHECK(outbox_message_problem({"big", "k", std::string(1000, 'x'), {}}, low)
+                  .value_or("")
+                  .find("over the producer's message.max.bytes of 1000") != std::string::npos);
+    }
+
+    TEST_CASE("outbox.topics lists the topics emitted to, each once and a legal name") {
+        const auto c =
+            parse(std::string(kMinimal) + "outbox:\n  topics: [ledger.applied, \"audit\"]\n");
+        CHECK(c.outbox.topics == std::vector<std::string>{"ledger.applied", "audit"});
+        CHECK(parse(kMinimal).outbox.topics.empty());
+        const auto errors =
+            errors_of(std::string(kMinimal) + "outbox:\n  topics: [a, \"has space\", a]\n");
+        CHECK(errors.find("outbox.topics[1]") != std::string::npos);
+        CHECK(errors.find("outbox.topics[2]") != std::string::npos);
+        CHECK(errors.find("already listed") != std::string::npos);
+    }
+
     TEST_CASE("hex round-trips any bytes and refuses malformed text") {
         const std::string bytes("\0\x01\xAB\xFF", 4);
         CHECK(hex_bytes(bytes) == "0001abff");
@@ -87,14 +123,14 @@ TEST_SUITE("outbox") {
         CHECK(d.outbox.enabled);
         CHECK(d.outbox.batch_size == 2000);
         CHECK(d.outbox.max_round_bytes == 16u * 1024 * 1024);
-        CHECK(d.outbox.max_message_bytes == kDefaultMaxMessageBytes);
+        CHECK(d.outbox.emit_limits.producer_bytes() == kDefaultMaxMessageBytes);
         CHECK(d.outbox.retention == std::chrono::hours(24 * 7));
     }
 
     TEST_CASE("an emit is checked against the message.max.bytes the relay's producer is given") {
         std::string yaml(kMinimal);
         yaml.replace(yaml.find("  group_id"), 0, "  properties:\n    message.max.bytes: 2000000\n");
-        CHECK(parse(yaml).outbox.max_message_bytes == 2000000);
+        CHECK(parse(yaml).outbox.emit_limits.producer_bytes() == 2000000);
     }
 
     TEST_CASE("bad outbox values are all reported with their path and line") {

@@ -87,7 +87,7 @@ int outbox_change(int argc, char** argv, const AppSetup& setup, ErrorOutput& err
     auto pg = open_postgres_session(config.postgres);
     try {
         const auto row = reroute ? reroute_outbox_row(*pg, config.kafka.group_id, id, topic,
-                                                      config.outbox.max_message_bytes)
+                                                      config.outbox.emit_limits.producer_bytes())
                                  : discard_outbox_row(*pg, config.kafka.group_id, id);
         if (!args.has("json"))
             std::cout << (reroute ? "rerouted to " + topic + " (a new row, published next): "

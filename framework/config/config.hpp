@@ -195,9 +195,15 @@ struct OutboxConfig {
     // Bytes of keys, values and headers a round reads and produces, at most
     // (a round always takes at least one row, however large).
     std::size_t max_round_bytes = std::size_t{16} * 1024 * 1024;
-    // Not a key of its own: kafka.properties' message.max.bytes, else
-    // librdkafka's default; an emit whose wire size is over it is refused.
-    std::size_t max_message_bytes = kDefaultMaxMessageBytes;
+    // The topics handlers emit to, as far as the operator declares them: at start-up
+    // each must exist (the daemon waits, not ready, until it does) and its
+    // max.message.bytes is asked of the brokers for emit()'s check. An emit to a
+    // topic not listed here is checked against the producer's limit only.
+    std::vector<std::string> topics;
+    // Not a key of its own: the producer's limit is kafka.properties'
+    // message.max.bytes, else librdkafka's default; the topics' limits are
+    // learned at start-up (outbox.topics). An emit over its topic's limit is refused.
+    EmitLimits emit_limits;
     // How long the relay sleeps at most between rounds that found nothing: rows
     // another daemon committed wait this long at worst (a commit of this daemon
     // that emitted, or a NOTIFY, wakes it at once).

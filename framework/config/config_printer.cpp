@@ -138,6 +138,9 @@ public:
     void outbox(const OutboxConfig& o) {
         begin("outbox");
         out_ << YAML::Key << "enabled" << YAML::Value << o.enabled;
+        out_ << YAML::Key << "topics" << YAML::Value << YAML::BeginSeq;
+        for (const auto& t : o.topics) out_ << YAML::DoubleQuoted << literal(t);
+        out_ << YAML::EndSeq;
         number("batch_size", o.batch_size);
         number("max_round_bytes", static_cast<int>(o.max_round_bytes));
         ms("poll_interval_ms", o.poll_interval);

@@ -1,14 +1,17 @@
 // outbox: the relay that publishes the records handlers emit (docs/outbox.md).
 #include <charconv>
+#include <map>
 
 #include "config/sections.hpp"
+#include "core/text.hpp"
+#include "kafka/kafka_names.hpp"
 
 namespace exo::config_reading {
 
 const Choices<bool> kSwitch = {{"true", true}, {"false", false}};
 
-const Keys kOutboxKeys = {"enabled", "batch_size", "max_round_bytes", "poll_interval_ms",
-                          "retention_days"};
+const Keys kOutboxKeys = {"enabled",         "topics",           "batch_size",
+                          "max_round_bytes", "poll_interval_ms", "retention_days"};
 
 namespace {
 
@@ -39,7 +42,24 @@ OutboxConfig read_outbox(const Reader& outbox, const KafkaConfig& kafka) {
     out.max_round_bytes = static_cast<std::size_t>(round_bytes);
     outbox.read("poll_interval_ms", out.poll_interval, kPositiveMs);
     outbox.read_days("retention_days", out.retention, Bounds{0, kMaxDays});
-    out.max_message_bytes = producer_max_message_bytes(kafka);
+    out.emit_limits = EmitLimits(producer_max_message_bytes(kafka));
+    std::map<std::string, int> first_line;  // topic name -> line declaring it
+    for (const Item& item : outbox.list("topics")) {
+        const auto topic =
+            scalar_text(outbox.context(), item.node, item.path, item.line, "a topic name");
+        if (!topic) continue;
+        if (auto problem = topic_name_problem(*topic)) {
+            outbox.context().add(item.path, item.line, std::move(*problem));
+            continue;
+        }
+        if (const auto [it, added] = first_line.emplace(*topic, item.line); !added) {
+            outbox.context().add(item.path, item.line,
+                                 "topic " + in_quotes(*topic) + " is already listed at line " +
+                                     std::to_string(it->second) + ": list each topic once");
+            continue;
+        }
+        out.topics.push_back(*topic);
+    }
     return out;
 }
 

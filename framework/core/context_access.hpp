@@ -17,7 +17,8 @@
 namespace exo::detail {
 
 struct ContextAccess {
-    // `max_emit_bytes`: the relay producer's message.max.bytes (exo/outbox.hpp).
+    // `emit_limits`: the largest record emit() accepts per topic (exo/outbox.hpp);
+    // nullptr: librdkafka's default message.max.bytes.
     // `trace`: the delivery's W3C trace (core/trace_context.hpp); nullptr (the
     // handler test kit) starts one from the record on first use.
     // `batch_index`: set for record i of a batch, whose json() and emit()
@@ -25,10 +26,10 @@ struct ContextAccess {
     // pointer must outlive the context.
     static HandlerContext record(pqxx::transaction_base& tx, const Record& record,
                                  const std::string& key, JsonPayload& payload, spdlog::logger& log,
-                                 int attempt, bool rerun, std::size_t max_emit_bytes,
+                                 int attempt, bool rerun, const EmitLimits* emit_limits,
                                  const TraceContext* trace,
                                  std::optional<std::size_t> batch_index = std::nullopt) {
-        return HandlerContext(tx, record, key, payload, log, attempt, rerun, max_emit_bytes, trace,
+        return HandlerContext(tx, record, key, payload, log, attempt, rerun, emit_limits, trace,
                               batch_index);
     }
     // The context of before_transaction(); its hand_over() writes `handed_over`.

@@ -36,12 +36,15 @@ std::size_t header_bytes(std::size_t name, std::optional<std::size_t> value) {
 }
 
 OutboxMessage checked(std::string topic, std::optional<std::string> key, std::string value,
-                      std::vector<RecordHeader> headers, std::size_t max_message_bytes) {
+                      std::vector<RecordHeader> headers, const EmitLimits& limits) {
     OutboxMessage message{std::move(topic), std::move(key), std::move(value), std::move(headers)};
-    if (auto problem = outbox_message_problem(message, max_message_bytes))
+    if (auto problem = outbox_message_problem(message, limits))
         throw PermanentError("cannot emit a record: " + *problem);
     return message;
 }
+
+// A context exo made without limits (the handler test kit): librdkafka's defaults.
+const EmitLimits kNoLimits;
 
 }  // namespace
 
@@ -57,6 +60,11 @@ std::size_t outbox_wire_size(const OutboxMessage& message) {
 
 std::optional<std::string> outbox_message_problem(const OutboxMessage& message,
                                                   std::size_t max_message_bytes) {
+    return outbox_message_problem(message, EmitLimits(max_message_bytes));
+}
+
+std::optional<std::string> outbox_message_problem(const OutboxMessage& message,
+                                                  const EmitLimits& limits) {
     if (auto problem = topic_name_problem(message.topic))
         return "'" + printable_text(message.topic, 300) +
                "' is not a Kafka topic name: " + *problem;
@@ -70,11 +78,23 @@ std::optional<std::string> outbox_message_problem(const OutboxMessage& message,
             return "the header " + std::string(kOutboxIdHeader) +
                    " is reserved: the relay sets it to the record's outbox id";
     }
-    if (const auto bytes = outbox_wire_size(message); bytes > max_message_bytes)
+    const auto bytes = outbox_wire_size(message);
+    if (bytes > limits.producer_bytes())
         return "the record is " + std::to_string(bytes) +
                " bytes on the wire (key, value, headers, exo-outbox-id and Kafka's record "
                "framing), over the producer's message.max.bytes of " +
-               std::to_string(max_message_bytes) + ": Kafka would refuse it on every attempt";
+               std::to_string(limits.producer_bytes()) + ": Kafka would refuse it on every attempt";
+    // The broker counts a whole record batch: the relay's record alone in one is the least.
+    if (const auto topic_bytes = limits.topic_bytes(message.topic);
+        topic_bytes && bytes + kRecordBatchOverhead > *topic_bytes)
+        return "the record is " + std::to_string(bytes) +
+               " bytes on the wire (key, value, headers, exo-outbox-id and Kafka's record "
+               "framing), " +
+               std::to_string(bytes + kRecordBatchOverhead) +
+               " with a record batch's header, over topic '" + message.topic +
+               "''s max.message.bytes of " + std::to_string(*topic_bytes) +
+               " (as its broker reported it at start-up): the broker would refuse it on every "
+               "attempt";
     return std::nullopt;
 }
 
@@ -83,7 +103,7 @@ void HandlerContext::emit(std::string topic, std::optional<std::string> key, std
     add_trace_headers(headers, trace());
     try {
         emitted_.push_back(checked(std::move(topic), std::move(key), std::move(value),
-                                   std::move(headers), max_emit_bytes_));
+                                   std::move(headers), emit_limits_ ? *emit_limits_ : kNoLimits));
     } catch (const PermanentError&) {
         fail_with_current();
     }

@@ -67,7 +67,7 @@ RecordStepResult run_handler_step(pqxx::transaction_base& tx, const RecordStepIn
     RecordStepResult out;
     const auto& binding = in.binding;
     auto ctx = detail::ContextAccess::record(tx, in.record, in.key, in.payload, in.log, in.attempt,
-                                             in.handler_ran, in.max_emit_bytes, in.trace);
+                                             in.handler_ran, in.emit_limits, in.trace);
     detail::ContextAccess::hand_over(ctx, in.handed_over);
     auto& emitted = detail::ContextAccess::emitted(ctx);
     const auto& result = detail::ContextAccess::result(ctx);

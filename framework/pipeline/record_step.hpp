@@ -45,8 +45,8 @@ struct RecordStepInput {
     // throws); a record decided before its handler leaves it as it was.
     bool& handler_ran;
     std::chrono::microseconds* handler_took = nullptr;  // set: how long handle() took
-    std::size_t max_emit_bytes =
-        kDefaultMaxMessageBytes;  // HandlerContext: outbox.max_message_bytes
+    // HandlerContext: outbox.emit_limits; nullptr: librdkafka's defaults (the handler test kit).
+    const EmitLimits* emit_limits = nullptr;
     // HandlerContext::trace(): the delivery's (PendingRecord::trace); nullptr: the
     // context starts one from the record (the handler test kit).
     const TraceContext* trace = nullptr;

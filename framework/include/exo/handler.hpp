@@ -121,7 +121,7 @@ private:
     friend struct detail::ContextAccess;
     HandlerContext(pqxx::transaction_base& tx, const Record& record, const std::string& key,
                    JsonPayload& payload, spdlog::logger& log, int attempt, bool rerun,
-                   std::size_t max_emit_bytes, const TraceContext* trace,
+                   const EmitLimits* emit_limits, const TraceContext* trace,
                    std::optional<std::size_t> batch_index)
         : tx_(tx),
           record_(record),
@@ -130,7 +130,7 @@ private:
           log_(log),
           attempt_(attempt),
           rerun_(rerun),
-          max_emit_bytes_(max_emit_bytes),
+          emit_limits_(emit_limits),
           batch_index_(batch_index),
           trace_(trace) {}
     // A failure of this record found by json() or emit(): `cause` as it is, or
@@ -144,7 +144,7 @@ private:
     spdlog::logger& log_;
     int attempt_;
     bool rerun_;
-    std::size_t max_emit_bytes_;              // the relay producer's message.max.bytes
+    const EmitLimits* emit_limits_;           // what emit() accepts; nullptr: librdkafka's defaults
     std::optional<std::size_t> batch_index_;  // set: record i of a BatchContext
     const TraceContext* trace_;  // the framework's; nullptr: own_trace_, started on first use
     mutable std::optional<TraceContext> own_trace_;

@@ -20,7 +20,7 @@ std::vector<HandlerContext> entries_of(pqxx::transaction_base& tx, const PassCon
         auto& record = *run[n];
         entries.push_back(detail::ContextAccess::record(
             tx, record.pending.record, record.key, record.payload, ctx.log,
-            record.pending.attempts + 1, record.handler_ran, ctx.config.outbox.max_message_bytes,
+            record.pending.attempts + 1, record.handler_ran, &ctx.config.outbox.emit_limits,
             &record.pending.trace, n));
         detail::ContextAccess::hand_over(entries.back(), &record.handed_over);
         record.handler_ran = true;  // a later run of it in this batch is a rerun

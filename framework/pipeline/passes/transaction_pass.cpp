@@ -40,7 +40,7 @@ std::optional<RecordFailure> run_record(const PassContext& ctx, pqxx::transactio
                                     record.pending.attempts + 1,
                                     record.handler_ran,
                                     &handler_took,
-                                    ctx.config.outbox.max_message_bytes,
+                                    &ctx.config.outbox.emit_limits,
                                     &record.pending.trace,
                                     &outbox,
                                     &record.handed_over,
