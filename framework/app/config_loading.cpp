@@ -41,6 +41,8 @@ KafkaEndpoint::KafkaEndpoint(const Config& config) {
     for (const auto& b : config.bindings)
         for (const auto& topic : {b.topic, b.dead_letter_topic})
             if (created.insert(topic).second) mock_->create_topic(topic, 1);
+    for (const auto& topic : config.outbox.topics)
+        if (created.insert(topic).second) mock_->create_topic(topic, 1);
     bootstrap_ = mock_->bootstrap_servers();
     spdlog::info("embedded mock Kafka cluster ({} broker(s)) at {}", m.brokers, bootstrap_);
     if (!m.bootstrap_file.empty()) {

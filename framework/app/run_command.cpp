@@ -1,11 +1,14 @@
 // `exo run` and `exo migrate`: the composition root of the daemon. Services
 // start in dependency order and stop in reverse (declaration order below): the
 // observability endpoint (first, so probes answer "starting" while PostgreSQL's
-// schema is awaited), the Kafka endpoint, then the daemon (workers, producers,
+// schema is awaited), the Kafka endpoint (and the wait for the topics exo produces
+// to, pipeline/produced_topics.hpp), then the daemon (workers, producers,
 // consumer, retention pruner), served by the endpoint while it exists.
 #include <spdlog/spdlog.h>
 
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
 #include <optional>
 #include <pqxx/pqxx>
 #include <thread>
@@ -17,11 +20,13 @@
 #include "config/config_secrets.hpp"
 #include "core/backoff.hpp"
 #include "core/failpoints.hpp"
+#include "kafka/topic_inspection.hpp"
 #include "observability/health.hpp"
 #include "observability/http_endpoint.hpp"
 #include "pg/migrations.hpp"
 #include "pg/session.hpp"
 #include "pipeline/daemon.hpp"
+#include "pipeline/produced_topics.hpp"
 
 namespace exo {
 namespace {
@@ -49,6 +54,60 @@ bool schema_ready(const Config& config, const std::vector<Migration>& migrations
     return false;
 }
 
+// Sleeps `delay` or until a stop is requested; false when it was.
+bool wait_or_stop(std::chrono::milliseconds delay, std::stop_token stop) {
+    std::mutex m;
+    std::condition_variable_any cv;
+    std::unique_lock lock(m);
+    return !cv.wait_for(lock, stop, delay, [] { return false; }) && !stop.stop_requested();
+}
+
+// The topics exo produces to must exist before the consumer joins (produced_topics.hpp says
+// why it waits): until then the daemon is not ready, and it says which topics and keys. Also
+// learns each topic's max.message.bytes for emit()'s check. False when stopped first.
+bool produced_topics_ready(Config& config, const std::string& bootstrap,
+                           ObservabilityEndpoint* endpoint, std::stop_token stop) {
+    const auto topics = produced_topics(config);
+    std::vector<std::string> names;
+    for (const auto& t : topics) names.push_back(t.topic);
+    const auto client = topic_check_client(bootstrap, config.kafka);
+    Backoff backoff{config.pipeline.retry_backoff_initial, config.pipeline.retry_backoff_max};
+    for (int attempt = 1; !stop.stop_requested(); ++attempt) {
+        auto delay = backoff.delay(attempt, 0.5);
+        try {
+            const auto seen = inspect_topics(client, names, std::chrono::seconds(10));
+            if (const auto problem = missing_topics_problem(topics, seen); !problem.empty()) {
+                delay = std::max(delay, config.pipeline.retry_backoff_max);
+                if (endpoint) endpoint->starting("starting: waiting for Kafka topics: " + problem);
+                spdlog::error("not ready: {}. Checking again in {} ms", problem, delay.count());
+                if (!wait_or_stop(delay, stop)) return false;
+                continue;
+            }
+            // Only outbox.topics' limits are used (a dead letter over its topic's goes
+            // without its value), so only their absence is worth a warning.
+            if (!seen.limits_unknown.empty() && !config.outbox.topics.empty())
+                spdlog::warn(
+                    "the brokers did not tell every topic's max.message.bytes ({}): emits to "
+                    "those topics are checked against the producer's message.max.bytes ({}) "
+                    "only",
+                    seen.limits_unknown, config.outbox.emit_limits.producer_bytes());
+            learn_topic_limits(config.outbox.emit_limits, seen, config.outbox.topics);
+            for (const auto& [topic, bytes] : config.outbox.emit_limits.topics())
+                spdlog::info(
+                    "topic '{}' takes record batches of up to {} bytes (max.message.bytes)", topic,
+                    bytes);
+            return true;
+        } catch (const KafkaError& e) {
+            if (!e.retriable()) throw;
+            if (endpoint) endpoint->starting("starting: checking the Kafka topics exo produces to");
+            spdlog::warn("not ready: checking the topics exo produces to, retrying in {} ms: {}",
+                         delay.count(), e.what());
+            if (!wait_or_stop(delay, stop)) return false;
+        }
+    }
+    return false;
+}
+
 }  // namespace
 
 int run_command(int argc, char** argv, const AppSetup& setup, ErrorOutput& errors,
@@ -63,6 +122,9 @@ int run_command(int argc, char** argv, const AppSetup& setup, ErrorOutput& error
         if (!schema_ready(config, setup.all_migrations(), stop)) return 0;
         auto failpoints = Failpoints::from_environment();
         KafkaEndpoint kafka(config);
+        if (!produced_topics_ready(config, kafka.bootstrap_servers(),
+                                   endpoint ? &*endpoint : nullptr, stop))
+            return 0;
         Daemon daemon(config, setup.handlers, failpoints, kafka.bootstrap_servers());
         AttachedDaemon served(endpoint ? &*endpoint : nullptr, daemon);
         daemon.run(stop);

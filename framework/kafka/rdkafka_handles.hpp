@@ -36,6 +36,17 @@ struct HeadersDeleter {
 struct MetadataDeleter {
     void operator()(const rd_kafka_metadata_t* p) const noexcept { rd_kafka_metadata_destroy(p); }
 };
+struct AdminOptionsDeleter {
+    void operator()(rd_kafka_AdminOptions_t* p) const noexcept { rd_kafka_AdminOptions_destroy(p); }
+};
+struct ConfigResourceDeleter {
+    void operator()(rd_kafka_ConfigResource_t* p) const noexcept {
+        rd_kafka_ConfigResource_destroy(p);
+    }
+};
+struct EventDeleter {
+    void operator()(rd_kafka_event_t* p) const noexcept { rd_kafka_event_destroy(p); }
+};
 struct MockClusterDeleter {
     void operator()(rd_kafka_mock_cluster_t* p) const noexcept { rd_kafka_mock_cluster_destroy(p); }
 };
@@ -49,6 +60,9 @@ using QueueHandle = std::unique_ptr<rd_kafka_queue_t, QueueDeleter>;
 using KafkaErrorHandle = std::unique_ptr<rd_kafka_error_t, KafkaErrorDeleter>;
 using HeadersHandle = std::unique_ptr<rd_kafka_headers_t, HeadersDeleter>;
 using MetadataHandle = std::unique_ptr<const rd_kafka_metadata_t, MetadataDeleter>;
+using AdminOptionsHandle = std::unique_ptr<rd_kafka_AdminOptions_t, AdminOptionsDeleter>;
+using ConfigResourceHandle = std::unique_ptr<rd_kafka_ConfigResource_t, ConfigResourceDeleter>;
+using EventHandle = std::unique_ptr<rd_kafka_event_t, EventDeleter>;
 using MockClusterHandle = std::unique_ptr<rd_kafka_mock_cluster_t, MockClusterDeleter>;
 
 }  // namespace exo

@@ -159,7 +159,7 @@ ObservabilityEndpoint::Reply ObservabilityEndpoint::reply(std::string_view path)
     std::lock_guard lock(mutex_);
     const auto now = Clock::now();
     const auto status = daemon_ ? daemon_->status() : DaemonStatus{};
-    HealthVerdict live{false, "starting: waiting for PostgreSQL's schema"};
+    HealthVerdict live{false, starting_};
     HealthVerdict ready = live;
     if (daemon_) {
         live = liveness(status, now, bound_);
@@ -201,6 +201,11 @@ ObservabilityEndpoint::ObservabilityEndpoint(const ObservabilityConfig::Listen& 
 ObservabilityEndpoint::~ObservabilityEndpoint() {
     detach();
     server_.reset();
+}
+
+void ObservabilityEndpoint::starting(std::string reason) {
+    std::lock_guard lock(mutex_);
+    starting_ = std::move(reason);
 }
 
 void ObservabilityEndpoint::attach(const ObservedDaemon& daemon) {

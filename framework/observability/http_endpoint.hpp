@@ -38,6 +38,9 @@ public:
 
     void attach(const ObservedDaemon& daemon);
     void detach();
+    // What the probes answer while no daemon is attached (default: waiting for
+    // PostgreSQL's schema), e.g. which Kafka topics start-up waits for.
+    void starting(std::string reason);
 
 private:
     struct Server;  // the libmicrohttpd daemon and what its callbacks use (http_endpoint.cpp)
@@ -52,8 +55,9 @@ private:
 
     std::chrono::milliseconds bound_;
     mutable std::mutex mutex_;
-    const ObservedDaemon* daemon_ = nullptr;  // guarded by mutex_
-    std::unique_ptr<Server> server_;          // last: its thread calls reply()
+    const ObservedDaemon* daemon_ = nullptr;                              // guarded by mutex_
+    std::string starting_ = "starting: waiting for PostgreSQL's schema";  // guarded by mutex_
+    std::unique_ptr<Server> server_;  // last: its thread calls reply()
 };
 
 // RAII for attach/detach: the daemon is served exactly while this lives.
