@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <random>
 
@@ -52,6 +53,26 @@ ProducerOptions dead_letter_producer(const std::string& bootstrap, const KafkaCo
     return options;
 }
 
+// The relay's producer: the dead-letter producer's, with librdkafka's batch.size (a
+// MessageSet's bytes, default 1,000,000) kept under the smallest max.message.bytes the
+// brokers reported for the topics of outbox.topics. A broker refuses a whole batch over
+// its topic's limit (MSG_SIZE_TOO_LARGE) although each record in it fits, and the relay
+// would park and retry rows emit() accepted.
+ProducerOptions relay_producer(const std::string& bootstrap, const Config& config) {
+    auto options = dead_letter_producer(bootstrap, config.kafka);
+    const auto smallest = config.outbox.emit_limits.smallest_topic_bytes();
+    if (!smallest || *smallest <= kRecordBatchOverhead) return options;
+    std::size_t batch = 1000000;
+    if (auto it = options.properties.find("batch.size"); it != options.properties.end()) {
+        const auto& text = it->second;
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), batch);
+        if (error != std::errc() || end != text.data() + text.size()) return options;
+    }
+    options.properties["batch.size"] =
+        std::to_string(std::min(batch, *smallest - kRecordBatchOverhead));
+    return options;
+}
+
 // A malformed traceparent is the sender's slip, not the record's failure: the
 // record goes on under a new trace, and this says why for whoever follows it.
 void log_unused_traceparent(const PendingRecord& pending) {
@@ -77,7 +98,7 @@ Daemon::Daemon(const Config& config, const HandlerRegistry& handlers, Failpoints
     for (const auto& b : config.bindings) binding_of_.emplace(b.topic, &b);
     if (config.outbox.enabled)
         relay_ = std::make_unique<OutboxRelay>(config_, stats_, failpoints,
-                                               dead_letter_producer(bootstrap_, config.kafka));
+                                               relay_producer(bootstrap_, config));
     // The workers create their dead-letter producers at their first dead
     // letter: one made and dropped here refuses a bad property at start-up.
     { const KafkaProducer checked(dead_letter_producer(bootstrap_, config.kafka)); }
