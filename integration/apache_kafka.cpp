@@ -16,20 +16,12 @@
 namespace exo::testing {
 namespace {
 
-// The admin API's handles, which only the tests use (exo creates no topics): owned here, in
-// the manner of kafka/rdkafka_handles.hpp.
+// The admin API's handle only the tests use (exo creates no topics): owned here, in the
+// manner of kafka/rdkafka_handles.hpp (which has the others).
 struct NewTopicDeleter {
     void operator()(rd_kafka_NewTopic_t* p) const noexcept { rd_kafka_NewTopic_destroy(p); }
 };
-struct AdminOptionsDeleter {
-    void operator()(rd_kafka_AdminOptions_t* p) const noexcept { rd_kafka_AdminOptions_destroy(p); }
-};
-struct EventDeleter {
-    void operator()(rd_kafka_event_t* p) const noexcept { rd_kafka_event_destroy(p); }
-};
 using NewTopicHandle = std::unique_ptr<rd_kafka_NewTopic_t, NewTopicDeleter>;
-using AdminOptionsHandle = std::unique_ptr<rd_kafka_AdminOptions_t, AdminOptionsDeleter>;
-using EventHandle = std::unique_ptr<rd_kafka_event_t, EventDeleter>;
 
 KafkaHandle admin_client(const std::string& bootstrap) {
     return test_client(bootstrap, RD_KAFKA_PRODUCER);  // the admin API runs on any client
@@ -66,7 +58,8 @@ std::string apache_kafka_bootstrap() {
 }
 
 void create_topics(const std::string& bootstrap,
-                   const std::vector<std::pair<std::string, int>>& topics) {
+                   const std::vector<std::pair<std::string, int>>& topics,
+                   const std::map<std::string, std::string>& config) {
     const KafkaHandle rk = admin_client(bootstrap);
     char reason[512];
     std::vector<NewTopicHandle> owned;
@@ -76,6 +69,10 @@ void create_topics(const std::string& bootstrap,
         owned.emplace_back(
             rd_kafka_NewTopic_new(name.c_str(), partitions, -1, reason, sizeof reason));
         if (!owned.back()) throw std::runtime_error("topic " + name + ": " + reason);
+        for (const auto& [key, value] : config)
+            if (rd_kafka_NewTopic_set_config(owned.back().get(), key.c_str(), value.c_str()) !=
+                RD_KAFKA_RESP_ERR_NO_ERROR)
+                throw std::runtime_error("topic " + name + ": cannot set " + key);
         raw.push_back(owned.back().get());
     }
     const QueueHandle queue(rd_kafka_queue_new(rk.get()));

@@ -2,6 +2,7 @@
 // The real Apache Kafka of the test cases tagged `* doctest::test_suite("real-kafka")`: the
 // broker scripts/kafka.sh starts (scripts/integration.sh's real-kafka part, scripts/test.sh's
 // real-broker stage), which creates no topic on use, as production clusters run.
+#include <map>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -16,10 +17,12 @@ std::string apache_kafka_bootstrap();
 
 // Creates each topic (name, partitions) with the broker's default replication factor (every
 // node of scripts/kafka.sh's cluster) and waits until the broker reports its partitions led.
-// A topic that exists already is left as it is. Throws std::runtime_error naming the topic
-// and the broker's error.
+// A topic that exists already is left as it is. `config`: topic configs for every topic
+// created (e.g. max.message.bytes). Throws std::runtime_error naming the topic and the
+// broker's error.
 void create_topics(const std::string& bootstrap,
-                   const std::vector<std::pair<std::string, int>>& topics);
+                   const std::vector<std::pair<std::string, int>>& topics,
+                   const std::map<std::string, std::string>& config = {});
 
 // The node id (scripts/kafka.sh's node number) of the broker leading `topic`'s `partition`, as
 // the metadata of `bootstrap` says; -1 while it has none. Throws std::runtime_error when the

@@ -1,6 +1,7 @@
 #include "pipeline_harness.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <fstream>
 #include <iterator>
@@ -192,12 +193,12 @@ std::string PipelineHarness::config_yaml() const {
         "{}"
         "pipeline: {{workers: {}, {}batch_size: {}, linger_ms: 2}}\n"
         "logging: {{level: info}}\n"
-        "outbox: {{enabled: {}, batch_size: {}, poll_interval_ms: {}}}\n"
+        "outbox: {{enabled: {}, batch_size: {}, poll_interval_ms: {}{}}}\n"
         "bindings:\n"
         "  - topic: {}\n"
         "    handler: ledger\n"
         "    key: {{json: /eventId}}\n"
-        "{}{}{}",
+        "{}{}{}{}",
         bootstrap(), group_, properties,
         // Without Redis claims the Redis keys are refused (config_parser.cpp).
         config_.claim.in_redis() ? fmt::format("redis: {{host: {}, port: {}, key_prefix: {}}}\n",
@@ -213,7 +214,15 @@ std::string PipelineHarness::config_yaml() const {
             ? std::string()
             : fmt::format("concurrency: {}, ", config_.pipeline.concurrency),
         config_.pipeline.batch_size, config_.outbox.enabled, config_.outbox.batch_size,
-        config_.outbox.poll_interval.count(), topic_,
+        config_.outbox.poll_interval.count(),
+        // As a test set them (a topic declared for the start-up check).
+        config_.outbox.topics.empty()
+            ? std::string()
+            : fmt::format(", topics: [{}]", fmt::join(config_.outbox.topics, ", ")),
+        b.topic,
+        b.dead_letter_topic == b.topic + ".dlq"
+            ? std::string()
+            : fmt::format("    dead_letter_topic: {}\n", b.dead_letter_topic),
         b.ordering == Ordering::partition
             ? std::string()
             : fmt::format("    ordering: {}\n", ordering_name(b.ordering)),

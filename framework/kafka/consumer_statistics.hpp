@@ -12,9 +12,9 @@
 namespace exo {
 
 struct ConsumerStatistics {
-    // Per assigned partition: high watermark - the consumer's position (or its
-    // committed offset before the first fetch). Partitions whose lag librdkafka
-    // does not know yet (-1) are left out.
+    // Per assigned partition: its end (the high watermark, or the last stable
+    // offset under read_committed) - the group's committed offset. Partitions whose
+    // lag librdkafka does not know yet (-1) are left out.
     std::map<TopicPartition, std::int64_t> lag;
     int brokers = 0;     // bootstrap and learned brokers (the internal one left out)
     int brokers_up = 0;  // ... whose connection is in state UP

@@ -25,7 +25,9 @@ struct PartitionStatus {
     // Offsets from the lowest unfinished record to the highest polled: what a
     // crash now would read again (0: nothing unfinished).
     std::int64_t unfinished_window = 0;
-    std::optional<std::int64_t> lag{};  // librdkafka's consumer lag, when known
+    // The partition's end less the group's committed offset (librdkafka's
+    // consumer_lag, every statistics.interval.ms), when known.
+    std::optional<std::int64_t> lag{};
 };
 
 struct WorkerStatus {
