@@ -1,9 +1,11 @@
 #pragma once
-// What the observability tests share: a free port, a daemon config that listens on it, and a
+// What the observability tests share: a free port, a daemon config that listens on it, a GET
+// and a metric's sum, and a
 // raw HTTP/1.1 client over a plain socket (from a chosen local address, with timeouts) for
 // requests no well-behaved client library sends.
 #include <arpa/inet.h>
 #include <doctest/doctest.h>
+#include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -11,6 +13,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -39,6 +42,36 @@ inline std::string write_config(const PipelineHarness& h, int port, const std::s
     std::ofstream(path) << h.config_yaml() << "observability:\n  listen: \"127.0.0.1:" << port
                         << "\"\n";
     return path;
+}
+
+// An HTTP answer: its status (0: no answer) and body.
+struct Got {
+    int status = 0;
+    std::string body;
+};
+
+// GET 127.0.0.1:port/path with short timeouts (2 s to connect, 5 s to read).
+inline Got get(int port, const std::string& path) {
+    httplib::Client client("127.0.0.1", port);
+    client.set_connection_timeout(2);
+    client.set_read_timeout(5);
+    auto res = client.Get(path);
+    if (!res) return {};
+    return {res->status, res->body};
+}
+
+// The sum of a family's samples whose labels contain `labels` (e.g.
+// outcome="applied"), from exposition text; -1 when there is none.
+inline double metric_sum(const std::string& text, const std::string& family,
+                         const std::string& labels) {
+    std::istringstream in(text);
+    double sum = -1;
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind(family + "{", 0) != 0 && line.rfind(family + " ", 0) != 0) continue;
+        if (line.find(labels) == std::string::npos) continue;
+        sum = (sum < 0 ? 0 : sum) + std::stod(line.substr(line.rfind(' ') + 1));
+    }
+    return sum;
 }
 
 // A connected TCP socket, closed with this object.

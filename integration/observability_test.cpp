@@ -24,38 +24,13 @@ using namespace std::chrono_literals;
 using exo::testing::ChildProcess;
 using exo::testing::eventually;
 using exo::testing::free_port;
+using exo::testing::get;
+using exo::testing::metric_sum;
 using exo::testing::payment;
 using exo::testing::PipelineHarness;
 using exo::testing::write_config;
 
 namespace {
-
-struct Got {
-    int status = 0;  // 0: no answer
-    std::string body;
-};
-
-Got get(int port, const std::string& path) {
-    httplib::Client client("127.0.0.1", port);
-    client.set_connection_timeout(2);
-    client.set_read_timeout(5);
-    auto res = client.Get(path);
-    if (!res) return {};
-    return {res->status, res->body};
-}
-
-// The sum of a family's samples whose labels contain `labels` (e.g.
-// outcome="applied"), from exposition text; -1 when there is none.
-double metric_sum(const std::string& text, const std::string& family, const std::string& labels) {
-    std::istringstream in(text);
-    double sum = -1;
-    for (std::string line; std::getline(in, line);) {
-        if (line.rfind(family + "{", 0) != 0 && line.rfind(family + " ", 0) != 0) continue;
-        if (line.find(labels) == std::string::npos) continue;
-        sum = (sum < 0 ? 0 : sum) + std::stod(line.substr(line.rfind(' ') + 1));
-    }
-    return sum;
-}
 
 std::string run_and_capture(const std::string& command) {
     std::string out;

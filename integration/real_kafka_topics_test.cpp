@@ -30,6 +30,7 @@
 #include "child_process.hpp"
 #include "kafka/producer.hpp"
 #include "ledger.hpp"
+#include "observability_support.hpp"
 #include "operations_cli.hpp"
 #include "pipeline_harness.hpp"
 #include "records.hpp"
@@ -37,7 +38,10 @@
 
 using namespace std::chrono_literals;
 using exo::testing::ChildProcess;
+using exo::testing::free_port;
+using exo::testing::get;
 using exo::testing::KafkaUnderTest;
+using exo::testing::metric_sum;
 using exo::testing::payment;
 using exo::testing::PipelineHarness;
 using exo::testing::wait_until;
@@ -90,48 +94,8 @@ private:
     ChildProcess child_;  // after config_ and log_, which it reads and writes
 };
 
-// A port nobody listens on right now (the kernel's choice for port 0).
-int free_port() {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    REQUIRE(fd >= 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    socklen_t len = sizeof addr;
-    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-    ::close(fd);
-    return ntohs(addr.sin_port);
-}
-
 std::string listen_on(int port) {
     return "observability:\n  listen: \"127.0.0.1:" + std::to_string(port) + "\"\n";
-}
-
-struct Got {
-    int status = 0;  // 0: no answer
-    std::string body;
-};
-
-Got get(int port, const std::string& path) {
-    httplib::Client client("127.0.0.1", port);
-    client.set_connection_timeout(2);
-    client.set_read_timeout(5);
-    auto res = client.Get(path);
-    if (!res) return {};
-    return {res->status, res->body};
-}
-
-// The sum of a family's samples whose labels contain `labels`; -1 when there is none.
-double metric_sum(const std::string& text, const std::string& family, const std::string& labels) {
-    std::istringstream in(text);
-    double sum = -1;
-    for (std::string line; std::getline(in, line);) {
-        if (line.rfind(family + "{", 0) != 0 && line.rfind(family + " ", 0) != 0) continue;
-        if (line.find(labels) == std::string::npos) continue;
-        sum = (sum < 0 ? 0 : sum) + std::stod(line.substr(line.rfind(' ') + 1));
-    }
-    return sum;
 }
 
 // A payment whose JSON carries `padding` bytes more (a field the ledger ignores).
