@@ -128,3 +128,29 @@ TEST_CASE("a dead letter too large with its value is sent without it, saying how
         }
     CHECK(found);
 }
+
+TEST_CASE(
+    "a record's own exo-* headers are renamed on its dead letter, which carries one of each of "
+    "exo's headers, exo's own") {
+    PendingRecord p = failed_record();
+    p.record.headers = {{"exo-consumer-group", "someone-else"},
+                        {"exo-idempotency-key", "forged"},
+                        {"exo-error", "forged"},
+                        {"exo-original-offset", "1"},
+                        {"exo-received-exo-error", "already renamed once"},
+                        {"exo-replayed-from", "payments/7/3"},
+                        {"exoskeleton", "not exo's"}};
+    auto out = make_dead_letter(p, "payments.dlq", "billing", "boom", "evt-1");
+    CHECK(only_header(out, "exo-consumer-group") == "billing");
+    CHECK(only_header(out, "exo-idempotency-key") == "evt-1");
+    CHECK(only_header(out, "exo-error") == "boom");
+    CHECK(only_header(out, "exo-original-offset") == "9000000001");
+    // Kept for the operator, under names no reader takes for exo's.
+    CHECK(only_header(out, "exo-received-exo-consumer-group") == "someone-else");
+    CHECK(only_header(out, "exo-received-exo-idempotency-key") == "forged");
+    CHECK(only_header(out, "exo-received-exo-error") == "forged");
+    CHECK(only_header(out, "exo-received-exo-received-exo-error") == "already renamed once");
+    // A replayed copy's origin is exo's, and says the letter is of a replay.
+    CHECK(only_header(out, "exo-replayed-from") == "payments/7/3");
+    CHECK(only_header(out, "exoskeleton") == "not exo's");
+}

@@ -24,7 +24,10 @@ namespace {
 template <typename T>
 void print(const Arguments& args, const T& value) {
     if (args.has("json"))
-        std::cout << to_json(value).dump(2) << "\n";
+        // Keys, reasons and topics come from records whoever can produce to a
+        // topic wrote: bytes that are not UTF-8 print as U+FFFD, the document stays valid.
+        std::cout << to_json(value).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+                  << "\n";
     else
         std::cout << to_text(value);
 }
@@ -52,7 +55,15 @@ std::vector<DeadLetterEntry> group_dead_letters(pqxx::connection& pg, const std:
                                                 DeadLetterTopics& topics,
                                                 const DeadLetterSelection& selection) {
     auto from_postgres = list_dead_letters(pg, group, selection);
-    const auto letters = letters_of_group(topics.letters(), group);
+    auto all_letters = topics.letters();
+    const auto groupless = std::count_if(all_letters.begin(), all_letters.end(),
+                                         [](const LetterView& l) { return !l.group; });
+    if (groupless > 0)
+        std::cerr << "exo: " << groupless
+                  << " record(s) of the dead-letter topics name no consumer group (written by an "
+                     "exo before it named the group, or not by exo) and are ignored: no group "
+                     "can tell they are its own\n";
+    const auto letters = letters_of_group(std::move(all_letters), group);
     auto from_letters = unsettled_letters(letters, find_letter_states(pg, group, letters));
     const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                             std::chrono::system_clock::now().time_since_epoch())
@@ -244,6 +255,8 @@ int dlq_replay(int argc, char** argv, const AppSetup& setup, ErrorOutput& errors
             entries = entity_in_order(std::move(entries), *selection.entity, config, *pg, replayer,
                                       results);
         // --all goes past a keyless letter it cannot replay; naming one is an error.
+        // Past a letter refused as a usage error (its record would derive another
+        // key, its topic has no binding here) too, but that fails the command.
         const bool named = selection.key || selection.offset;
         for (const auto& entry : entries) {
             try {
@@ -255,6 +268,10 @@ int dlq_replay(int argc, char** argv, const AppSetup& setup, ErrorOutput& errors
             } catch (const ReplayRefused& e) {
                 results.push_back({entry.key, ReplayResult::Status::skipped, e.what(), ""});
                 if (named) exit_code = 1;
+            } catch (const UsageError& e) {
+                if (named) throw;
+                results.push_back({entry.key, ReplayResult::Status::skipped, e.what(), ""});
+                exit_code = 1;
             }
         }
     }

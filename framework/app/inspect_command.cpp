@@ -78,7 +78,9 @@ int inspect_command(int argc, char** argv, const AppSetup& setup, ErrorOutput& e
     if (report.row) report.sequence = sequence_of(config, *report.row, *pg);
 
     if (args.has("json"))
-        std::cout << to_json(report).dump(2) << "\n";
+        // A key from the command line need not be UTF-8: invalid bytes print as U+FFFD.
+        std::cout << to_json(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+                  << "\n";
     else
         std::cout << to_text(report);
     return report.known() ? 0 : kExitUnknownKey;

@@ -81,7 +81,8 @@ OutgoingRecord DeadLetterReplayer::find_record(const DeadLetterEntry& entry,
     const Record* found = nullptr;
     for (const auto& r : s_.letters.records(binding.dead_letter_topic))
         // A keyless letter is its record's, whatever key the record derives now.
-        if (is_dead_letter_of(r, entry.key, at) || is_dead_letter_of(r, "", at))
+        if (is_dead_letter_of(r, s_.config.kafka.group_id, entry.key, at) ||
+            is_dead_letter_of(r, s_.config.kafka.group_id, "", at))
             found = &r;  // the latest copy
     if (found != nullptr && !value_omitted(*found)) {
         source = "its dead letter " +

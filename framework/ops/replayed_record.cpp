@@ -18,18 +18,22 @@ bool is_exo_header(const RecordHeader& h) {
 }
 
 std::string header_text(const Record& r, std::string_view name) {
-    const RecordHeader* h = r.header(name);
+    const RecordHeader* h = exo_header(r, name);
     return h != nullptr && h->value ? *h->value : std::string();
 }
 
-OutgoingRecord replay(const Record& from, const OriginalCoordinates& at) {
+// `renamed`: `from` is a dead letter, whose record's own exo-* headers were
+// renamed when it was written.
+OutgoingRecord replay(const Record& from, const OriginalCoordinates& at, bool renamed) {
     OutgoingRecord out;
     out.topic = at.topic;
     out.partition = at.partition;
     out.key = from.key;
     out.value = from.value;
-    for (const auto& h : from.headers)
-        if (!is_exo_header(h)) out.headers.push_back(h);
+    for (const auto& h : from.headers) {
+        if (is_exo_header(h)) continue;
+        out.headers.push_back({renamed ? replayed_header_name(h.name) : h.name, h.value});
+    }
     out.headers.push_back({kReplayedFromHeader, to_text(at)});
     return out;
 }
@@ -40,25 +44,29 @@ std::string to_text(const OriginalCoordinates& at) {
     return at.topic + "/" + std::to_string(at.partition) + "/" + std::to_string(at.offset);
 }
 
-bool is_dead_letter_of(const Record& dead_letter, const std::string& key,
+bool is_dead_letter_of(const Record& dead_letter, const std::string& group, const std::string& key,
                        const OriginalCoordinates& at) {
-    return header_text(dead_letter, "exo-idempotency-key") == key &&
+    // A letter naming no group (written before exo named it) may be another
+    // group's: the dead-letter topic may be shared.
+    return exo_header(dead_letter, "exo-consumer-group") != nullptr &&
+           header_text(dead_letter, "exo-consumer-group") == group &&
+           header_text(dead_letter, "exo-idempotency-key") == key &&
            header_text(dead_letter, "exo-original-topic") == at.topic &&
            header_text(dead_letter, "exo-original-partition") == std::to_string(at.partition) &&
            header_text(dead_letter, "exo-original-offset") == std::to_string(at.offset);
 }
 
 bool value_omitted(const Record& dead_letter) {
-    return dead_letter.header("exo-value-omitted") != nullptr;
+    return exo_header(dead_letter, "exo-value-omitted") != nullptr;
 }
 
 OutgoingRecord replay_of_dead_letter(const Record& dead_letter, const OriginalCoordinates& at) {
-    return replay(dead_letter, at);
+    return replay(dead_letter, at, true);
 }
 
 OutgoingRecord replay_of_original(const Record& original) {
-    return replay(original,
-                  {original.topic.value, original.partition.value, original.offset.value});
+    return replay(original, {original.topic.value, original.partition.value, original.offset.value},
+                  false);
 }
 
 Record as_consumed(const OutgoingRecord& record) {

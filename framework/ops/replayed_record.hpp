@@ -6,13 +6,10 @@
 #include <string>
 
 #include <exo/record.hpp>
+#include "core/exo_headers.hpp"  // kReplayedFromHeader
 #include "kafka/producer.hpp"
 
 namespace exo {
-
-// Header on every replayed record: "<topic>/<partition>/<offset>" of the record
-// it replays. For people and tools; the daemon treats the record like any other.
-inline constexpr const char* kReplayedFromHeader = "exo-replayed-from";
 
 struct OriginalCoordinates {
     std::string topic;
@@ -23,9 +20,10 @@ struct OriginalCoordinates {
 // "<topic>/<partition>/<offset>".
 std::string to_text(const OriginalCoordinates& at);
 
-// Whether `dead_letter`, a record of a dead-letter topic, is the dead letter of
-// `key` consumed at `at` (its exo-idempotency-key and exo-original-* headers).
-bool is_dead_letter_of(const Record& dead_letter, const std::string& key,
+// Whether `dead_letter`, a record of a dead-letter topic, is `group`'s dead
+// letter of `key` consumed at `at` (its exo-consumer-group, exo-idempotency-key
+// and exo-original-* headers, the last of each name: exo's).
+bool is_dead_letter_of(const Record& dead_letter, const std::string& group, const std::string& key,
                        const OriginalCoordinates& at);
 
 // Whether the dead letter was sent without the original value (exo-value-omitted).
@@ -33,7 +31,8 @@ bool value_omitted(const Record& dead_letter);
 
 // To the original topic and partition: the dead letter's Kafka key, value and
 // headers without the ones the dead-letter step added (and without an earlier
-// exo-replayed-from), plus exo-replayed-from.
+// exo-replayed-from), the record's own exo-* headers under their names again
+// (core/exo_headers.hpp), plus exo-replayed-from.
 OutgoingRecord replay_of_dead_letter(const Record& dead_letter, const OriginalCoordinates& at);
 
 // The same from the original record, read at its coordinates.

@@ -6,13 +6,14 @@
 #include <ctime>
 #include <tuple>
 
+#include "core/exo_headers.hpp"
 #include "core/text.hpp"
 
 namespace exo {
 namespace {
 
 std::optional<std::string> header_value(const Record& r, std::string_view name) {
-    const RecordHeader* h = r.header(name);
+    const RecordHeader* h = exo_header(r, name);  // exo's: see core/exo_headers.hpp
     if (h == nullptr || !h->value) return std::nullopt;
     return h->value;
 }
@@ -91,7 +92,7 @@ std::optional<LetterView> read_letter(const Record& r) {
 
 std::vector<LetterView> letters_of_group(std::vector<LetterView> letters,
                                          const std::string& group) {
-    std::erase_if(letters, [&](const LetterView& l) { return l.group && *l.group != group; });
+    std::erase_if(letters, [&](const LetterView& l) { return !l.group || *l.group != group; });
     return letters;
 }
 

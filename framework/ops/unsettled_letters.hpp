@@ -32,13 +32,15 @@ struct LetterView {
     OriginalCoordinates in_dlq;      // where the letter itself is
 };
 
+// The last header of each name is read: exo's (core/exo_headers.hpp).
 // nullopt if `dead_letter` is not an exo dead letter (an exo-original-* header
 // is missing or unreadable), or its key header is not a key exo could have
 // stored (then it is read as keyless: the daemon could not have derived it).
 std::optional<LetterView> read_letter(const Record& dead_letter);
 
-// The letters `group` may have produced: those naming it, and those naming no
-// group (written before exo named it; they may be another group's).
+// The letters naming `group`. Those naming no group (written before exo named
+// it, or not by exo) are left out: they may be another group's, and a group
+// must not list or replay a letter it cannot tell is its own.
 std::vector<LetterView> letters_of_group(std::vector<LetterView> letters, const std::string& group);
 
 // What PostgreSQL says about the letters' keys.

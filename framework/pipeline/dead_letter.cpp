@@ -1,5 +1,6 @@
 #include "pipeline/dead_letter.hpp"
 
+#include "core/exo_headers.hpp"
 #include "core/text.hpp"
 #include "core/trace_context.hpp"
 
@@ -13,7 +14,11 @@ OutgoingRecord make_dead_letter(const PendingRecord& pending, const std::string&
     out.topic = dlq_topic;
     out.key = r.key;
     if (value == DeadLetterValue::original) out.value = r.value;
-    out.headers = r.headers;
+    // The record's own exo-* headers are renamed: whoever produced the record
+    // chose them, and a reader must find exo's below, not theirs.
+    out.headers.reserve(r.headers.size() + 10);
+    for (const auto& h : r.headers)
+        out.headers.push_back({dead_letter_header_name(h.name), h.value});
     out.headers.push_back({"exo-error", printable_text(error, kMaxDeadLetterReasonBytes)});
     out.headers.push_back({"exo-attempts", std::to_string(pending.attempts)});
     out.headers.push_back({"exo-original-topic", r.topic.value});

@@ -22,9 +22,11 @@ enum class DeadLetterValue {
     omitted,
 };
 
-// Headers added: exo-error (valid UTF-8, at most kMaxDeadLetterReasonBytes),
-// exo-attempts, exo-original-topic, exo-original-partition, exo-original-offset,
-// exo-consumer-group (several groups consuming one topic share its default
+// The record's headers are copied, those named exo-* (but exo-replayed-from)
+// renamed exo-received-<name> (core/exo_headers.hpp): the letter carries one of
+// each header below, exo's. Headers added: exo-error (valid UTF-8, at most
+// kMaxDeadLetterReasonBytes), exo-attempts, exo-original-topic, exo-original-partition,
+// exo-original-offset, exo-consumer-group (several groups consuming one topic share its default
 // dead-letter topic, and `exo dlq list` shows a group only its own letters),
 // exo-idempotency-key when known, exo-value-omitted when the value is left out,
 // and the record's trace (pending.trace): exo-traceparent always, traceparent
