@@ -73,6 +73,17 @@ TEST_CASE(
         d.stop();
     }
     REQUIRE(h.balances().empty());
+    json listed = json_of(exo_cli({"dlq", "list", "--config", config, "--json"}));
+    REQUIRE(listed.size() == 2);
+    for (std::size_t i = 0; i < 2; ++i) {
+        CHECK(listed[i]["state"] == "NO_KEY");
+        CHECK(listed[i]["key"].is_null());
+        CHECK(listed[i]["topic"] == h.topic());
+        CHECK(listed[i]["partition"] == 0);
+        CHECK(listed[i]["offset"] == i);
+        CHECK(listed[i]["reason"].get<std::string>().find("forged") == std::string::npos);
+    }
+
     const auto letters = exo::testing::read_topic(h.bootstrap(), h.topic() + ".dlq", 2);
     REQUIRE(letters.size() == 2);
     for (const auto& l : letters) {
@@ -85,17 +96,6 @@ TEST_CASE(
     }
     REQUIRE(last(letters[0], "exo-received-exo-consumer-group") != nullptr);
     CHECK(last(letters[0], "exo-received-exo-consumer-group")->value == "someone-else");
-
-    json listed = json_of(exo_cli({"dlq", "list", "--config", config, "--json"}));
-    REQUIRE(listed.size() == 2);
-    for (std::size_t i = 0; i < 2; ++i) {
-        CHECK(listed[i]["state"] == "NO_KEY");
-        CHECK(listed[i]["key"].is_null());
-        CHECK(listed[i]["topic"] == h.topic());
-        CHECK(listed[i]["partition"] == 0);
-        CHECK(listed[i]["offset"] == i);
-        CHECK(listed[i]["reason"].get<std::string>().find("forged") == std::string::npos);
-    }
 
     auto replayed = exo_cli({"dlq", "replay", "--config", config, "--all", "--json"});
     CHECK(replayed.exit_code == 0);
