@@ -215,7 +215,9 @@ def cmd_compose(path, repo):
             problems.append(f"consumer: does not wait for {dep} to be healthy")
     # The consumer's health check asks the endpoint's real paths.
     with open(os.path.join(repo, "framework/observability/http_endpoint.cpp")) as f:
-        served = set(re.findall(r'\.Get\("(/[a-z]+)"', f.read()))
+        # The paths are the string literals that are a path alone ("/healthz"): the endpoint
+        # compares the request's path with each of them (ObservabilityEndpoint::reply).
+        served = set(re.findall(r'"(/[a-z]+)"', f.read()))
     test = consumer.get("healthcheck", {}).get("test", [])
     probed = [a for a in test if isinstance(a, str) and a.startswith("/") and not a.startswith("/usr")]
     for p in ("/healthz", "/readyz"):
