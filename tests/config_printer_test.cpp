@@ -25,6 +25,7 @@ kafka:
 redis:
   host: redis.local
   port: 6380
+  username: exo-app
   password: "${REDIS_PW}"
 postgres:
   uri: "postgresql://exo:${PG_PW}@db/exo?sslmode=require"
@@ -64,6 +65,7 @@ TEST_SUITE("check-config --print") {
         CHECK(again.kafka.bootstrap_servers == "broker-1:9092,broker-2:9092");
         CHECK(again.kafka.commit_interval.count() == 500);
         CHECK(again.redis.port == 6380);
+        CHECK(again.redis.username == "exo-app");
         CHECK(again.postgres.lock_timeout.count() == 2000);
         CHECK(again.pipeline.workers == 4);
         CHECK(again.pipeline.on_redis_down == RedisDownPolicy::postgres_only);
@@ -93,6 +95,8 @@ TEST_SUITE("check-config --print") {
         CHECK(printed.find("password: \"*****\"") != std::string::npos);
         CHECK(printed.find("sasl.password: \"*****\"") != std::string::npos);
         CHECK(printed.find("sasl.username: \"alice\"") != std::string::npos);
+        // A Redis ACL user name is not a secret: printed as written.
+        CHECK(printed.find("  username: \"exo-app\"") != std::string::npos);
         CHECK(printed.find("api_secret: \"*****\"") != std::string::npos);
     }
 

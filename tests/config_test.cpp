@@ -707,6 +707,43 @@ bindings: [{ topic: t, handler: ledger, key: coordinates }]
         CHECK(c.postgres.uri == "postgresql://exo@localhost/exo?x=${literal}&y=pa$$word");
     }
 
+    TEST_CASE(
+        "redis.username names the ACL user, an empty one means the default user, and one without "
+        "redis.password is a problem naming redis.username") {
+        const Config acl = parse(R"(
+kafka: { bootstrap_servers: "k:1", group_id: g }
+redis:
+  username: ${REDIS_USER}
+  password: "${REDIS_PASSWORD}"
+postgres: { uri: x }
+bindings: [{ topic: t, handler: ledger, key: coordinates }]
+)",
+                                 env_of({{"REDIS_USER", "exo-app"}, {"REDIS_PASSWORD", "pw"}}));
+        CHECK(acl.redis.username == "exo-app");
+        CHECK(acl.redis.password == "pw");
+
+        const Config plain = parse(R"(
+kafka: { bootstrap_servers: "k:1", group_id: g }
+redis: { username: "${REDIS_USER:-}", password: "${REDIS_PASSWORD:-}" }
+postgres: { uri: x }
+bindings: [{ topic: t, handler: ledger, key: coordinates }]
+)",
+                                   env_of({}));
+        CHECK(plain.redis.username.empty());
+        CHECK(plain.redis.password.empty());
+
+        const std::string text = errors_of(R"(
+kafka: { bootstrap_servers: "k:1", group_id: g }
+redis:
+  host: r
+  username: exo-app
+postgres: { uri: x }
+bindings: [{ topic: t, handler: ledger, key: coordinates }]
+)");
+        CHECK(text.find("exo.yaml:4: redis.username: a Redis ACL user needs redis.password too") !=
+              std::string::npos);
+    }
+
     TEST_CASE("an unset ${VAR} without a default is a problem naming the path and the variable") {
         const std::string text = errors_of(R"(
 kafka:

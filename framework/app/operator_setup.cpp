@@ -2,6 +2,7 @@
 
 #include "app/config_loading.hpp"
 #include "kafka/kafka_names.hpp"
+#include "pipeline/redis_session.hpp"
 
 namespace exo {
 
@@ -16,8 +17,7 @@ std::string operator_bootstrap(const Config& config) {
 }
 
 RedisOptions operator_redis(const RedisConfig& rc) {
-    return RedisOptions{rc.host,           rc.port, rc.password, rc.db, rc.connect_timeout,
-                        rc.command_timeout};
+    return redis_options(rc);
 }
 
 ProducerOptions operator_producer(const std::string& bootstrap, const KafkaConfig& kafka) {

@@ -45,6 +45,9 @@ struct KafkaConfig {
 struct RedisConfig {
     std::string host = "127.0.0.1";
     int port = 6379;
+    // Redis 6+ ACL user: with it exo sends AUTH <username> <password>, without it
+    // AUTH <password> (the default user). Not a secret; needs a password.
+    std::string username;
     std::string password;  // empty: no AUTH
     int db = 0;
     milliseconds connect_timeout{2000};

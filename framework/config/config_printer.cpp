@@ -61,6 +61,7 @@ public:
         begin("redis");
         text("host", r.host);
         number("port", r.port);
+        text("username", r.username);
         text("password", secret(r.password));
         number("db", r.db);
         ms("connect_timeout_ms", r.connect_timeout);

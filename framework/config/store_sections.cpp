@@ -6,7 +6,8 @@
 namespace exo::config_reading {
 
 const Keys kRedisKeys = {
-    "host", "port", "password", "db", "connect_timeout_ms", "command_timeout_ms", "key_prefix"};
+    "host",      "port", "username", "password", "db", "connect_timeout_ms", "command_timeout_ms",
+    "key_prefix"};
 const Keys kPostgresKeys = {"uri",
                             "dedup_retention_days",
                             "connect_timeout_ms",
@@ -41,7 +42,14 @@ RedisConfig read_redis(const Reader& redis) {
     RedisConfig out;
     redis.read("host", out.host, Text::non_empty);
     redis.read("port", out.port, kPort);
+    redis.read("username", out.username);
     redis.read("password", out.password);
+    // Without a password, "AUTH <username>" would be read by Redis as the default
+    // user's password: a user name alone cannot be sent.
+    if (!out.username.empty() && out.password.empty())
+        redis.problem("username",
+                      "a Redis ACL user needs redis.password too (exo sends AUTH <username> "
+                      "<password>); remove redis.username to connect as the default user");
     redis.read("db", out.db, kNonNegative);
     redis.read("connect_timeout_ms", out.connect_timeout, kPositiveMs);
     redis.read("command_timeout_ms", out.command_timeout, kPositiveMs);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "pipeline/redis_session.hpp"
 #include "redis/redis_error.hpp"
 
 namespace exo {
@@ -20,8 +21,7 @@ LeaseKeeper::Extend redis_extend(const Config& config, std::string owner) {
         try {
             if (!redis->store) {
                 const auto& rc = config.redis;
-                redis->connection.emplace(RedisOptions{rc.host, rc.port, rc.password, rc.db,
-                                                       rc.connect_timeout, rc.command_timeout});
+                redis->connection.emplace(redis_options(rc));
                 redis->store.emplace(*redis->connection, rc.key_prefix, config.kafka.group_id,
                                      owner);
             }

@@ -4,6 +4,18 @@
 
 namespace exo {
 
+RedisOptions redis_options(const RedisConfig& rc) {
+    RedisOptions out;
+    out.host = rc.host;
+    out.port = rc.port;
+    out.username = rc.username;
+    out.password = rc.password;
+    out.db = rc.db;
+    out.connect_timeout = rc.connect_timeout;
+    out.command_timeout = rc.command_timeout;
+    return out;
+}
+
 RedisSession::RedisSession(const Config& config, std::string owner, spdlog::logger& log,
                            std::function<std::chrono::milliseconds(int)> backoff)
     : config_(config), owner_(std::move(owner)), log_(log), backoff_(std::move(backoff)) {}
@@ -15,8 +27,7 @@ ClaimStore* RedisSession::claims() {
     if (std::chrono::steady_clock::now() < retry_at_) return nullptr;
     try {
         const auto& rc = config_.redis;
-        redis_.emplace(RedisOptions{rc.host, rc.port, rc.password, rc.db, rc.connect_timeout,
-                                    rc.command_timeout});
+        redis_.emplace(redis_options(rc));
         claims_.emplace(*redis_, rc.key_prefix, config_.kafka.group_id, owner_);
         if (down_logged_) log_.info("Redis is reachable again");
         down_logged_ = false;

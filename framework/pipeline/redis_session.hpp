@@ -17,6 +17,10 @@
 
 namespace exo {
 
+// How every exo Redis connection (workers, the lease keeper, operator commands)
+// reaches Redis: the one place the redis section becomes connection options.
+RedisOptions redis_options(const RedisConfig& redis);
+
 class RedisSession {
 public:
     // `backoff(n)` is the wait after the n-th failure in a row.

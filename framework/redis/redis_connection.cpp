@@ -105,7 +105,13 @@ void RedisConnection::connect() {
                                   "; check the redis settings in the config");
         }
     };
-    if (!options_.password.empty()) check(command({"AUTH", options_.password}), "AUTH");
+    // The message names the user and the config keys, never the password (Redis'
+    // own reply, WRONGPASS or NOAUTH, does not quote it either).
+    if (!options_.password.empty() && !options_.username.empty())
+        check(command({"AUTH", options_.username, options_.password}),
+              "AUTH as ACL user '" + options_.username + "' (redis.username, redis.password)");
+    else if (!options_.password.empty())
+        check(command({"AUTH", options_.password}), "AUTH (redis.password)");
     if (options_.db != 0) check(command({"SELECT", std::to_string(options_.db)}), "SELECT");
 }
 
