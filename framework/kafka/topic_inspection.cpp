@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 #include <climits>
+#include <mutex>
+#include <optional>
 #include <string_view>
 
 #include "kafka/kafka_error.hpp"
@@ -26,12 +28,48 @@ std::optional<std::size_t> number(const char* text) {
     return n;
 }
 
+// What librdkafka's error callback found wrong with the client's security settings (a
+// refused SASL login, a certificate that failed verification): librdkafka only logs those
+// and reconnects for ever, so the inspection throws it instead (not retriable), as the
+// consumer and the producers do (SecuritySettings in kafka_error.hpp).
+struct SecurityWatch {
+    explicit SecurityWatch(const ProducerOptions& client) : settings(client.properties) {}
+
+    static void on_error(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
+        auto* self = static_cast<SecurityWatch*>(opaque);
+        const auto code = static_cast<rd_kafka_resp_err_t>(err);
+        const std::string_view why = reason != nullptr ? reason : rd_kafka_err2str(code);
+        try {
+            if (auto failure = self->settings.failure(code, why, "the topic check")) {
+                std::lock_guard lock(self->mutex);
+                if (!self->failure) self->failure = std::move(failure);
+                return;
+            }
+            kafka_logger()->error("ERROR [{}] {}", rd_kafka_name(rk), why);
+        } catch (...) {
+            // Out of memory: a C++ exception must not unwind through librdkafka.
+        }
+    }
+    // Serves the client's pending error callbacks, then throws what they found.
+    void throw_if_failed(rd_kafka_t* rk) {
+        rd_kafka_poll(rk, 0);
+        std::lock_guard lock(mutex);
+        if (failure) throw *failure;
+    }
+
+    const SecuritySettings settings;
+    std::mutex mutex;
+    std::optional<KafkaError> failure;  // guarded by mutex
+};
+
 // The admin API runs on any client: a producer that never produces.
-KafkaHandle admin_client(const ProducerOptions& client) {
+KafkaHandle admin_client(const ProducerOptions& client, SecurityWatch& watch) {
     KafkaConf conf(rd_kafka_conf_new());
     route_kafka_logs(conf.get());
     set_kafka_property(conf.get(), "bootstrap.servers", client.bootstrap_servers);
     for (const auto& [name, value] : client.properties) set_kafka_property(conf.get(), name, value);
+    rd_kafka_conf_set_error_cb(conf.get(), &SecurityWatch::on_error);
+    rd_kafka_conf_set_opaque(conf.get(), &watch);
     char reason[512] = {0};
     KafkaHandle rk(rd_kafka_new(RD_KAFKA_PRODUCER, conf.get(), reason, sizeof reason));
     if (!rk)
@@ -108,11 +146,25 @@ TopicInspection inspect_topics(const ProducerOptions& client,
                                std::chrono::milliseconds timeout) {
     TopicInspection out;
     for (const auto& t : topics) out.topics.emplace(t, TopicFacts{});
-    const KafkaHandle rk = admin_client(client);
+    SecurityWatch watch(client);  // outlives the client, whose callbacks point at it
+    const KafkaHandle rk = admin_client(client, watch);
     // Every topic: a request naming a missing one could create it (allow.auto.create.topics
-    // is true for producers), this one never does.
+    // is true for producers), this one never does. In slices, so a refused login ends the
+    // wait within half a second rather than at the timeout.
     const rd_kafka_metadata_t* raw = nullptr;
-    const auto err = rd_kafka_metadata(rk.get(), 1, nullptr, &raw, to_timeout_ms(timeout));
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+    // A transport error (a TLS handshake refused, all brokers down) may come before the
+    // callback names its cause: retried to the deadline too, serving the callbacks meanwhile.
+    for (;;) {
+        watch.throw_if_failed(rk.get());
+        err = rd_kafka_metadata(rk.get(), 1, nullptr, &raw, 500);
+        if (err == RD_KAFKA_RESP_ERR_NO_ERROR || !kafka_error_is_retriable(err) ||
+            std::chrono::steady_clock::now() >= deadline)
+            break;
+        rd_kafka_poll(rk.get(), 100);
+    }
+    watch.throw_if_failed(rk.get());
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
         throw KafkaError(err, "reading the brokers' topic list to check the topics exo produces to",
                          kafka_error_is_retriable(err));
