@@ -19,6 +19,7 @@ Config two_bindings() {
 
 TopicInspection all_exist(const std::vector<ProducedTopic>& topics) {
     TopicInspection seen;
+    seen.auto_create = false;  // as production clusters run, and they say so
     for (const auto& t : topics) seen.topics[t.topic] = TopicFacts{true, std::nullopt};
     return seen;
 }
@@ -55,8 +56,14 @@ TEST_SUITE("produced topics") {
         TopicInspection seen;
         seen.auto_create = true;
         CHECK(missing_topics_problem(topics, seen).empty());
-        seen.auto_create = std::nullopt;  // not told: as production clusters run, off
+        CHECK(missing_topics_warning(topics, seen).empty());
+        seen.auto_create = false;
         CHECK_FALSE(missing_topics_problem(topics, seen).empty());
+        // Not told (the mock cluster, which creates topics on first use; ACLs): no wait, a
+        // warning naming the missing topics.
+        seen.auto_create = std::nullopt;
+        CHECK(missing_topics_problem(topics, seen).empty());
+        CHECK(missing_topics_warning(topics, seen).find("payments.dlq") != std::string::npos);
     }
 
     TEST_CASE("the limits the brokers told of outbox.topics are learned, the others not") {

@@ -83,6 +83,8 @@ bool produced_topics_ready(Config& config, const std::string& bootstrap,
                 if (!wait_or_stop(delay, stop)) return false;
                 continue;
             }
+            if (const auto warning = missing_topics_warning(topics, seen); !warning.empty())
+                spdlog::warn("{}", warning);
             // Only outbox.topics' limits are used (a dead letter over its topic's goes
             // without its value), so only their absence is worth a warning.
             if (!seen.limits_unknown.empty() && !config.outbox.topics.empty())

@@ -28,7 +28,10 @@ std::vector<ProducedTopic> produced_topics(const Config& config) {
 
 std::string missing_topics_problem(const std::vector<ProducedTopic>& topics,
                                    const TopicInspection& seen) {
-    if (seen.auto_create.value_or(false)) return {};
+    // Not told (DescribeConfigs refused: ACLs, librdkafka's mock cluster, which creates topics
+    // on first use): a missing topic may well be created when used, so no wait; the caller
+    // warns instead (missing_topics_warning).
+    if (seen.auto_create.value_or(true)) return {};
     std::string missing;
     for (const auto& t : topics) {
         const auto it = seen.topics.find(t.topic);
@@ -41,6 +44,19 @@ std::string missing_topics_problem(const std::vector<ProducedTopic>& topics,
                                "false"
                              : "creates no topics") +
            "), or correct the config key naming them";
+}
+
+std::string missing_topics_warning(const std::vector<ProducedTopic>& topics,
+                                   const TopicInspection& seen) {
+    if (seen.auto_create) return {};
+    TopicInspection told = seen;
+    told.auto_create = false;
+    const auto problem = missing_topics_problem(topics, told);
+    if (problem.empty()) return {};
+    return problem +
+           "; the brokers did not say whether they create topics on first use "
+           "(auto.create.topics.enable), so exo goes on and meets a missing topic when it first "
+           "produces to it";
 }
 
 void learn_topic_limits(EmitLimits& limits, const TopicInspection& seen,

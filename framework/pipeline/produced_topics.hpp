@@ -37,6 +37,12 @@ std::vector<ProducedTopic> produced_topics(const Config& config);
 std::string missing_topics_problem(const std::vector<ProducedTopic>& topics,
                                    const TopicInspection& seen);
 
+// The missing topics of `topics` when the brokers did not say whether they create topics on
+// first use (seen.auto_create unknown), as a warning to log; "" when none is missing or the
+// brokers told. missing_topics_problem() does not wait for those.
+std::string missing_topics_warning(const std::vector<ProducedTopic>& topics,
+                                   const TopicInspection& seen);
+
 // `limits` with the max.message.bytes the brokers told of each of `emitted_to`
 // (outbox.topics): the limits of emit()'s check and of the relay's batches. A
 // dead-letter topic's is not needed: a dead letter over it goes without its value.
