@@ -198,9 +198,11 @@ void BenchWorld::clean_up(const Isolation& iso) {
         std::cerr << "warning: could not drop schema " << iso.schema << ": " << e.what() << "\n";
     }
     try {
-        RedisConnection redis(RedisOptions{options_.redis_host, options_.redis_port, "", 0,
-                                           std::chrono::milliseconds(2000),
-                                           std::chrono::milliseconds(10000)});
+        RedisOptions redis_options;
+        redis_options.host = options_.redis_host;
+        redis_options.port = options_.redis_port;
+        redis_options.command_timeout = std::chrono::milliseconds(10000);
+        RedisConnection redis(redis_options);
         std::string cursor = "0";
         do {
             auto reply =

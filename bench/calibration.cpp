@@ -35,9 +35,11 @@ Calibration calibrate(const BenchOptions& options, int iterations) {
         }
     }
     {
-        RedisConnection redis(RedisOptions{options.redis_host, options.redis_port, "", 0,
-                                           std::chrono::milliseconds(2000),
-                                           std::chrono::milliseconds(2000)});
+        RedisOptions redis_options;
+        redis_options.host = options.redis_host;
+        redis_options.port = options.redis_port;
+        redis_options.command_timeout = std::chrono::milliseconds(2000);
+        RedisConnection redis(redis_options);
         for (int i = 0; i < 100; ++i) redis.command({"PING"});
         auto start = Clock::now();
         for (int i = 0; i < iterations; ++i) redis.command({"PING"});

@@ -85,7 +85,7 @@ void run_per_record(pqxx::connection& conn, const Isolation& iso, const TopicWor
                 continue;
             }
             auto ctx = detail::ContextAccess::record(tx, record, key, payload, log, 1, false,
-                                                     kDefaultMaxMessageBytes, nullptr);
+                                                     nullptr, nullptr);
             handler.handle(ctx);
             out.round_trips++;
             out.applied++;

@@ -209,7 +209,7 @@ void run_set_based(pqxx::connection& conn, const Isolation& iso, const TopicWork
                 if (!item.is_new || item.verdict != SequenceVerdict::apply) continue;
                 auto ctx =
                     detail::ContextAccess::record(tx, item.record, item.key, payloads[n], log, 1,
-                                                  false, kDefaultMaxMessageBytes, nullptr);
+                                                  false, nullptr, nullptr);
                 handler.handle(ctx);
                 out.round_trips++;
                 out.applied++;

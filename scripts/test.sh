@@ -185,8 +185,10 @@ cd "$REPO_ROOT"
 banner "1/9 install dependencies (scripts/install-deps.sh)"
 "$SCRIPTS/install-deps.sh"
 
-banner "2/9 build (scripts/build.sh), handlers/ against the installed exo (scripts/build-example.sh), the layer check"
-"$SCRIPTS/build.sh"
+banner "2/9 build (scripts/build.sh, exo_bench included), handlers/ against the installed exo (scripts/build-example.sh), the layer check"
+# exo_bench is built (not run: its figures belong to scripts/bench.sh on a quiet machine) so
+# a change to the library's API cannot leave the benchmark unbuildable unnoticed.
+EXO_BUILD_BENCH=ON "$SCRIPTS/build.sh"
 # The integration tests' child processes and the example's own tests use the binary built
 # out of tree, exactly as a team builds its consumer: that is what proves the package works.
 EXAMPLE_BUILD_DIR="$EXO_BUILD_DIR/example"

@@ -24,8 +24,7 @@ struct RedisOptions {
     std::chrono::milliseconds connect_timeout{2000};  // 0: wait as long as the OS does
     std::chrono::milliseconds command_timeout{2000};  // 0: wait for a reply forever
     // Redis 6+ ACL user (AUTH <username> <password>); empty: AUTH <password>, the
-    // default user. Ignored without a password. Last, so positional initialisers
-    // written before it (bench/) keep their meaning.
+    // default user. Ignored without a password.
     std::string username;
 };
 
