@@ -233,7 +233,8 @@ private:
             double produced_rate = kNotMeasured;
             if (exo) {
                 pipeline(
-                    world, run, "exo-steady-" + tag, w, [](Config&) {}, rate,
+                    world, run, "exo-steady-" + tag, w,
+                    o_.steady_config ? tune_for(*o_.steady_config) : [](Config&) {}, rate,
                     [&](PipelineScenario& s) {
                         s.warm_up_seconds = o_.steady_warm_up_s;
                         if (beside) s.beside = &*beside;
@@ -463,7 +464,7 @@ void print_header(const BenchOptions& o) {
     if (o.wants("exo-steady") || o.wants("plain-steady"))
         std::cout << fmt::format(
             "steady: at each of {} records/s, {} s produced (librdkafka linger.ms 5), the first "
-            "{} s left out; exo-steady-R (exo's defaults, the timed ledger) and plain-steady-R "
+            "{} s left out; exo-steady-R ({}, the timed ledger) and plain-steady-R "
             "(librdkafka subscribe + poll, no processing, its own group) {}; latency from the "
             "record's CreateTime (ms resolution)\n",
             [&] {
@@ -472,6 +473,8 @@ void print_header(const BenchOptions& o) {
                 return r;
             }(),
             o.steady_warm_up_s + o.steady_seconds, o.steady_warm_up_s,
+            o.steady_config ? "exo's defaults with --steady-config " + o.steady_config->spec
+                            : std::string("exo's defaults"),
             o.steady_together ? "consume the same topic at once (--steady-together)"
                               : "one after the other, each alone on a topic of the same records");
     std::cout << fmt::format(

@@ -77,6 +77,8 @@ Runs the exo pipeline against an in-process mock Kafka cluster (or the real one 
   --steady-seconds S     measured seconds of each steady run, after the warm-up (10)
   --steady-warm-up-s S   the producer's first seconds, produced but left out of the
                          steady runs' percentiles (2)
+  --steady-config SPEC   exo-steady-R with these settings (an --extra SPEC) instead of
+                         exo's defaults
   --steady-together      the steady runs' two consumers on one stream at once (default:
                          one after the other, each alone on a stream of the same records)
   --log-level LEVEL      the daemon's log level (warn)
@@ -251,6 +253,8 @@ std::optional<BenchOptions> parse_bench_options(int argc, char** argv) {
             o.workers = to_int(flag, v, 1);
         else if (flag == "--extra")
             o.extras.push_back(parse_extra(v));
+        else if (flag == "--steady-config")
+            o.steady_config = parse_extra(v);
         else if (flag == "--paced-seconds")
             o.paced_seconds = to_int(flag, v, 0);
         else if (flag == "--paced-rate")

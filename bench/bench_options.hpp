@@ -72,6 +72,8 @@ struct BenchOptions {
     std::vector<double> steady_rates{5000, 20000};
     int steady_seconds = 10;      // measured, after the warm-up
     double steady_warm_up_s = 2;  // the producer's first seconds, left out of the percentiles
+    // exo-steady's settings beside the defaults (--steady-config, an --extra spec); unset: defaults
+    std::optional<PipelineOverrides> steady_config;
     // Both steady consumers on one stream at once; else one after the other, each alone (the
     // broker and the 2-core machine serve one consumer at a time, as a user's would).
     bool steady_together = false;
