@@ -95,6 +95,7 @@ KafkaConsumer::KafkaConsumer(const ConsumerOptions& options, RebalanceListener& 
         set_kafka_property(conf.get(), name, value);
     rd_kafka_conf_set_rebalance_cb(conf.get(), &KafkaConsumer::rebalance_trampoline);
     rd_kafka_conf_set_error_cb(conf.get(), &KafkaConsumer::error_trampoline);
+    on_commit_answered_ = options.on_commit_answered;
     if (options.on_statistics) {
         on_statistics_ = options.on_statistics;
         rd_kafka_conf_set_stats_cb(conf.get(), &KafkaConsumer::statistics_trampoline);
@@ -418,12 +419,33 @@ void KafkaConsumer::async_commit_done(rd_kafka_t*, rd_kafka_resp_err_t err,
                                       rd_kafka_topic_partition_list_t* offsets, void* opaque) {
     const auto* self = static_cast<const KafkaConsumer*>(opaque);
     const auto* failed = first_failed(offsets);
-    if (err == RD_KAFKA_RESP_ERR_NO_ERROR && failed == nullptr) return;
-    // Not fatal: a later commit covers the same offsets (they only grow), and the
-    // synchronous commit on revoke or shutdown reports its own failure.
-    spdlog::warn("Kafka consumer of group '{}': asynchronous offset commit failed{}: {}",
-                 self->group_id_, failed ? " for " + describe(*failed) : std::string(),
-                 rd_kafka_err2str(failed ? failed->err : err));
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR || failed != nullptr)
+        // Not fatal: a later commit covers the same offsets (they only grow), and the
+        // synchronous commit on revoke or shutdown reports its own failure.
+        spdlog::warn("Kafka consumer of group '{}': asynchronous offset commit failed{}: {}",
+                     self->group_id_, failed ? " for " + describe(*failed) : std::string(),
+                     rd_kafka_err2str(failed ? failed->err : err));
+    if (!self->on_commit_answered_) return;
+    try {
+        std::vector<OffsetToCommit> accepted;
+        for (int i = 0; err == RD_KAFKA_RESP_ERR_NO_ERROR && offsets != nullptr && i < offsets->cnt;
+             ++i) {
+            const auto& p = offsets->elems[i];
+            if (p.err != RD_KAFKA_RESP_ERR_NO_ERROR || p.offset < 0) continue;
+            accepted.push_back({{Topic{p.topic}, Partition{p.partition}}, Offset{p.offset}});
+        }
+        self->on_commit_answered_(accepted);
+    } catch (const std::exception& e) {
+        // Only a report is lost: the caller sees the offsets as not yet committed
+        // and commits them again.
+        spdlog::warn("Kafka consumer of group '{}': an asynchronous commit's result: {}",
+                     self->group_id_, e.what());
+    } catch (...) {
+        spdlog::warn(
+            "Kafka consumer of group '{}': an asynchronous commit's result: a non-std "
+            "exception",
+            self->group_id_);
+    }
 }
 
 std::vector<OffsetToCommit> KafkaConsumer::committed(const std::vector<TopicPartition>& partitions,

@@ -36,6 +36,11 @@ public:
     virtual void on_revoked(const std::vector<TopicPartition>& partitions, bool lost) = 0;
 };
 
+struct OffsetToCommit {
+    TopicPartition partition;
+    Offset next;  // the next offset to read: last finished + 1
+};
+
 struct ConsumerOptions {
     std::string bootstrap_servers;
     std::string group_id;
@@ -44,11 +49,11 @@ struct ConsumerOptions {
     // Set: librdkafka's statistics JSON, every statistics.interval.ms (which
     // the caller sets in `properties`), on the poll thread inside poll().
     std::function<void(std::string_view json)> on_statistics{};
-};
-
-struct OffsetToCommit {
-    TopicPartition partition;
-    Offset next;  // the next offset to read: last finished + 1
+    // Set: called once per asynchronous commit() when its answer arrives, with the
+    // offsets it made durable (the partitions the broker accepted: none when the
+    // request failed; a refusal is logged), on the poll thread inside poll() or
+    // close(). What it throws is logged and dropped.
+    std::function<void(const std::vector<OffsetToCommit>& accepted)> on_commit_answered{};
 };
 
 class KafkaConsumer {
@@ -100,8 +105,9 @@ public:
 
     // Commits exactly these offsets; an empty list is a no-op. synchronous=true blocks
     // until the broker answered and throws KafkaError on failure (of the request or of
-    // any one partition); false queues it and the outcome is logged (from a later poll()),
-    // only a refusal to queue throws.
+    // any one partition); false queues it and returns at once: a later poll() (or
+    // close()) logs a failure and hands the partitions the broker accepted to
+    // ConsumerOptions::on_commit_answered. Only a refusal to queue throws.
     void commit(const std::vector<OffsetToCommit>& offsets, bool synchronous);
     // The group's committed offsets for these partitions (for tests and tools);
     // Offset{RD_KAFKA_OFFSET_INVALID} (-1001) where nothing was committed. Throws KafkaError.
@@ -158,6 +164,7 @@ private:
     std::string group_id_;
     SecuritySettings security_;
     std::function<void(std::string_view)> on_statistics_;
+    std::function<void(const std::vector<OffsetToCommit>&)> on_commit_answered_;
     // Destruction order: the queue and messages must be gone before the handle is
     // closed and destroyed, so handle_ is declared first (destroyed last).
     KafkaHandle handle_;

@@ -151,6 +151,9 @@ void Daemon::run(std::stop_token stop) {
             kafka_statistics_ = parse_consumer_statistics(json);
         };
     }
+    options.on_commit_answered = [this](const std::vector<OffsetToCommit>& accepted) {
+        on_commit_answered(accepted);
+    };
     consumer_.emplace(options, static_cast<RebalanceListener&>(*this));
     for (auto& w : workers_) w->start();
     pruner_.start();
@@ -160,7 +163,7 @@ void Daemon::run(std::stop_token stop) {
     spdlog::info("consuming {} as group '{}' with {} worker(s)", topics, config_.kafka.group_id,
                  workers_.size());
 
-    next_commit_ = Clock::now() + config_.kafka.commit_interval;
+    commit_schedule_.emplace(config_.kafka.commit_interval, Clock::now());
     const std::size_t poll_max = static_cast<std::size_t>(
         std::max(config_.pipeline.batch_size * config_.pipeline.workers, 100));
     while (!stop.stop_requested()) {
@@ -306,16 +309,23 @@ void Daemon::commit_when_due(std::size_t in_flight) {
     // of this loop is a drain too. A commit failing while idle waits for the
     // interval (nothing finished since it).
     const auto finished = finished_records_.load();
-    const bool drained = in_flight == 0 && finished != finished_at_last_commit_ &&
-                         now >= last_commit_ + config_.kafka.commit_interval / 10;
-    if (now < next_commit_ && !drained) return;
-    finished_at_last_commit_ = finished;
-    commit_finished(true, nullptr);
-    last_commit_ = now;
-    next_commit_ = now + config_.kafka.commit_interval;
+    if (!commit_schedule_->due(now, in_flight, finished)) return;
+    commit_schedule_->sent(now, finished, commit_finished(false, nullptr));
 }
 
-void Daemon::commit_finished(bool synchronous, const std::vector<TopicPartition>* only) {
+void Daemon::on_commit_answered(const std::vector<OffsetToCommit>& accepted) {
+    if (commit_schedule_) commit_schedule_->answered();
+    std::vector<CommitPoint> points;
+    points.reserve(accepted.size());
+    for (const auto& o : accepted) points.push_back({o.partition, o.next});
+    // A partition revoked since is not tracked and is ignored; one assigned again
+    // since is marked at most where the broker's offset already was (a commit only
+    // moves forward, and the revoke committed at least this much).
+    std::lock_guard lock(offsets_mutex_);
+    offsets_.mark_committed(points);
+}
+
+bool Daemon::commit_finished(bool synchronous, const std::vector<TopicPartition>* only) {
     // Where the consumer would read next, for the partitions whose fetched
     // records may all be finished: past a transaction's trailing commit marker
     // there is no record to finish, and without this the group's lag would
@@ -346,7 +356,7 @@ void Daemon::commit_finished(bool synchronous, const std::vector<TopicPartition>
                 points.push_back(*past);
         }
     }
-    if (points.empty()) return;
+    if (points.empty()) return false;
     std::vector<OffsetToCommit> offsets;
     offsets.reserve(points.size());
     for (const auto& p : points) offsets.push_back({p.partition, p.next});
@@ -356,10 +366,12 @@ void Daemon::commit_finished(bool synchronous, const std::vector<TopicPartition>
         // Not marked committed: the same offsets are tried again next time. A
         // redelivery meanwhile is harmless (duplicates are caught).
         spdlog::warn("offset commit failed, will retry: {}", e.what());
-        return;
+        return false;
     }
+    if (!synchronous) return true;  // marked when the broker answers (on_commit_answered)
     std::lock_guard lock(offsets_mutex_);
     offsets_.mark_committed(points);
+    return true;
 }
 
 void Daemon::drain(const std::vector<TopicPartition>& partitions, const char* why) {

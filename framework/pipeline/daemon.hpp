@@ -28,6 +28,7 @@
 #include "metrics/pipeline_stats.hpp"
 #include "observability/observed_daemon.hpp"
 #include "outbox/outbox_relay.hpp"
+#include "pipeline/commit_schedule.hpp"
 #include "pipeline/handler_registry.hpp"
 #include "pipeline/read_again.hpp"
 #include "pipeline/retention_pruner.hpp"
@@ -60,12 +61,18 @@ private:
     // Records queued or in a batch, over every worker (parked ones excluded).
     std::size_t records_in_flight() const;
     void update_pauses(std::size_t in_flight);
-    // Poll thread: commits at every commit interval, and as soon as nothing is
-    // queued or in a batch after records finished (at most ten times an
-    // interval), so a caught-up consumer's lag reads 0 at once and a restart
-    // re-reads nothing.
+    // Poll thread: commits asynchronously when commit_schedule_ says so (every
+    // commit interval, and soon after the pipeline drains), so a caught-up
+    // consumer's lag reads 0 at once and a restart re-reads nothing, while the
+    // broker's answer is awaited by no record.
     void commit_when_due(std::size_t in_flight);
-    void commit_finished(bool synchronous, const std::vector<TopicPartition>* only);
+    // Commits what is finished (of every assigned partition, or only `only`):
+    // synchronously (revoke, shutdown: the offsets are marked committed when this
+    // returns) or queued (marked when the broker's answer arrives). Returns whether
+    // a commit was sent or queued. A synchronous failure is logged, not thrown.
+    bool commit_finished(bool synchronous, const std::vector<TopicPartition>* only);
+    // The broker's answer to an asynchronous commit (poll thread, inside poll()).
+    void on_commit_answered(const std::vector<OffsetToCommit>& accepted);
     void drain(const std::vector<TopicPartition>& partitions, const char* why);
     void update_readiness();
     // Poll thread: publishes a new status snapshot when the last is older than
@@ -84,12 +91,10 @@ private:
 
     std::set<TopicPartition> assigned_;  // poll thread only
     std::set<TopicPartition> paused_;    // poll thread only
-    // Records finished (the workers count them), and, poll thread only: when the
-    // periodic commit is due, the last commit, and how many records had finished
-    // at it.
+    // Records finished (the workers count them), and, poll thread only, when the
+    // next commit is due.
     std::atomic<std::uint64_t> finished_records_{0};
-    std::chrono::steady_clock::time_point next_commit_{}, last_commit_{};
-    std::uint64_t finished_at_last_commit_ = 0;
+    std::optional<CommitSchedule> commit_schedule_;
     bool over_total_ = false;  // poll thread only: pipeline.max_in_flight reached, all paused
     // Held keys' spilled records (worker_inbox.hpp) read again: poll thread only.
     ReadAgain read_again_;
