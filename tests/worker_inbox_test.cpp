@@ -570,6 +570,20 @@ TEST_SUITE("WorkerInbox waiting") {
         CHECK(waited < 3s);
     }
 
+    TEST_CASE(
+        "records that waited a linger already (while the taker ran its last batch) are "
+        "taken at once, not held another linger") {
+        WorkerInbox inbox;
+        auto records = pending_range(kP0, 0, 1);
+        for (auto& r : records) r.polled_at = Clock::now() - 20s;
+        inbox.push(std::move(records));
+        const auto before = Clock::now();
+        auto batch = take(inbox, 10, 10s, never_stopped.get_token());
+        CHECK(offsets_of(batch, kP0) == seq(0, 1));
+        // Lingering from the call, it would wait 10 s; from the records' poll, none.
+        CHECK(Clock::now() - before < 5s);
+    }
+
     TEST_CASE("lingering ends early once max records are ready") {
         WorkerInbox inbox;
         inbox.push(pending_range(kP0, 0, 1));

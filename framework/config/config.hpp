@@ -127,7 +127,9 @@ struct PipelineConfig {
     // backlog fills batches (fewer round trips and commits per record) while a
     // trickle runs in small ones after `linger` (latency).
     int batch_size = 1000;
-    milliseconds linger{5};  // wait this long for a batch to fill; 0: take what is there
+    // Wait until this long after the longest-waiting ready record was polled for a
+    // batch to fill; 0: take what is there.
+    milliseconds linger{5};
     // Claim the next batch (keys, Redis claims) on a second thread while this
     // one's transaction runs, so a worker's Redis and PostgreSQL round trips
     // overlap. The two batches never share a partition. Off by default: it

@@ -130,17 +130,23 @@ std::vector<FinishedOffset> WorkerInbox::forget_unread_spilled(const TopicPartit
     return gone;
 }
 
-std::size_t WorkerInbox::ready_count(Clock::time_point now, Clock::time_point* next_release) const {
+std::size_t WorkerInbox::ready_count(Clock::time_point now, Clock::time_point* next_release,
+                                     Clock::time_point* ready_since) const {
     std::size_t ready = 0;
+    const auto since = [&](Clock::time_point t) {
+        if (ready_since && t < *ready_since) *ready_since = t;
+    };
     for (const auto& [lane, state] : lanes_) {
         if (in_batch_.contains(lane)) continue;
         const bool held = is_held(state, now);
         for (const auto& p : state.parked) {
             if (held && behind_held_head(state, p)) continue;  // counted when the hold ends
-            if (p.due <= now)
+            if (p.due <= now) {
                 ++ready;
-            else if (next_release && p.due < *next_release)
+                since(p.due);
+            } else if (next_release && p.due < *next_release) {
                 *next_release = p.due;
+            }
         }
         if (state.queue.empty()) continue;
         if (held) {
@@ -149,6 +155,7 @@ std::size_t WorkerInbox::ready_count(Clock::time_point now, Clock::time_point* n
             continue;
         }
         ready += state.queue.size();
+        since(state.queue.front().polled_at);  // a lane's queue is in poll order
     }
     return ready;
 }
@@ -189,14 +196,15 @@ WorkerInbox::Taken WorkerInbox::take_batch(std::size_t max, std::chrono::millise
     std::unique_lock lock(mutex_);
 
     constexpr auto kUnset = Clock::time_point::max();
-    auto linger_end = kUnset;  // set when the first record became ready
     std::size_t ready = 0;
     while (!stop.stop_requested()) {
         auto now = Clock::now();
         auto next_release = kUnset;
-        ready = ready_count(now, &next_release);
-        if (ready == 0) linger_end = kUnset;  // e.g. dropped by a revoke: wait afresh
-        if (ready > 0 && linger_end == kUnset) linger_end = now + linger;
+        auto ready_since = kUnset;
+        ready = ready_count(now, &next_release, &ready_since);
+        // From the longest-waiting ready record, not from this call: the linger is
+        // the most any record waits for company (none ready: wait afresh).
+        const auto linger_end = ready > 0 ? std::min(ready_since, now) + linger : kUnset;
         if (ready >= max || (ready > 0 && now >= linger_end)) break;
         auto wake = std::min(linger_end, next_release);
         auto seen = generation_;

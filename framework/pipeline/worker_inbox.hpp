@@ -88,7 +88,10 @@ public:
                                                       std::uint64_t window);
 
     // Blocks until a record is ready (its lane neither held nor in a batch out)
-    // or stop is requested, then waits up to `linger` for `max` ready records.
+    // or stop is requested, then waits for `max` ready records until `linger`
+    // after the longest-waiting one became ready (polled, or due): records that
+    // waited while this taker ran its last batch are taken at once, not held
+    // another linger (a batch is already what they make together).
     // Returns ready records, each lane's in order (none only when stopping): at
     // most `max`, and at most one taker's share of what is ready (ready /
     // takers), so a slow handler's backlog spreads over every thread instead of
@@ -185,7 +188,11 @@ private:
         std::set<TopicPartition> dropped;
     };
 
-    std::size_t ready_count(Clock::time_point now, Clock::time_point* next_release) const;
+    // Records ready now; lowers *next_release to when a held or parked one becomes
+    // ready, and *ready_since to when the longest-waiting ready one became ready
+    // (polled, or due).
+    std::size_t ready_count(Clock::time_point now, Clock::time_point* next_release,
+                            Clock::time_point* ready_since = nullptr) const;
     // Takes up to `limit` ready records of `lane` into `out`; true if any.
     bool take_lane(LaneState& lane, Clock::time_point now, std::size_t limit,
                    std::vector<PendingRecord>& out);
