@@ -60,6 +60,12 @@ Runs the exo pipeline against an in-process mock Kafka cluster (or the real one 
   --all                  also run the earlier designs exo is compared with (see --only)
   --prototypes           also run postgres-bare-savepoints and the proto-set-* scenarios:
                          what-if measurements for the report's proposals (not exo's code)
+  --pg-costs             after the report, what each pipeline scenario and the inbox peer cost
+                         PostgreSQL per record (docs/performance.md): WAL bytes (the insert
+                         LSN, pg_stat_wal), rows and index entries per table, the statements
+                         of pg_stat_statements (when the server preloads it: scripts/bench.sh
+                         --pg-costs does), the postgres processes' CPU; and a Markdown table
+                         exo-default vs inbox-peer
   --workers N            workers of exo-default (default: the config default)
   --extra SPEC           another pipeline scenario, SPEC like workers=2,batch_size=200,
                          linger_ms=2,commit_interval_ms=200 (repeatable); observability=1
@@ -225,6 +231,10 @@ std::optional<BenchOptions> parse_bench_options(int argc, char** argv) {
         }
         if (flag == "--steady-together") {
             o.steady_together = true;
+            continue;
+        }
+        if (flag == "--pg-costs") {
+            o.pg_costs = true;
             continue;
         }
         if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value (see --help)");

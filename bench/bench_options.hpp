@@ -62,6 +62,7 @@ struct BenchOptions {
     std::vector<std::string> only;          // scenario names to run; empty: the default set
     bool prototypes = false;                // also run the proto-set-* scenarios
     bool all = false;                       // also run the per-record and per-statement comparisons
+    bool pg_costs = false;                  // PostgreSQL's costs per record (pg_costs.hpp)
     std::optional<int> workers;             // exo-default workers; unset: the config default
     std::vector<PipelineOverrides> extras;  // --extra, repeatable
     int paced_seconds = 10;                 // length of the exo-paced run; 0: skip it

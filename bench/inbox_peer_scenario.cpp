@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "paced_producer.hpp"
+#include "pg_cost_probe.hpp"
 
 namespace exo::bench {
 namespace {
@@ -53,6 +54,8 @@ ScenarioResult run_inbox_peer(BenchWorld& world, const Isolation& iso, const Top
         "PEER_EXPECT={} timeout {} node {}/inbox_peer.js",
         quoted(world.bootstrap()), quoted(w.topic), quoted(iso.group), quoted(options.postgres_uri),
         quoted(iso.schema), w.size(), options.timeout.count(), quoted(peer_dir()));
+    // Before the peer starts: its sessions are the ones waited for at the end.
+    PgCostWindow pg_window(options.pg_costs, options.postgres_uri, iso.schema);
     std::unique_ptr<FILE, PipeCloser> pipe(::popen(command.c_str(), "r"));
     if (!pipe) {
         r.failure = "could not start the peer: " + command;
@@ -70,6 +73,7 @@ ScenarioResult run_inbox_peer(BenchWorld& world, const Isolation& iso, const Top
         if (line.find("\"ready\"") != std::string::npos) {
             cpu_start = cpu_snapshot({}, servers);
             ::getrusage(RUSAGE_CHILDREN, &children_start);
+            pg_window.start();
             if (paced) {
                 r.offered_rate = paced_rate;
                 sent = produce_paced(world.bootstrap(), w, paced_rate);
@@ -114,6 +118,8 @@ ScenarioResult run_inbox_peer(BenchWorld& world, const Isolation& iso, const Top
             fmt::format("the peer's output is not its JSON line ({}): {}", e.what(), result);
         return r;
     }
+    // node exited: its pool's sessions go, reporting their last statistics.
+    r.pg_costs = pg_window.finish(r.records, r.cpu.wall_s > 0 ? r.cpu.postgres_s : kNotMeasured);
     if (paced) commit_latencies(iso, w, sent, warm_up_seconds, r);
     r.failure = world.check_exactly_once(iso, w.workload, DedupTable::peer_inbox);
     return r;

@@ -26,6 +26,7 @@
 #include "metrics_scraper.hpp"
 #include "observability/http_endpoint.hpp"
 #include "paced_producer.hpp"
+#include "pg_cost_probe.hpp"
 #include "pg_round_trips.hpp"
 #include "pipeline/daemon.hpp"
 
@@ -95,7 +96,10 @@ std::map<int, std::string> thread_roles(const DaemonThread& d) {
 // True when the outbox holds no row the relay has still to publish.
 bool outbox_drained(pqxx::connection& c) {
     pqxx::nontransaction tx(c);
-    return !tx.exec("SELECT EXISTS (SELECT 1 FROM exo_outbox_pending)")[0][0].as<bool>();
+    // Marked: the benchmark's, not the daemon's (--pg-costs leaves it out).
+    return !tx.exec(std::string(kBenchStatementMark) +
+                    " SELECT EXISTS (SELECT 1 FROM exo_outbox_pending)")[0][0]
+                .as<bool>();
 }
 
 // What the relay must have done by the end of an emitting run: one outbox row per applied
@@ -158,6 +162,9 @@ ScenarioResult run_pipeline_scenario(BenchWorld& world, const Isolation& iso,
     // Opened before the clock starts: the drained check's round trips are not the daemon's.
     std::optional<pqxx::connection> outbox_check;
     if (emits) outbox_check.emplace(iso.uri);
+    // Opened, and the sessions counted, before the daemon starts: its sessions are the
+    // ones waited for at the end.
+    PgCostWindow pg_window(options.pg_costs, options.postgres_uri, iso.schema);
     Clock::time_point start;
     CpuSnapshot cpu_start;
     std::uint64_t sends_start = 0;
@@ -184,6 +191,7 @@ ScenarioResult run_pipeline_scenario(BenchWorld& world, const Isolation& iso,
             start = Clock::now();
             cpu_start = cpu_snapshot(thread_roles(daemon), s.servers);
             sends_start = postgres_sends();
+            pg_window.start();
             r.offered_rate = s.paced_rate;
             r.warm_up_s = s.warm_up_seconds;
             if (daemon.daemon().ready() && beside_ready())
@@ -195,6 +203,7 @@ ScenarioResult run_pipeline_scenario(BenchWorld& world, const Isolation& iso,
             start = Clock::now();
             cpu_start = cpu_snapshot(thread_roles(daemon), s.servers);
             sends_start = postgres_sends();
+            pg_window.start();
         }
 
         const auto total = static_cast<std::uint64_t>(r.records);
@@ -255,6 +264,8 @@ ScenarioResult run_pipeline_scenario(BenchWorld& world, const Isolation& iso,
         if (r.failure.empty() && daemon.failed())
             r.failure = "the daemon failed while stopping: " + daemon.error();
     }
+    // The daemon stopped: its sessions go, reporting their last statistics.
+    r.pg_costs = pg_window.finish(r.records, r.cpu.wall_s > 0 ? r.cpu.postgres_s : kNotMeasured);
     r.peak_rss_kb = read_memory().vm_hwm_kb;
     r.redis_round_trips = static_cast<double>(r.stats.redis_round_trips);
     r.postgres_round_trips_reported = static_cast<double>(r.stats.postgres_round_trips);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <optional>
 
 #include "keyed_report.hpp"
 
@@ -102,6 +103,41 @@ void print_cpu(std::ostream& out, const std::string& name,
         name, number(median(self), 1), parts, number(median(pg), 1), number(median(redis), 1),
         median(kafka) > 0 ? " kafka-broker=" + number(median(kafka), 1) : std::string(),
         number(wall_ms, 1), number(median(busy), 0), runs.front().cpu.cores);
+}
+
+// --pg-costs: the median of the runs that completed and measured it; nullopt if none did.
+std::optional<PgCosts> pg_costs_of(const std::vector<ScenarioResult>& runs) {
+    std::vector<PgCosts> measured;
+    for (const auto& r : runs)
+        if (r.failure.empty() && r.pg_costs) measured.push_back(*r.pg_costs);
+    if (measured.empty()) return std::nullopt;
+    return median_pg_costs(measured);
+}
+
+// --pg-costs: each scenario's PostgreSQL costs per record, then exo-default against the
+// inbox peer as Markdown (each exo scenario that ran beside it too).
+void print_pg_cost_report(std::ostream& out, const BenchResults& results) {
+    out << "\n=== PostgreSQL per record (--pg-costs: from the first record until the scenario's "
+           "PostgreSQL sessions are gone; WAL and statements server-wide, tables by name) ===\n";
+    for (const auto& name : results.order) {
+        const auto& runs = results.by_name.at(name);
+        if (auto costs = pg_costs_of(runs))
+            print_pg_costs(
+                out, name, *costs,
+                static_cast<std::size_t>(std::count_if(runs.begin(), runs.end(), [](const auto& r) {
+                    return r.failure.empty() && r.pg_costs;
+                })));
+        else
+            out << fmt::format("\n--- {}: PostgreSQL per record: not measured ---\n", name);
+    }
+    const auto* peer = results.find("inbox-peer");
+    const auto peer_costs = peer ? pg_costs_of(*peer) : std::nullopt;
+    if (!peer_costs) return;
+    for (const auto& name : results.order) {
+        if (name.rfind("exo", 0) != 0) continue;
+        if (auto costs = pg_costs_of(results.by_name.at(name)))
+            print_pg_costs_comparison(out, name, *costs, "inbox-peer", *peer_costs);
+    }
 }
 
 void print_scenario(std::ostream& out, const std::string& name,
@@ -488,6 +524,7 @@ Verdict print_report(std::ostream& out, const BenchOptions& o, const Calibration
     print_summary_table(out, o, results);
     print_steady_table(out, o, results);
     print_keyed_table(out, o, results);
+    if (o.pg_costs) print_pg_cost_report(out, results);
     out << fmt::format("result correctness={} targets_met={}/{}\n",
                        verdict.correct ? "PASS" : "FAIL", verdict.targets_met,
                        verdict.targets_checked);

@@ -5,12 +5,14 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "measure.hpp"
 #include "metrics/pipeline_stats.hpp"
+#include "pg_costs.hpp"
 
 namespace exo::bench {
 
@@ -47,6 +49,8 @@ struct ScenarioResult {
     long rss_at_half_kb = 0;      // VmRSS when half the records had finished
     long rss_at_end_kb = 0;       // VmRSS when all had finished
     CpuUsage cpu;                 // first poll -> every record finished
+    // --pg-costs: what the run cost PostgreSQL per record (pg_cost_probe.hpp).
+    std::optional<PgCosts> pg_costs;
 
     // PipelineStats::latency (poll -> durable outcome, buckets 15% wide), pipeline scenarios.
     double poll_to_durable_p50_ms = kNotMeasured;

@@ -20,6 +20,11 @@
 #   scripts/bench.sh --only keyed           the per-key concurrency scenarios (keyed-{client,server}-
 #                                           {partition-c1,partition,key}; 10000 records, 1000 keys)
 #   scripts/bench.sh --postgres-fsync off   PostgreSQL without fsync (an option, never the headline)
+#   scripts/bench.sh --pg-costs --only inbox-peer,exo-default
+#                                           what each scenario costs PostgreSQL per record (WAL,
+#                                           rows and index entries per table, pg_stat_statements,
+#                                           CPU): PostgreSQL preloads pg_stat_statements and
+#                                           times WAL I/O (track_wal_io_timing) for this run only
 #   scripts/bench.sh --help                 exo_bench's options
 #
 # Exit status: exo_bench's (0: every scenario completed and passed its exactly-once check, with
@@ -78,6 +83,7 @@ cd "$REPO_ROOT"
 # --postgres-fsync on|off, --kafka mock|apache and --kafka-version X are this script's;
 # everything else goes to exo_bench.
 FSYNC=on
+PG_COSTS=0
 KAFKA=mock
 KAFKA_VERSION=""
 BENCH_ARGS=()
@@ -93,6 +99,12 @@ while (($#)); do
             fail "--kafka wants mock (exo_bench's in-process mock cluster, the default) or apache (a real broker, scripts/kafka.sh)"
         KAFKA="$2"
         shift 2
+        ;;
+    --pg-costs)
+        # exo_bench's flag too; here it also changes PostgreSQL's settings (below).
+        PG_COSTS=1
+        BENCH_ARGS+=("$1")
+        shift
         ;;
     --kafka-version)
         [[ -n "${2:-}" ]] || fail "--kafka-version wants a release, e.g. 4.1.1"
@@ -130,9 +142,16 @@ source "$SVC_DIR/services.env"
 psql "$EXO_POSTGRES_URI" -qX -c "ALTER SYSTEM SET track_commit_timestamp = on" \
     -c "ALTER SYSTEM SET fsync = $FSYNC" -c "ALTER SYSTEM SET full_page_writes = $FSYNC" \
     || fail "could not set track_commit_timestamp and fsync"
+# --pg-costs: statement statistics need the library loaded at start; WAL I/O timing costs a
+# clock read per WAL write and sync. Not in the other runs, whose figures are the headline.
+if ((PG_COSTS)); then
+    psql "$EXO_POSTGRES_URI" -qX -c "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'" \
+        -c "ALTER SYSTEM SET track_wal_io_timing = on" \
+        || fail "could not preload pg_stat_statements (--pg-costs)"
+fi
 "$SCRIPTS/services.sh" postgres-stop "$SVC_DIR"
 "$SCRIPTS/services.sh" postgres-start "$SVC_DIR" || fail "PostgreSQL did not restart (see above)"
-note "Redis 127.0.0.1:$EXO_REDIS_PORT, PostgreSQL $EXO_POSTGRES_URI (fsync $FSYNC, track_commit_timestamp on)"
+note "Redis 127.0.0.1:$EXO_REDIS_PORT, PostgreSQL $EXO_POSTGRES_URI (fsync $FSYNC, track_commit_timestamp on$( ((PG_COSTS)) && echo ", pg_stat_statements preloaded, track_wal_io_timing on"))"
 
 KAFKA_ARGS=()
 if [[ "$KAFKA" == apache ]]; then
