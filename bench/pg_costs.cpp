@@ -291,7 +291,7 @@ void print_pg_costs(std::ostream& out, const std::string& scenario, const PgCost
                            number(s.calls_per_1000, 1), number(s.mean_us, 0),
                            number(s.rows_per_call, 1), number(s.wal_bytes_per_call, 0),
                            number(s.wal_bytes_per_record, 1), number(s.fpi_per_1000_calls, 1),
-                           number(s.time_share * 100, 1), shorten_query(s.query, 90));
+                           number(s.time_share * 100, 1), shorten_query(s.query, 100));
     }
     if (c.statements.size() > top) {
         double wal = 0;
@@ -361,7 +361,7 @@ void print_pg_costs_comparison(std::ostream& out, const std::string& left_name, 
     for (const auto& [name, side] : {std::pair{&left_name, &left}, std::pair{&right_name, &right}})
         for (std::size_t i = 0; i < side->statements.size() && i < top; ++i) {
             const auto& s = side->statements[i];
-            std::string q = shorten_query(s.query, 80);
+            std::string q = shorten_query(s.query, 110);
             std::replace(q.begin(), q.end(), '|', '/');
             out << fmt::format("| `{}` | {} | {} | {} | {} | {} | {}% |\n", q, *name,
                                number(s.calls_per_1000, 1), number(s.mean_us, 0),
