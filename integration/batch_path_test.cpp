@@ -253,7 +253,7 @@ TEST_CASE(
     std::thread group_thread([&] {
         try {
             pqxx::connection c(h.postgres_uri());
-            exo::prepare_record_start_statements(c);
+            exo::prepare_framework_statements(c);
             pqxx::work tx(c);
             const std::string kb = "k-b", ka = "k-a";
             const exo::TopicPartition tp{exo::Topic{"t"}, exo::Partition{0}};

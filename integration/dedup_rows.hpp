@@ -13,14 +13,20 @@ namespace exo::testing {
 
 using Rows = std::map<std::string, std::string>;
 
+// The process that wrote an exo_processed row as `exo inspect` shows it: its
+// exo_processes identity, or the text of a row written before migration 0011.
+inline const std::string kAppliedBy =
+    "coalesce((SELECT x.identity FROM exo_processes x WHERE x.id = applied_by_process),"
+    " applied_by)";
+
 // "outcome" or "outcome/result" of every dedup row, by key. Every row must
 // name the process that wrote it (applied_by), the set-based insert's too.
 inline Rows processed(const PipelineHarness& h) {
     pqxx::connection c(h.postgres_uri());
     pqxx::nontransaction tx(c);
     Rows out;
-    for (const auto& row : tx.exec("SELECT idempotency_key, outcome, result,"
-                                   " applied_by IS NOT NULL FROM exo_processed")) {
+    for (const auto& row : tx.exec("SELECT idempotency_key, outcome, result, " + kAppliedBy +
+                                   " IS NOT NULL FROM exo_processed")) {
         CHECK(row[3].as<bool>());
         out[row[0].as<std::string>()] =
             row[1].as<std::string>() + (row[2].is_null() ? "" : "/" + row[2].as<std::string>());

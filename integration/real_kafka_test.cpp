@@ -21,6 +21,7 @@
 #include "apache_kafka.hpp"
 #include "broker_node.hpp"
 #include "child_process.hpp"
+#include "dedup_rows.hpp"
 #include "ledger.hpp"
 #include "operations_cli.hpp"
 #include "ops/replayed_record.hpp"
@@ -55,10 +56,10 @@ public:
           log_file_("/tmp/" + h.schema() + "-" + name + ".log"),
           child_(exo::testing::exo_binary(), {"run", "--config", config_file}, {}, log_file_) {}
 
-    // The records it applied: exo_processed.applied_by names its pid ("host/pid/exo-version").
+    // The records it applied: a row's process names its pid ("host/pid/exo-version").
     std::int64_t applied() const {
-        return h_.count("SELECT count(*) FROM exo_processed WHERE applied_by LIKE '%/" +
-                        std::to_string(child_.pid()) + "/%'");
+        return h_.count("SELECT count(*) FROM exo_processed WHERE " + exo::testing::kAppliedBy +
+                        " LIKE '%/" + std::to_string(child_.pid()) + "/%'");
     }
     // SIGTERM, then its exit status (fails the case if it is still running after 60 s).
     int terminate() {

@@ -20,6 +20,14 @@ std::optional<std::string> optional_text(const pqxx::field& f) {
     return f.as<std::string>();
 }
 
+// The process that wrote the dedup row `row`, as text: its exo_processes
+// identity, or for a row written before migration 0011 (or by an older exo
+// during the upgrade) the text it carried itself (NULL before 0004).
+std::string applied_by(const std::string& row) {
+    return "coalesce((SELECT x.identity FROM exo_processes x WHERE x.id = " + row +
+           ".applied_by_process), " + row + ".applied_by)";
+}
+
 // Filters shared by both halves of the list; $2.. are sentinels, not NULLs, so
 // each parameter has one type: '' any topic, -1 any partition / offset / age.
 std::string filters(const std::string& time_column) {
@@ -64,8 +72,9 @@ std::optional<DedupRow> find_dedup_row(pqxx::connection& connection, const std::
                                        const std::string& key) {
     pqxx::read_transaction tx(connection);
     auto r = tx.exec_params("SELECT outcome, " + iso("processed_at") +
-                                ", topic, kafka_partition, kafka_offset, fencing_token, result,"
-                                " applied_by FROM exo_processed"
+                                ", topic, kafka_partition, kafka_offset, fencing_token, result, " +
+                                applied_by("p") +
+                                " FROM exo_processed p"
                                 " WHERE consumer_group = $1 AND idempotency_key = $2",
                             group, key);
     if (r.empty()) return std::nullopt;
@@ -111,8 +120,9 @@ std::vector<DeadLetterEntry> list_dead_letters(pqxx::connection& connection,
     const std::string sql =
         "SELECT idempotency_key, 0 AS state, topic, kafka_partition, kafka_offset,"
         " coalesce(result, ''), " +
-        iso("processed_at") + " AS at, applied_by, processed_at AS t FROM exo_processed" +
-        " WHERE consumer_group = $1 AND outcome = 'DEAD_LETTERED'" + filters("processed_at") +
+        iso("processed_at") + " AS at, " + applied_by("p") + ", processed_at AS t" +
+        " FROM exo_processed p WHERE consumer_group = $1 AND outcome = 'DEAD_LETTERED'" +
+        filters("processed_at") +
         " UNION ALL SELECT idempotency_key, CASE WHEN produced_at IS NULL THEN 1 ELSE 2 END,"
         " topic, kafka_partition, kafka_offset, coalesce(reason, ''), " +
         iso("dead_lettered_at") +
@@ -140,13 +150,15 @@ bool open_replay_ticket(pqxx::connection& connection, const std::string& group,
         " INSERT INTO exo_replays (consumer_group, idempotency_key, topic, kafka_partition,"
         " kafka_offset, reason, dead_lettered_at, dead_lettered_by, requested_by)"
         " SELECT consumer_group, idempotency_key, topic, kafka_partition, kafka_offset, result,"
-        " processed_at, applied_by, $3 FROM moved"
-        " ON CONFLICT (consumer_group, idempotency_key) DO UPDATE SET topic = EXCLUDED.topic,"
-        " kafka_partition = EXCLUDED.kafka_partition, kafka_offset = EXCLUDED.kafka_offset,"
-        " reason = EXCLUDED.reason, dead_lettered_at = EXCLUDED.dead_lettered_at,"
-        " dead_lettered_by = EXCLUDED.dead_lettered_by, requested_at = now(),"
-        " requested_by = EXCLUDED.requested_by, produced_at = NULL, produced_to = NULL"
-        " RETURNING 1",
+        " processed_at, " +
+            applied_by("moved") +
+            ", $3 FROM moved"
+            " ON CONFLICT (consumer_group, idempotency_key) DO UPDATE SET topic = EXCLUDED.topic,"
+            " kafka_partition = EXCLUDED.kafka_partition, kafka_offset = EXCLUDED.kafka_offset,"
+            " reason = EXCLUDED.reason, dead_lettered_at = EXCLUDED.dead_lettered_at,"
+            " dead_lettered_by = EXCLUDED.dead_lettered_by, requested_at = now(),"
+            " requested_by = EXCLUDED.requested_by, produced_at = NULL, produced_to = NULL"
+            " RETURNING 1",
         group, key, process_identity());
     tx.commit();
     return !r.empty();

@@ -21,18 +21,20 @@ constexpr const char* kClearGap = "exo_clear_gap";
 // Dedup row and sequence step in one statement: the sequence moves only if the
 // dedup row was inserted (a duplicate must never advance it), and only by the
 // mode's rule (mirrors decide_sequence()). `prev` locks the entity's row so the
-// check and the write cannot be split by a concurrent transaction.
-std::string start_sql(const char* first_rule, const char* rule) {
-    return std::string(
-               "WITH ins AS (INSERT INTO exo_processed (consumer_group, idempotency_key,"
-               " fencing_token, topic, kafka_partition, kafka_offset, outcome, applied_by)"
-               " VALUES ($1, $2, $3, $4, $5, $6, 'APPLIED', $10)"
-               " ON CONFLICT (consumer_group, idempotency_key) DO NOTHING RETURNING 1),"
-               " prev AS (SELECT last_sequence FROM exo_sequences"
-               " WHERE handler = $7::text AND entity = $8::text FOR UPDATE),"
-               " up AS (INSERT INTO exo_sequences AS s (handler, entity, last_sequence)"
-               " SELECT $7::text, $8::text, $9::bigint WHERE EXISTS (SELECT 1 FROM ins)"
-               " AND (EXISTS (SELECT 1 FROM prev) OR ") +
+// check and the write cannot be split by a concurrent transaction. `process`:
+// this process's exo_processes id, a constant of the connection's statements.
+std::string start_sql(const std::string& process, const char* first_rule, const char* rule) {
+    return "WITH ins AS (INSERT INTO exo_processed (consumer_group, idempotency_key,"
+           " fencing_token, topic, kafka_partition, kafka_offset, outcome, applied_by_process)"
+           " VALUES ($1, $2, $3, $4, $5, $6, 'APPLIED', " +
+           process +
+           ")"
+           " ON CONFLICT (consumer_group, idempotency_key) DO NOTHING RETURNING 1),"
+           " prev AS (SELECT last_sequence FROM exo_sequences"
+           " WHERE handler = $7::text AND entity = $8::text FOR UPDATE),"
+           " up AS (INSERT INTO exo_sequences AS s (handler, entity, last_sequence)"
+           " SELECT $7::text, $8::text, $9::bigint WHERE EXISTS (SELECT 1 FROM ins)"
+           " AND (EXISTS (SELECT 1 FROM prev) OR " +
            first_rule +
            ") ON CONFLICT (handler, entity) DO UPDATE"
            " SET last_sequence = EXCLUDED.last_sequence, updated_at = now() WHERE " +
@@ -45,22 +47,27 @@ std::string start_sql(const char* first_rule, const char* rule) {
 }  // namespace
 
 void prepare_framework_statements(pqxx::connection_base& c) {
+    // The dedup inserts name this process by its id, written into the
+    // statements: a connection's statements are its process's.
+    const auto process = std::to_string(register_process(c));
     c.prepare(kInsertProcessed,
               "INSERT INTO exo_processed (consumer_group, idempotency_key, fencing_token, topic,"
-              " kafka_partition, kafka_offset, outcome, result, applied_by)"
-              " VALUES ($1, $2, $3, $4, $5, $6, $7, NULLIF($8, ''), $9)"
-              " ON CONFLICT (consumer_group, idempotency_key) DO NOTHING RETURNING 1");
+              " kafka_partition, kafka_offset, outcome, result, applied_by_process)"
+              " VALUES ($1, $2, $3, $4, $5, $6, $7, NULLIF($8, ''), " +
+                  process +
+                  ")"
+                  " ON CONFLICT (consumer_group, idempotency_key) DO NOTHING RETURNING 1");
     c.prepare(kSelectProcessed,
               "SELECT outcome, coalesce(result, '') FROM exo_processed"
               " WHERE consumer_group = $1 AND idempotency_key = $2");
     c.prepare(kUpdateProcessed,
               "UPDATE exo_processed SET outcome = $3, result = NULLIF($4, '')"
               " WHERE consumer_group = $1 AND idempotency_key = $2");
-    c.prepare(kStartLatest, start_sql("true", "s.last_sequence < EXCLUDED.last_sequence"));
+    c.prepare(kStartLatest, start_sql(process, "true", "s.last_sequence < EXCLUDED.last_sequence"));
     // "last + 1 = next" would overflow bigint at last = INT64_MAX and fail the
     // record instead of answering STALE; "next - 1" cannot (next >= 0).
     c.prepare(kStartStrict,
-              start_sql("$9::bigint = 1", "s.last_sequence = EXCLUDED.last_sequence - 1"));
+              start_sql(process, "$9::bigint = 1", "s.last_sequence = EXCLUDED.last_sequence - 1"));
     c.prepare(kDeleteProcessed,
               "DELETE FROM exo_processed WHERE consumer_group = $1 AND idempotency_key = $2");
     // The first sighting is kept (DO NOTHING); its age is measured in server time.
@@ -73,7 +80,7 @@ void prepare_framework_statements(pqxx::connection_base& c) {
               " AND idempotency_key = $2), now())) * 1000)::bigint");
     c.prepare(kClearGap,
               "DELETE FROM exo_sequence_gaps WHERE consumer_group = $1 AND idempotency_key = $2");
-    prepare_record_start_statements(c);
+    prepare_record_start_statements(c, process);
 }
 
 namespace {
@@ -105,7 +112,7 @@ std::optional<ExistingRow> insert_processed(pqxx::transaction_base& tx, const Pr
     auto inserted =
         tx.exec_prepared(kInsertProcessed, row.consumer_group, row.idempotency_key, row.token.value,
                          row.partition.topic.value, row.partition.partition.value, row.offset.value,
-                         to_sql(row.outcome), row.result, process_identity());
+                         to_sql(row.outcome), row.result);
     if (!inserted.empty()) return std::nullopt;
     return existing_row(tx, row.consumer_group, row.idempotency_key);
 }
@@ -118,11 +125,11 @@ RecordStart start_record(pqxx::transaction_base& tx, const ProcessedRow& row,
         if (!out.duplicate) out.verdict = SequenceVerdict::apply;
         return out;
     }
-    auto r = tx.exec_prepared(sequence->mode == SequenceMode::strict ? kStartStrict : kStartLatest,
-                              row.consumer_group, row.idempotency_key, row.token.value,
-                              row.partition.topic.value, row.partition.partition.value,
-                              row.offset.value, sequence->handler, sequence->entity,
-                              sequence->sequence, process_identity());
+    auto r =
+        tx.exec_prepared(sequence->mode == SequenceMode::strict ? kStartStrict : kStartLatest,
+                         row.consumer_group, row.idempotency_key, row.token.value,
+                         row.partition.topic.value, row.partition.partition.value, row.offset.value,
+                         sequence->handler, sequence->entity, sequence->sequence);
     if (!r[0][0].as<bool>()) {
         out.duplicate = existing_row(tx, row.consumer_group, row.idempotency_key);
         return out;

@@ -10,7 +10,6 @@
 
 #include <exo/sql_arrays.hpp>
 #include "core/sequence_plan.hpp"
-#include "pg/process_identity.hpp"
 
 namespace exo {
 namespace {
@@ -42,21 +41,23 @@ std::string entity_probe(const char* handlers, const char* entities) {
 }
 
 // Statement A: the probe of every entity of the transaction's records, and the
-// dedup rows of the records whose entity is not held ($10: each key's entity
+// dedup rows of the records whose entity is not held ($9: each key's entity
 // position, 0 for none). Rows answer either an inserted key (first column
 // NULL) or an entity: its position, last sequence and `held`. The insert reads
 // the probe, so an entity is locked or found held before any row of its records
 // is written. The keys come sorted, and `ORDER BY` keeps the insert in that
 // order whatever the plan: two transactions that insert some of the same keys
-// wait for each other instead of deadlocking.
-std::string records_start_sql() {
-    return "WITH seq AS MATERIALIZED (" + entity_probe("$8", "$9") +
+// wait for each other instead of deadlocking. `process`: this process's
+// exo_processes id, a constant of the connection's statement.
+std::string records_start_sql(const std::string& process) {
+    return "WITH seq AS MATERIALIZED (" + entity_probe("$7", "$8") +
            "),"
            " ins AS (INSERT INTO exo_processed (consumer_group, idempotency_key, fencing_token,"
-           " topic, kafka_partition, kafka_offset, outcome, applied_by)"
-           " SELECT $1::text, u.k, u.t, u.tp, u.p, u.o, 'APPLIED', $7::text"
+           " topic, kafka_partition, kafka_offset, outcome, applied_by_process)"
+           " SELECT $1::text, u.k, u.t, u.tp, u.p, u.o, 'APPLIED', " +
+           process +
            " FROM unnest($2::text[], $3::bigint[], $4::text[], $5::int[], $6::bigint[],"
-           " $10::bigint[]) WITH ORDINALITY AS u(k, t, tp, p, o, en, n)"
+           " $9::bigint[]) WITH ORDINALITY AS u(k, t, tp, p, o, en, n)"
            " WHERE NOT EXISTS (SELECT 1 FROM seq WHERE seq.n = u.en AND seq.held)"
            " ORDER BY u.n"
            " ON CONFLICT (consumer_group, idempotency_key) DO NOTHING RETURNING idempotency_key)"
@@ -113,8 +114,8 @@ constexpr const char* kRecordsSettleSql =
 
 }  // namespace
 
-void prepare_record_start_statements(pqxx::connection_base& c) {
-    c.prepare(kRecordsStart, records_start_sql());
+void prepare_record_start_statements(pqxx::connection_base& c, const std::string& process) {
+    c.prepare(kRecordsStart, records_start_sql(process));
     c.prepare(kRecordsExisting, kRecordsExistingSql);
     c.prepare(kRecordsSequences, kRecordsSequencesSql);
     c.prepare(kLockEntities, lock_entities_sql());
@@ -184,10 +185,10 @@ RecordsStart start_records(pqxx::transaction_base& tx, const std::string& consum
         // 1-based, as the statement numbers entities; 0: no entity.
         key_entities.push_back(r.sequence ? static_cast<std::int64_t>(entity_of(r)) + 1 : 0);
     }
-    auto started = tx.exec_prepared(kRecordsStart, consumer_group, text_array(keys),
-                                    int_array(tokens), text_array(topics), int_array(partitions),
-                                    int_array(offsets), process_identity(), text_array(handlers),
-                                    text_array(entities), int_array(key_entities));
+    auto started =
+        tx.exec_prepared(kRecordsStart, consumer_group, text_array(keys), int_array(tokens),
+                         text_array(topics), int_array(partitions), int_array(offsets),
+                         text_array(handlers), text_array(entities), int_array(key_entities));
     ++out.round_trips;
     std::unordered_set<std::string> inserted;
     std::vector<std::optional<std::int64_t>> last(entities.size());

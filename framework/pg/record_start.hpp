@@ -31,7 +31,9 @@
 
 namespace exo {
 
-void prepare_record_start_statements(pqxx::connection_base& connection);
+// Prepared by prepare_framework_statements; `process` is the id its dedup rows
+// name (register_process, pg/process_identity.hpp), as SQL text.
+void prepare_record_start_statements(pqxx::connection_base& connection, const std::string& process);
 
 struct RecordToStart {
     const std::string&
