@@ -444,3 +444,34 @@ TEST_CASE(
     CHECK(d.stats().dead_lettered == static_cast<std::uint64_t>(poison));
     CHECK(dead_letters(h) == poison);
 }
+
+TEST_CASE(
+    "a record with more headers than pipeline.max_headers_per_record is dead-lettered naming the "
+    "count and its key, without its handler, while the records around it are applied") {
+    PipelineHarness h({.name = "manyheaders", .partitions = 1});
+    h.mutable_config().pipeline.max_headers_per_record = 10;
+    auto with_headers = [&](const std::string& event, const std::string& account,
+                            std::int64_t amount, std::size_t n) {
+        std::vector<exo::RecordHeader> headers;
+        for (std::size_t i = 0; i < n; ++i) headers.push_back({"x-" + std::to_string(i), "v"});
+        return exo::OutgoingRecord{h.topic(), 0, account, payment_json(event, account, amount, 1),
+                                   std::move(headers)};
+    };
+    // Around it: one record with a few headers, one with exactly the bound.
+    produce_raw(h, {with_headers("ok-1", "acc-1", 1, 3), with_headers("many-2", "acc-2", 2, 11),
+                    with_headers("ok-3", "acc-3", 3, 10)});
+    const Counts d = consume_all(h);
+    CHECK(h.balances() == Balances{{"acc-1", 1}, {"acc-3", 3}});
+    CHECK(d.applied == 2);
+    CHECK(d.dead_lettered == 1);
+    REQUIRE(dead_letters(h) == 1);
+    auto dlq = read_topic(h.bootstrap(), h.topic() + ".dlq", 1);
+    REQUIRE(dlq.size() == 1);
+    const auto why = header(dlq[0], "exo-error");
+    CHECK(why.find("11 headers") != std::string::npos);
+    CHECK(why.find("pipeline.max_headers_per_record (10)") != std::string::npos);
+    CHECK(why.find("Kafka key 'acc-2'") != std::string::npos);
+    CHECK(header(dlq[0], "exo-headers-omitted") == "11");
+    CHECK(dlq[0].header("x-0") == nullptr);               // none of its headers is copied
+    CHECK(header(dlq[0], "exo-original-offset") == "1");  // consume_all: all 3 committed
+}

@@ -40,9 +40,23 @@ void produce_keyed_by_event(const OrderedRun& run, const std::vector<exo::Paymen
     producer.flush(30s);
 }
 
+// A payment whose value carries `pad` bytes more (a field the handler ignores),
+// its event id as its Kafka key.
+void produce_padded(const OrderedRun& run, const std::vector<exo::PaymentMessage>& all,
+                    std::size_t pad) {
+    exo::KafkaProducer producer(exo::ProducerOptions{run.h.bootstrap(), {}});
+    for (const auto& m : all) {
+        auto value = m.payment.json();
+        value.pop_back();  // its closing brace
+        value += ",\"pad\":\"" + std::string(pad, 'x') + "\"}";
+        producer.produce({run.h.topic(), m.partition, m.payment.event_id, value, {}});
+    }
+    producer.flush(30s);
+}
+
 // Partition 0 and the lane totals of one status snapshot, printable for a failed wait.
 struct Gauges {
-    std::size_t queued = 0, in_flight = 0, parked = 0;
+    std::size_t queued = 0, in_flight = 0, parked = 0, bytes = 0;
     std::int64_t unfinished_window = 0;
     bool paused = false;
     std::size_t batches = 0, held_lanes = 0, waiting_behind_held = 0;
@@ -50,9 +64,9 @@ struct Gauges {
 
 std::ostream& operator<<(std::ostream& out, const Gauges& g) {
     return out << "queued " << g.queued << ", in batch " << g.in_flight << ", parked " << g.parked
-               << ", unfinished window " << g.unfinished_window << ", paused " << g.paused
-               << ", batches " << g.batches << ", held lanes " << g.held_lanes
-               << ", waiting behind held " << g.waiting_behind_held;
+               << ", bytes " << g.bytes << ", unfinished window " << g.unfinished_window
+               << ", paused " << g.paused << ", batches " << g.batches << ", held lanes "
+               << g.held_lanes << ", waiting behind held " << g.waiting_behind_held;
 }
 
 Gauges gauges(const OrderedRun& run, int partition = 0) {
@@ -65,6 +79,7 @@ Gauges gauges(const OrderedRun& run, int partition = 0) {
         g.queued = p.queued;
         g.in_flight = p.in_flight;
         g.parked = p.parked;
+        g.bytes = p.bytes;
         g.unfinished_window = p.unfinished_window;
         g.paused = p.paused;
     }
@@ -253,6 +268,55 @@ TEST_CASE(
     run.finish();
     run.check_each_once(17);
     CHECK(run.committed(0) == 17);
+}
+
+TEST_CASE(
+    "with pipeline.max_queued_bytes_per_partition, large records pause their partition by bytes "
+    "far below max_queued_per_partition, nothing more is polled, and it resumes once they finish") {
+    auto options = order_recording("bytespause", Ordering::key);
+    options.concurrency = 2;
+    options.batch_size = 1;  // two gate-* records wait in the handler, the rest queue
+    OrderedRun run(options);
+    run.h.mutable_config().pipeline.max_queued_bytes_per_partition = 64 * 1024;  // records: 1000
+    std::vector<exo::PaymentMessage> messages;
+    for (int i = 0; i < 10; ++i)
+        messages.push_back(payment(fmt::format("gate-{}", i), fmt::format("acc-{}", i), 1, 1));
+    produce_padded(run, messages, 10 * 1024);  // 10 records of over 10 KiB: over 100 KiB
+
+    run.start();
+    wait_until(
+        "the partition paused by bytes", 30s, [&] { return gauges(run); },
+        [](const Gauges& g) { return g.paused; });
+    const auto polled = run.daemon->stats().polled.load();
+    CHECK(polled <= 10);
+    CHECK(gauges(run).bytes >= 64 * 1024);
+    CHECK(gauges(run).queued + gauges(run).in_flight < 1000);
+    // What arrives now stays in Kafka while the partition is over its bytes.
+    produce_padded(run, {payment("late", "acc-late", 1, 1)}, 0);
+    wait_for_polls(run);
+    CHECK(gauges(run).paused);
+    CHECK(run.daemon->stats().polled.load() == polled);
+
+    run.finish();  // resumed at half: the late record is applied and committed too
+    run.check_each_once(11);
+    CHECK(run.committed(0) == 11);
+}
+
+TEST_CASE(
+    "a record larger than pipeline.max_queued_bytes_per_partition on its own is still applied: "
+    "the pause it causes never holds back what is queued") {
+    auto options = order_recording("bytesalone", Ordering::key);
+    OrderedRun run(options);
+    run.h.mutable_config().pipeline.max_queued_bytes_per_partition = 4 * 1024;
+    std::vector<exo::PaymentMessage> messages;
+    for (int i = 0; i < 5; ++i)
+        messages.push_back(payment(fmt::format("huge-{}", i), fmt::format("acc-{}", i), 1, 1));
+    produce_padded(run, messages, 32 * 1024);  // each 8 times the bound
+
+    run.start();
+    run.finish();
+    run.check_each_once(5);
+    CHECK(run.committed(0) == 5);
 }
 
 TEST_CASE(

@@ -14,6 +14,7 @@
 #include "pipeline/passes/hand_back.hpp"
 #include "pipeline/passes/keys.hpp"
 #include "pipeline/passes/repeated_keys.hpp"
+#include "pipeline/record_limits.hpp"
 
 using namespace std::chrono_literals;
 using exo::Fate;
@@ -185,4 +186,22 @@ TEST_CASE(
         CHECK_FALSE(later_finished);  // partition 1 commits no further than offset 20
         CHECK(stats.duplicates_in_batch == 0);
     }
+}
+
+TEST_CASE(
+    "a record whose headers were dropped for being too many is dead-lettered for that, not for "
+    "the key it then lacks, and its handler is never reached") {
+    auto b = bindings();
+    b[0].key = {exo::KeySourceKind::header, "id"};
+    auto p = record("payments", 0, "e-1");
+    for (int i = 0; i < 5; ++i) p.record.headers.push_back({"id", "k-" + std::to_string(i)});
+    REQUIRE(exo::refuse_excess_headers(p, 4));
+    std::vector<exo::PendingRecord> taken;
+    taken.push_back(std::move(p));
+    exo::Batch batch(std::move(taken));
+    exo::key_pass(batch, b, 5ms);
+    CHECK(at(batch, 0).fate == Fate::dead_letter);
+    CHECK(at(batch, 0).error.find("5 headers") != std::string::npos);
+    REQUIRE(at(batch, 0).pending.dead_letter);
+    CHECK_FALSE(at(batch, 0).pending.dead_letter->record_key);
 }

@@ -1064,3 +1064,67 @@ TEST_SUITE("WorkerInbox held keys spill") {
         CHECK(inbox.totals().lanes == 0);
     }
 }
+
+TEST_SUITE("WorkerInbox bytes") {
+    TEST_CASE(
+        "bytes follow records as they are pushed, taken, requeued, finished and dropped, "
+        "partition by partition") {
+        WorkerInbox inbox;
+        auto p0 = pending_range(kP0, 0, 2);
+        p0[1].record.value.assign(5000, 'x');
+        p0[2].record.headers.assign(10, RecordHeader{"n", "v"});
+        std::size_t p0_bytes = 0;
+        for (const auto& p : p0) p0_bytes += memory_bytes(p.record);
+        const auto p1_bytes = memory_bytes(pending(kP1, 0).record);
+        inbox.push(std::move(p0));
+        inbox.push(pending_range(kP1, 0, 0));
+        CHECK(inbox.queued_bytes(kP0) == p0_bytes);
+        CHECK(inbox.queued_bytes(kP1) == p1_bytes);
+        CHECK(inbox.in_flight_bytes() == p0_bytes + p1_bytes);
+
+        auto batch = take_now(inbox);
+        REQUIRE(batch.size() == 4);
+        CHECK(inbox.queued_bytes(kP0) == 0);
+        CHECK(inbox.in_batch_bytes(kP0) == p0_bytes);
+        CHECK(inbox.in_batch_bytes(kP1) == p1_bytes);
+        CHECK(inbox.in_flight_bytes() == p0_bytes + p1_bytes);
+
+        // kP0's records go back, kP1's finishes: its bytes are gone.
+        std::vector<PendingRecord> requeue;
+        for (auto& p : batch)
+            if (p.record.topic_partition() == kP0) requeue.push_back(std::move(p));
+        finish_oldest(inbox, std::move(requeue), {});
+        CHECK(inbox.queued_bytes(kP0) == p0_bytes);
+        CHECK(inbox.in_batch_bytes(kP0) == 0);
+        CHECK(inbox.queued_bytes(kP1) == 0);
+        CHECK(inbox.in_flight_bytes() == p0_bytes);
+
+        CHECK(inbox.drop_partitions({kP0}, Clock::now()));
+        CHECK(inbox.queued_bytes(kP0) == 0);
+        CHECK(inbox.in_flight_bytes() == 0);
+    }
+
+    TEST_CASE("parked and spilled records count no bytes, and a held key's lane reports its own") {
+        WorkerInbox inbox(1, 2);
+        inbox.push({keyed(kP0, 0, "a"), keyed(kP0, 1, "b")});
+        auto batch = take_now(inbox);
+        REQUIRE(batch.size() == 2);
+        std::vector<WorkerInbox::Parked> parked;
+        std::vector<PendingRecord> requeue;
+        for (auto& p : batch) {
+            if (p.ordering_key == "b")
+                parked.push_back({std::move(p), Clock::now() + 1h});
+            else
+                requeue.push_back(std::move(p));
+        }
+        finish_oldest(inbox, std::move(requeue), {{Lane{kP0, "a"}, Clock::now() + 1h}},
+                      std::move(parked));
+        const auto one = memory_bytes(keyed(kP0, 0, "a").record);
+        CHECK(inbox.queued_bytes(kP0) == one);                 // a@0, held; b@1 parked: not counted
+        inbox.push({keyed(kP0, 2, "a"), keyed(kP0, 3, "a")});  // a@3 spills (cap 2)
+        CHECK(inbox.spilled(kP0) == 1);
+        CHECK(inbox.queued_bytes(kP0) == 2 * one);
+        CHECK(inbox.held_keys(kP0).queued_bytes == 2 * one);
+        CHECK(inbox.in_flight_bytes() == 2 * one);
+    }
+}

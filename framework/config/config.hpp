@@ -160,6 +160,18 @@ struct PipelineConfig {
     // bound in normal use: at 10,000 it throttled the 32-partition benchmark by
     // a sixth (the queues ran low between pause and resume; docs/performance.md).
     int max_in_flight = 100000;
+    // The same two bounds in bytes (pipeline/record_limits.hpp: a record's key,
+    // value, header names and values, 72 bytes a header and 1 KiB a record), so
+    // large records or a flood of headers cannot fill memory below the record
+    // counts. Paused at the bound, resumed at half, like the counts. A record
+    // larger than the per-partition bound alone still goes through: a pause
+    // stops fetching, never the records already queued.
+    std::size_t max_queued_bytes_per_partition = std::size_t{16} * 1024 * 1024;
+    std::size_t max_in_flight_bytes = std::size_t{256} * 1024 * 1024;
+    // Headers a record may have (Kafka sets no bound; each costs its name, value
+    // and 72 bytes in memory): a record with more is a dead letter, its handler
+    // never runs, its headers are dropped at once (record_limits.hpp).
+    int max_headers_per_record = 1000;
     milliseconds shutdown_timeout{10000};  // drain deadline on SIGTERM and on revoke
     milliseconds retry_backoff_initial{100};
     milliseconds retry_backoff_max{10000};

@@ -12,6 +12,9 @@ const Keys kPipelineKeys = {"workers",
                             "outside_threads",
                             "max_in_flight",
                             "max_queued_per_partition",
+                            "max_in_flight_bytes",
+                            "max_queued_bytes_per_partition",
+                            "max_headers_per_record",
                             "shutdown_timeout_ms",
                             "retry_backoff_initial_ms",
                             "retry_backoff_max_ms",
@@ -48,6 +51,10 @@ PipelineConfig read_pipeline(const Reader& pipeline) {
     pipeline.read("outside_threads", out.outside_threads, kOutsideThreads);
     pipeline.read("max_queued_per_partition", out.max_queued_per_partition, kPositive);
     pipeline.read("max_in_flight", out.max_in_flight, kPositive);
+    pipeline.read("max_queued_bytes_per_partition", out.max_queued_bytes_per_partition,
+                  kPositiveBytes);
+    pipeline.read("max_in_flight_bytes", out.max_in_flight_bytes, kPositiveBytes);
+    pipeline.read("max_headers_per_record", out.max_headers_per_record, kPositive);
     if (out.claim_ahead && out.concurrency > 1) {
         pipeline.problem("concurrency",
                          "is " + std::to_string(out.concurrency) +

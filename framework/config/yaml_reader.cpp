@@ -10,7 +10,7 @@ namespace exo::config_reading {
 namespace {
 
 std::string bounds_text(Bounds b) {
-    if (b.max == INT_MAX || b.max == kPositiveMs.max)
+    if (b.max == INT_MAX || b.max == kPositiveMs.max || b.max == kPositiveBytes.max)
         return "must be at least " + std::to_string(b.min);
     return "must be between " + std::to_string(b.min) + " and " + std::to_string(b.max);
 }
@@ -136,6 +136,11 @@ void Reader::read(std::string_view key, std::string& out, Text rule) const {
 
 void Reader::read(std::string_view key, int& out, Bounds bounds) const {
     if (const auto value = integer(key, bounds, Unit::count)) out = static_cast<int>(*value);
+}
+
+void Reader::read(std::string_view key, std::size_t& out, Bounds bounds) const {
+    if (const auto value = integer(key, bounds, Unit::count))
+        out = static_cast<std::size_t>(*value);
 }
 
 void Reader::read(std::string_view key, std::chrono::milliseconds& out, Bounds bounds) const {

@@ -44,6 +44,8 @@ inline constexpr long long kMaxDays = 36500;  // a century is plenty
 inline constexpr Bounds kPositiveMs{1, kMaxDays * 24 * 3600 * 1000LL};
 inline constexpr Bounds kNonNegativeMs{0, kPositiveMs.max};
 inline constexpr Bounds kPositiveDays{1, kMaxDays};
+// A count of bytes held in memory: a tebibyte is past any machine exo runs on.
+inline constexpr Bounds kPositiveBytes{1, 1LL << 40};
 
 enum class Text { any, non_empty };
 
@@ -118,6 +120,7 @@ public:
 
     void read(std::string_view key, std::string& out, Text rule = Text::any) const;
     void read(std::string_view key, int& out, Bounds bounds) const;
+    void read(std::string_view key, std::size_t& out, Bounds bounds) const;
     void read(std::string_view key, std::chrono::milliseconds& out, Bounds bounds) const;
     void read_days(std::string_view key, std::chrono::hours& out, Bounds bounds) const;
 

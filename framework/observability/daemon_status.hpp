@@ -22,6 +22,9 @@ struct PartitionStatus {
     std::size_t queued = 0;     // waiting in its worker's queue (parked ones excluded)
     std::size_t in_flight = 0;  // handed to a worker, in a batch now
     std::size_t parked = 0;     // strict-sequence gaps waiting for a predecessor
+    // Bytes of the queued and in-flight records, as pipeline.max_queued_bytes_per_partition
+    // counts them (pipeline/record_limits.hpp).
+    std::size_t bytes = 0;
     // Offsets from the lowest unfinished record to the highest polled: what a
     // crash now would read again (0: nothing unfinished).
     std::int64_t unfinished_window = 0;

@@ -8,10 +8,10 @@ namespace exo {
 namespace {
 
 // Every header make_dead_letter() appends (pipeline/dead_letter.cpp), and ours.
-constexpr std::array<std::string_view, 10> kExoHeaders{
+constexpr std::array<std::string_view, 11> kExoHeaders{
     "exo-error",           "exo-attempts",       "exo-original-topic",  "exo-original-partition",
     "exo-original-offset", "exo-consumer-group", "exo-idempotency-key", "exo-value-omitted",
-    "exo-traceparent",     kReplayedFromHeader};
+    "exo-headers-omitted", "exo-traceparent",    kReplayedFromHeader};
 
 bool is_exo_header(const RecordHeader& h) {
     return std::find(kExoHeaders.begin(), kExoHeaders.end(), h.name) != kExoHeaders.end();

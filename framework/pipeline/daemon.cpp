@@ -12,6 +12,7 @@
 #include "core/topic_partition_hash.hpp"
 #include "kafka/kafka_names.hpp"
 #include "pipeline/ordering_key.hpp"
+#include "pipeline/record_limits.hpp"
 
 namespace exo {
 namespace {
@@ -170,7 +171,7 @@ void Daemon::run(std::stop_token stop) {
         last_poll_ = Clock::now().time_since_epoch().count();
         dispatch(consumer_->poll(poll_max, std::chrono::milliseconds(50)));
         const auto in_flight = records_in_flight();
-        update_pauses(in_flight);
+        update_pauses(in_flight, bytes_in_flight());
         update_readiness();
         publish_status();
         commit_when_due(in_flight);
@@ -215,6 +216,8 @@ void Daemon::dispatch(std::vector<Record> records) {
             closed.push_back({tp, *seen.closed_window_end, seen.closed_window});
         const bool reread = seen.kind == ReadAgain::Fetched::reread;
         auto& p = (reread ? rereads[seen.window] : fresh).emplace_back(PendingRecord{std::move(r)});
+        // Before anything else reads them: a flood of headers leaves memory now.
+        refuse_excess_headers(p, static_cast<std::size_t>(config_.pipeline.max_headers_per_record));
         if (auto b = binding_of_.find(p.record.topic.value); b != binding_of_.end())
             p.ordering_key = ordering_key(*b->second, p.record);
         if (!reread) log_unused_traceparent(p);
@@ -259,36 +262,50 @@ std::size_t Daemon::records_in_flight() const {
     return total;
 }
 
-void Daemon::update_pauses(std::size_t total) {
-    const auto limit = static_cast<std::size_t>(config_.pipeline.max_queued_per_partition);
-    const auto total_limit = static_cast<std::size_t>(config_.pipeline.max_in_flight);
+std::size_t Daemon::bytes_in_flight() const {
+    std::size_t total = 0;
+    for (const auto& w : workers_) total += w->inbox().in_flight_bytes();
+    return total;
+}
+
+void Daemon::update_pauses(std::size_t total, std::size_t total_bytes) {
+    const auto& pipeline = config_.pipeline;
+    const auto limit = static_cast<std::size_t>(pipeline.max_queued_per_partition);
+    const auto total_limit = static_cast<std::size_t>(pipeline.max_in_flight);
+    const auto bytes_limit = pipeline.max_queued_bytes_per_partition;
+    const auto total_bytes_limit = pipeline.max_in_flight_bytes;
     // Spilled records cost an offset each; this many a partition's held keys
     // may spill before the partition is paused after all.
     const auto spill_limit = limit * kSpilledPerQueued;
-    // Hysteresis, as per partition: paused at the limit, resumed at half.
-    if (total >= total_limit) over_total_ = true;
-    if (total <= total_limit / 2) over_total_ = false;
+    // Hysteresis, as per partition: paused at either limit, resumed when both
+    // are at half. A pause never holds back what is queued already, so a record
+    // larger than a bound alone pauses its partition until it is done, no longer.
+    if (total >= total_limit || total_bytes >= total_bytes_limit) over_total_ = true;
+    if (total <= total_limit / 2 && total_bytes <= total_bytes_limit / 2) over_total_ = false;
     const auto now = Clock::now();
     std::vector<TopicPartition> to_pause, to_resume;
     for (const auto& tp : assigned_) {
         auto& inbox = worker_for(tp).inbox();
         auto in_flight = inbox.queued(tp) + inbox.in_batch(tp);
+        auto bytes = inbox.queued_bytes(tp) + inbox.in_batch_bytes(tp);
         std::size_t spilled_held = 0;
         // Held keys' own records do not count (worker_inbox.hpp): one key's
         // retries must not pause the partition's other keys. Walked only when
         // it can matter.
-        if (in_flight > limit / 2 || inbox.spilled(tp) > 0) {
+        if (in_flight > limit / 2 || bytes > bytes_limit / 2 || inbox.spilled(tp) > 0) {
             const auto held = inbox.held_keys(tp);
             in_flight -= std::min(in_flight, held.queued);
+            bytes -= std::min(bytes, held.queued_bytes);
             spilled_held = held.spilled;
             if (held.read_again_from && read_again_.open(tp, *held.read_again_from, now)) {
                 consumer_->rewind(tp, *held.read_again_from);
                 stats_.reads_again++;
             }
         }
-        const bool over = in_flight >= limit || spilled_held >= spill_limit || over_total_;
-        const bool under =
-            in_flight <= limit / 2 && spilled_held <= spill_limit / 2 && !over_total_;
+        const bool over = in_flight >= limit || bytes >= bytes_limit ||
+                          spilled_held >= spill_limit || over_total_;
+        const bool under = in_flight <= limit / 2 && bytes <= bytes_limit / 2 &&
+                           spilled_held <= spill_limit / 2 && !over_total_;
         bool paused = paused_.contains(tp);
         if (!paused && over) to_pause.push_back(tp);
         if (paused && under) to_resume.push_back(tp);
@@ -463,6 +480,7 @@ void Daemon::publish_status(bool now) {
         p.queued = inbox.queued(tp);
         p.parked = inbox.parked(tp);
         p.in_flight = inbox.in_batch(tp);
+        p.bytes = inbox.queued_bytes(tp) + inbox.in_batch_bytes(tp);
         {
             std::lock_guard lock(offsets_mutex_);
             p.unfinished_window = offsets_.unfinished_window(tp);

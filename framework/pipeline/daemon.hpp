@@ -60,7 +60,10 @@ private:
     void dispatch(std::vector<Record> records);
     // Records queued or in a batch, over every worker (parked ones excluded).
     std::size_t records_in_flight() const;
-    void update_pauses(std::size_t in_flight);
+    // Their bytes (pipeline/record_limits.hpp), kept by the inboxes as records
+    // come and go: no walk of the records.
+    std::size_t bytes_in_flight() const;
+    void update_pauses(std::size_t in_flight, std::size_t bytes_in_flight);
     // Poll thread: commits asynchronously when commit_schedule_ says so (every
     // commit interval, and soon after the pipeline drains), so a caught-up
     // consumer's lag reads 0 at once and a restart re-reads nothing, while the
@@ -95,7 +98,8 @@ private:
     // next commit is due.
     std::atomic<std::uint64_t> finished_records_{0};
     std::optional<CommitSchedule> commit_schedule_;
-    bool over_total_ = false;  // poll thread only: pipeline.max_in_flight reached, all paused
+    // Poll thread only: pipeline.max_in_flight or max_in_flight_bytes reached, all paused.
+    bool over_total_ = false;
     // Held keys' spilled records (worker_inbox.hpp) read again: poll thread only.
     ReadAgain read_again_;
     // A partition whose held keys spilled this many offsets per record of

@@ -28,6 +28,9 @@ OutgoingRecord make_dead_letter(const PendingRecord& pending, const std::string&
     if (!idempotency_key.empty()) out.headers.push_back({"exo-idempotency-key", idempotency_key});
     if (value == DeadLetterValue::omitted)
         out.headers.push_back({"exo-value-omitted", std::to_string(r.value.size())});
+    // Dropped at poll for being too many (record_limits.hpp): their count only.
+    if (pending.headers_omitted > 0)
+        out.headers.push_back({"exo-headers-omitted", std::to_string(pending.headers_omitted)});
     // The record's trace, as its log lines name it. Its own headers stay as
     // received (a malformed traceparent too); one it did not have is added, so
     // a W3C-aware reader of the dead-letter topic continues the trace.

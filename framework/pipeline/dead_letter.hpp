@@ -29,6 +29,8 @@ enum class DeadLetterValue {
 // exo-original-offset, exo-consumer-group (several groups consuming one topic share its default
 // dead-letter topic, and `exo dlq list` shows a group only its own letters),
 // exo-idempotency-key when known, exo-value-omitted when the value is left out,
+// exo-headers-omitted (their count) when the record's headers were dropped for
+// being over pipeline.max_headers_per_record (record_limits.hpp: none is copied),
 // and the record's trace (pending.trace): exo-traceparent always, traceparent
 // too when the record had none (core/trace_context.hpp).
 OutgoingRecord make_dead_letter(const PendingRecord& pending, const std::string& dlq_topic,

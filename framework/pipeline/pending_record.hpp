@@ -6,6 +6,7 @@
 #include <exo/record.hpp>
 #include <exo/trace.hpp>
 #include "core/trace_context.hpp"
+#include "pipeline/record_limits.hpp"
 
 namespace exo {
 
@@ -60,6 +61,13 @@ struct PendingRecord {
     // Its batch's COMMIT failed without saying which record was at fault: run it
     // in a transaction of its own, so a failure is its own and counts for it alone.
     bool solo = false;
+    // Headers dropped at poll for being over pipeline.max_headers_per_record
+    // (record_limits.hpp): its dead letter says how many.
+    std::size_t headers_omitted = 0;
+    // What flow control counts for it (memory_bytes(), record_limits.hpp), set
+    // when the poll thread hands it to a worker (WorkerInbox::push) and fixed from
+    // then on, so what the inbox adds at a push it subtracts at a take.
+    std::size_t bytes = 0;
 
     Lane lane() const { return {record.topic_partition(), ordering_key}; }
 };

@@ -59,7 +59,10 @@ void WorkerInbox::push(std::vector<PendingRecord> records) {
                 ++spilled_[tp];
                 continue;
             }
+            r.bytes = memory_bytes(r.record);
             ++queued_[tp];
+            queued_bytes_[tp] += r.bytes;
+            state.queued_bytes += r.bytes;
             state.queue.push_back(std::move(r));
         }
         ++generation_;
@@ -97,7 +100,10 @@ std::vector<FinishedOffset> WorkerInbox::push_rereads(std::vector<PendingRecord>
             if (pos != spilled.begin() || must_spill(it->first, state, now)) continue;
             spilled.pop_front();
             take_from(spilled_, tp, 1);
+            r.bytes = memory_bytes(r.record);
             ++queued_[tp];
+            queued_bytes_[tp] += r.bytes;
+            state.queued_bytes += r.bytes;
             state.queue.push_back(std::move(r));
         }
         ++generation_;
@@ -179,7 +185,10 @@ bool WorkerInbox::take_lane(LaneState& lane, Clock::time_point now, std::size_t 
     if (held) return out.size() > before;
     lane.held_until.reset();
     while (!lane.queue.empty() && out.size() - before < limit) {
-        take_from(queued_, lane.queue.front().record.topic_partition(), 1);
+        const auto& front = lane.queue.front();
+        take_from(queued_, front.record.topic_partition(), 1);
+        take_from(queued_bytes_, front.record.topic_partition(), front.bytes);
+        lane.queued_bytes -= std::min(lane.queued_bytes, front.bytes);
         out.push_back(std::move(lane.queue.front()));
         lane.queue.pop_front();
     }
@@ -233,6 +242,9 @@ WorkerInbox::Taken WorkerInbox::take_batch(std::size_t max, std::chrono::millise
         if (!take_lane(it->second, now, limit - before, taken.records)) return;
         batch.lanes.insert(it->first);
         batch.records[it->first.partition] += taken.records.size() - before;
+        for (auto r = taken.records.begin() + static_cast<std::ptrdiff_t>(before);
+             r != taken.records.end(); ++r)
+            batch.bytes[it->first.partition] += r->bytes;
         visited.push_back(it);
     };
     // From where the last batch stopped, around: every lane gets its turn.
@@ -247,6 +259,7 @@ WorkerInbox::Taken WorkerInbox::take_batch(std::size_t max, std::chrono::millise
     taken.id = next_id_++;
     for (const auto& lane : batch.lanes) in_batch_.insert(lane);
     for (const auto& [tp, n] : batch.records) taken_[tp] += n;
+    for (const auto& [tp, n] : batch.bytes) taken_bytes_[tp] += n;
     batches_.emplace(taken.id, std::move(batch));
     return taken;
 }
@@ -279,7 +292,10 @@ void WorkerInbox::finish_batch(BatchId id, std::vector<PendingRecord> requeue,
             if (dropped.contains(tp)) continue;
             if (it->stalled) stalled_.insert(it->lane());
             ++queued_[tp];
-            lanes_[it->lane()].queue.push_front(std::move(*it));
+            queued_bytes_[tp] += it->bytes;
+            auto& lane = lanes_[it->lane()];
+            lane.queued_bytes += it->bytes;
+            lane.queue.push_front(std::move(*it));
         }
         for (const auto& [lane, until] : hold_until) {
             // A dropped partition's lane may already hold a re-assignment's records.
@@ -294,6 +310,7 @@ void WorkerInbox::finish_batch(BatchId id, std::vector<PendingRecord> requeue,
         if (out != batches_.end()) {
             for (const auto& lane : out->second.lanes) in_batch_.erase(lane);
             for (const auto& [tp, n] : out->second.records) take_from(taken_, tp, n);
+            for (const auto& [tp, n] : out->second.bytes) take_from(taken_bytes_, tp, n);
             batches_.erase(out);
         }
         ++generation_;
@@ -311,6 +328,7 @@ bool WorkerInbox::drop_partitions(const std::vector<TopicPartition>& partitions,
         for (auto it = stalled_.lower_bound(Lane{tp}); it != stalled_.end() && it->partition == tp;)
             it = stalled_.erase(it);
         queued_.erase(tp);
+        queued_bytes_.erase(tp);
         parked_.erase(tp);
         spilled_.erase(tp);
         for (auto& [_, batch] : batches_)
@@ -333,6 +351,11 @@ std::size_t WorkerInbox::queued(const TopicPartition& tp) const {
     return count_of(queued_, tp);
 }
 
+std::size_t WorkerInbox::queued_bytes(const TopicPartition& tp) const {
+    std::lock_guard lock(mutex_);
+    return count_of(queued_bytes_, tp);
+}
+
 std::size_t WorkerInbox::parked(const TopicPartition& tp) const {
     std::lock_guard lock(mutex_);
     return count_of(parked_, tp);
@@ -353,7 +376,10 @@ WorkerInbox::HeldKeys WorkerInbox::held_keys(const TopicPartition& tp) const {
         const auto& [lane, state] = *it;
         if (lane.key.empty()) continue;  // the partition lane: never spills, always counts
         const bool held = held_or_stalled(lane, state, now);
-        if (held) out.queued += state.queue.size();
+        if (held) {
+            out.queued += state.queue.size();
+            out.queued_bytes += state.queued_bytes;
+        }
         if (state.spilled.empty()) continue;
         if (held) {
             out.spilled += state.spilled.size();
@@ -375,6 +401,11 @@ WorkerInbox::HeldKeys WorkerInbox::held_keys(const TopicPartition& tp) const {
 std::size_t WorkerInbox::in_batch(const TopicPartition& tp) const {
     std::lock_guard lock(mutex_);
     return count_of(taken_, tp);
+}
+
+std::size_t WorkerInbox::in_batch_bytes(const TopicPartition& tp) const {
+    std::lock_guard lock(mutex_);
+    return count_of(taken_bytes_, tp);
 }
 
 WorkerInbox::Totals WorkerInbox::totals() const {
@@ -408,6 +439,14 @@ std::size_t WorkerInbox::in_flight() const {
     std::size_t n = 0;
     for (const auto& [_, queued] : queued_) n += queued;
     for (const auto& [_, taken] : taken_) n += taken;
+    return n;
+}
+
+std::size_t WorkerInbox::in_flight_bytes() const {
+    std::lock_guard lock(mutex_);
+    std::size_t n = 0;
+    for (const auto& [_, queued] : queued_bytes_) n += queued;
+    for (const auto& [_, taken] : taken_bytes_) n += taken;
     return n;
 }
 

@@ -69,7 +69,8 @@ public:
         std::vector<PendingRecord> records;
     };
 
-    // Queues polled records at the back of their lanes, or spills them (above).
+    // Queues polled records at the back of their lanes, or spills them (above),
+    // setting each one's PendingRecord::bytes.
     void push(std::vector<PendingRecord> records);
     // Records read again from Kafka in read-again window `window` (any number
     // that differs from window to window): each one that is the oldest spilled
@@ -122,21 +123,26 @@ public:
     // daemon pauses a partition on this and in_batch(), and pausing for parked
     // records could keep out the very predecessor they wait for.
     std::size_t queued(const TopicPartition& tp) const;
+    // The same records' PendingRecord::bytes (record_limits.hpp), kept as they
+    // come and go: the daemon pauses on bytes as on records, without a walk.
+    std::size_t queued_bytes(const TopicPartition& tp) const;
     std::size_t parked(const TopicPartition& tp) const;
     std::size_t spilled(const TopicPartition& tp) const;
 
     // What back-pressure and re-reading need of a partition, in one walk of its
     // lanes.
     struct HeldKeys {
-        std::size_t queued = 0;   // records queued in held or stalled key lanes
-        std::size_t spilled = 0;  // spilled records of lanes still held or stalled
+        std::size_t queued = 0;        // records queued in held or stalled key lanes
+        std::size_t queued_bytes = 0;  // ... and their bytes
+        std::size_t spilled = 0;       // spilled records of lanes still held or stalled
         // The oldest spilled offset of the partition, when a lane with spilled
         // records is free and short again: where to read from again.
         std::optional<Offset> read_again_from;
     };
     HeldKeys held_keys(const TopicPartition& tp) const;
-    // Records of the partition in a batch out now.
+    // Records of the partition in a batch out now, and their bytes.
     std::size_t in_batch(const TopicPartition& tp) const;
+    std::size_t in_batch_bytes(const TopicPartition& tp) const;
 
     struct Totals {
         std::size_t queued = 0;  // waiting in a lane, parked ones excluded
@@ -158,6 +164,8 @@ public:
     // totals().queued + totals().in_batch without the walk over every lane: the
     // daemon's poll loop asks on every turn.
     std::size_t in_flight() const;
+    // The bytes of the same records.
+    std::size_t in_flight_bytes() const;
 
     // Lanes held by a stalled record (PendingRecord::stalled: it could not be
     // recorded even as a dead letter, so nothing behind it may pass), from the
@@ -172,7 +180,8 @@ public:
 private:
     struct LaneState {
         std::deque<PendingRecord> queue;
-        std::vector<Parked> parked;  // sorted by offset
+        std::size_t queued_bytes = 0;  // of `queue`
+        std::vector<Parked> parked;    // sorted by offset
         std::optional<Clock::time_point> held_until;
         struct Spilled {
             Offset offset;
@@ -183,6 +192,7 @@ private:
     struct BatchOut {
         std::set<Lane> lanes;
         std::map<TopicPartition, std::size_t> records;  // taken, per partition
+        std::map<TopicPartition, std::size_t> bytes;    // their bytes
         // Its partitions dropped (revoked) while it was out: what it puts back
         // of them is discarded at finish_batch, and drop_partitions waits for it.
         std::set<TopicPartition> dropped;
@@ -223,6 +233,7 @@ private:
     std::set<Lane> in_batch_;              // lanes of every batch out
     std::map<BatchId, BatchOut> batches_;  // out now
     std::map<TopicPartition, std::size_t> queued_, parked_, taken_, spilled_;  // record counts
+    std::map<TopicPartition, std::size_t> queued_bytes_, taken_bytes_;  // of queued_ and taken_
     std::set<Lane> stalled_;
     // Where the last batch stopped taking: the next starts after it, so every
     // lane gets its turn.

@@ -39,7 +39,11 @@ void key_pass(Batch& batch, const std::vector<BindingConfig>& bindings,
         } catch (const PermanentError& e) {
             // No storable key: nothing to claim or record, so such a dead letter
             // is at-least-once (a redelivery before the offset commits repeats it).
-            record.dead_letter(e.what(), /*record_key=*/false);
+            // A verdict the record came with (its headers dropped for being too
+            // many, which a key from a header then misses) says why, not this.
+            const auto& carried = record.pending.dead_letter;
+            record.dead_letter(carried ? carried->reason : e.what(), /*record_key=*/false,
+                               carried && carried->clears_gap);
             continue;
         }
         // One claim per key per batch: a later copy claims nothing and runs no
