@@ -12,7 +12,9 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
 #include <regex>
+#include <thread>
 
 #include "child_process.hpp"
 #include "observability_support.hpp"
@@ -199,4 +201,37 @@ TEST_CASE("an endpoint address already in use fails `exo run` at once, naming th
     CHECK(finished->output.find("observability.listen: cannot listen on 127.0.0.1:" +
                                 std::to_string(port)) != std::string::npos);
     ::close(occupant);
+}
+
+TEST_CASE(
+    "while it waits at start-up for PostgreSQL the daemon is live (a restart would wait "
+    "for the same thing) and not ready, both naming the wait") {
+    PipelineHarness h({.name = "obs_starting", .partitions = 1});
+    // Nothing listens on this port: `exo run` retries PostgreSQL until it answers.
+    const std::string dead = "postgresql://exo@127.0.0.1:" + std::to_string(free_port()) + "/exo";
+    std::string yaml = h.config_yaml();
+    const auto at = yaml.find(h.postgres_uri());
+    REQUIRE(at != std::string::npos);
+    yaml.replace(at, h.postgres_uri().size(), dead);
+    const int port = free_port();
+    const std::string config = "/tmp/" + h.schema() + "-starting.yaml";
+    std::ofstream(config) << yaml << "observability:\n  listen: \"127.0.0.1:" << port << "\"\n";
+    ChildProcess daemon(exo::testing::exo_binary(), {"run", "--config", config}, {},
+                        "/tmp/" + h.schema() + "-starting.log");
+    exo::testing::Got ready;
+    REQUIRE(eventually(
+        [&] {
+            ready = get(port, "/readyz");
+            return ready.status == 503;
+        },
+        30000ms));
+    CHECK(ready.body.find("PostgreSQL") != std::string::npos);
+    // Still waiting a few retries later, and live all along.
+    for (int i = 0; i < 3; ++i) {
+        std::this_thread::sleep_for(500ms);
+        const auto live = get(port, "/healthz");
+        CHECK(live.status == 200);
+        CHECK(live.body.find("PostgreSQL") != std::string::npos);  // the phase it is in
+        CHECK(get(port, "/readyz").status == 503);
+    }
 }

@@ -159,8 +159,11 @@ ObservabilityEndpoint::Reply ObservabilityEndpoint::reply(std::string_view path)
     std::lock_guard lock(mutex_);
     const auto now = Clock::now();
     const auto status = daemon_ ? daemon_->status() : DaemonStatus{};
-    HealthVerdict live{false, starting_};
-    HealthVerdict ready = live;
+    // Starting (waiting for PostgreSQL or for Kafka topics): alive, since a restart
+    // would wait for the same thing, and not ready, naming the wait. A liveness probe that
+    // failed here restarted a daemon that was doing the right thing, again and again.
+    HealthVerdict live{true, ""};
+    HealthVerdict ready{false, starting_};
     if (daemon_) {
         live = liveness(status, now, bound_);
         ready = readiness(status, now, bound_);
@@ -174,6 +177,7 @@ ObservabilityEndpoint::Reply ObservabilityEndpoint::reply(std::string_view path)
     const HealthVerdict& v = path == "/healthz" ? live : ready;
     nlohmann::json body{{"ok", v.ok}};
     if (!v.ok) body["reason"] = v.reason;
+    if (!daemon_) body["phase"] = starting_;
     return {v.ok ? 200u : 503u, body.dump(), kJson};
 }
 
@@ -216,6 +220,7 @@ void ObservabilityEndpoint::attach(const ObservedDaemon& daemon) {
 void ObservabilityEndpoint::detach() {
     std::lock_guard lock(mutex_);
     daemon_ = nullptr;
+    starting_ = "stopping";
 }
 
 }  // namespace exo

@@ -12,8 +12,9 @@
 // Lifecycle: the constructor binds (so a port in use fails `exo run` at once, with the
 // address and the reason in the message) and starts serving; attach() points it at the
 // daemon once that exists, detach() before the daemon goes; the destructor stops the server
-// and joins. While detached every probe answers 503 "starting" and /metrics only
-// exo_build_info and exo_ready 0.
+// and joins. While detached (starting, or stopping) /healthz answers 200 (alive: a restart
+// would wait for the same thing), /readyz 503 naming the wait, both with a "phase", and
+// /metrics only exo_build_info and exo_ready 0.
 // Thread-safety: attach/detach from the composition root's thread; requests are served on
 // the endpoint's thread, which reads only ObservedDaemon::status() and the stats' atomics.
 #include <chrono>
@@ -38,8 +39,8 @@ public:
 
     void attach(const ObservedDaemon& daemon);
     void detach();
-    // What the probes answer while no daemon is attached (default: waiting for
-    // PostgreSQL's schema), e.g. which Kafka topics start-up waits for.
+    // What the probes answer while no daemon is attached (default: connecting to
+    // PostgreSQL), e.g. which Kafka topics start-up waits for.
     void starting(std::string reason);
 
 private:
@@ -55,8 +56,9 @@ private:
 
     std::chrono::milliseconds bound_;
     mutable std::mutex mutex_;
-    const ObservedDaemon* daemon_ = nullptr;                              // guarded by mutex_
-    std::string starting_ = "starting: waiting for PostgreSQL's schema";  // guarded by mutex_
+    const ObservedDaemon* daemon_ = nullptr;  // guarded by mutex_
+    std::string starting_ =
+        "starting: connecting to PostgreSQL and checking its schema";  // guarded by mutex_
     std::unique_ptr<Server> server_;  // last: its thread calls reply()
 };
 
