@@ -212,6 +212,10 @@ std::string render_metrics(const PipelineStats& stats, const DaemonStatus& statu
     per_partition("exo_records_queued",
                   "Records of the partition waiting for a batch (parked ones excluded).",
                   [](const PartitionStatus& p) { return p.queued; });
+    per_partition("exo_records_bytes",
+                  "Bytes of the partition's records waiting for a batch or in one, as "
+                  "pipeline.max_queued_bytes_per_partition counts them.",
+                  [](const PartitionStatus& p) { return p.bytes; });
     per_partition("exo_unfinished_window_offsets",
                   "Offsets from the partition's lowest unfinished record to its highest polled: "
                   "what a restart would read again.",
