@@ -207,9 +207,8 @@ void run_set_based(pqxx::connection& conn, const Isolation& iso, const TopicWork
             for (std::size_t n = 0; n < items.size(); ++n) {
                 auto& item = items[n];
                 if (!item.is_new || item.verdict != SequenceVerdict::apply) continue;
-                auto ctx =
-                    detail::ContextAccess::record(tx, item.record, item.key, payloads[n], log, 1,
-                                                  false, nullptr, nullptr);
+                auto ctx = detail::ContextAccess::record(tx, item.record, item.key, payloads[n],
+                                                         log, 1, false, nullptr, nullptr);
                 handler.handle(ctx);
                 out.round_trips++;
                 out.applied++;

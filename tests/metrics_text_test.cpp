@@ -205,7 +205,8 @@ std::vector<std::string> family_lines(const std::string& text, const std::string
 
 }  // namespace
 
-TEST_CASE("records in flight, queued, their bytes and the unfinished window are gauges per partition") {
+TEST_CASE(
+    "records in flight, queued, their bytes and the unfinished window are gauges per partition") {
     exo::PipelineStats stats({"payments"});
     const auto text = exo::render_metrics(stats, status_with_lanes(), true, "0.2.0");
     CHECK(has_line(text, "exo_records_in_flight{topic=\"payments\",partition=\"0\"} 3"));
