@@ -10,38 +10,15 @@
 
 #include "kafka/kafka_logging.hpp"
 #include "kafka/rdkafka_handles.hpp"
+#include "kafka/topic_admin.hpp"
 #include "records.hpp"
 #include "support.hpp"
 
 namespace exo::testing {
 namespace {
 
-// The admin API's handle only the tests use (exo creates no topics): owned here, in the
-// manner of kafka/rdkafka_handles.hpp (which has the others).
-struct NewTopicDeleter {
-    void operator()(rd_kafka_NewTopic_t* p) const noexcept { rd_kafka_NewTopic_destroy(p); }
-};
-using NewTopicHandle = std::unique_ptr<rd_kafka_NewTopic_t, NewTopicDeleter>;
-
 KafkaHandle admin_client(const std::string& bootstrap) {
     return test_client(bootstrap, RD_KAFKA_PRODUCER);  // the admin API runs on any client
-}
-
-// True once the metadata lists `topic` with `partitions` partitions, each with a leader.
-bool topic_ready(rd_kafka_t* rk, const std::string& topic, int partitions) {
-    const rd_kafka_metadata_t* raw = nullptr;
-    if (rd_kafka_metadata(rk, 1, nullptr, &raw, 5000) != RD_KAFKA_RESP_ERR_NO_ERROR) return false;
-    const MetadataHandle md(raw);
-    for (int i = 0; i < md->topic_cnt; ++i) {
-        const auto& t = md->topics[i];
-        if (topic != t.topic) continue;
-        if (t.err != RD_KAFKA_RESP_ERR_NO_ERROR || t.partition_cnt < partitions) return false;
-        for (int p = 0; p < t.partition_cnt; ++p)
-            if (t.partitions[p].err != RD_KAFKA_RESP_ERR_NO_ERROR || t.partitions[p].leader < 0)
-                return false;
-        return true;
-    }
-    return false;
 }
 
 }  // namespace
@@ -60,58 +37,7 @@ std::string apache_kafka_bootstrap() {
 void create_topics(const std::string& bootstrap,
                    const std::vector<std::pair<std::string, int>>& topics,
                    const std::map<std::string, std::string>& config) {
-    const KafkaHandle rk = admin_client(bootstrap);
-    char reason[512];
-    std::vector<NewTopicHandle> owned;
-    std::vector<rd_kafka_NewTopic_t*> raw;
-    for (const auto& [name, partitions] : topics) {
-        // -1: the broker's default.replication.factor (3 on scripts/kafka.sh's cluster).
-        owned.emplace_back(
-            rd_kafka_NewTopic_new(name.c_str(), partitions, -1, reason, sizeof reason));
-        if (!owned.back()) throw std::runtime_error("topic " + name + ": " + reason);
-        for (const auto& [key, value] : config)
-            if (rd_kafka_NewTopic_set_config(owned.back().get(), key.c_str(), value.c_str()) !=
-                RD_KAFKA_RESP_ERR_NO_ERROR)
-                throw std::runtime_error("topic " + name + ": cannot set " + key);
-        raw.push_back(owned.back().get());
-    }
-    const QueueHandle queue(rd_kafka_queue_new(rk.get()));
-    const AdminOptionsHandle options(
-        rd_kafka_AdminOptions_new(rk.get(), RD_KAFKA_ADMIN_OP_CREATETOPICS));
-    if (rd_kafka_AdminOptions_set_operation_timeout(options.get(), 30000, reason, sizeof reason) !=
-        RD_KAFKA_RESP_ERR_NO_ERROR)
-        throw std::runtime_error(reason);
-    rd_kafka_CreateTopics(rk.get(), raw.data(), raw.size(), options.get(), queue.get());
-    const EventHandle event(rd_kafka_queue_poll(queue.get(), 60000));
-    if (!event) throw std::runtime_error("CreateTopics: no answer from " + bootstrap + " in 60 s");
-    if (rd_kafka_event_error(event.get()) != RD_KAFKA_RESP_ERR_NO_ERROR)
-        throw std::runtime_error(std::string("CreateTopics: ") +
-                                 rd_kafka_event_error_string(event.get()));
-    const auto* result = rd_kafka_event_CreateTopics_result(event.get());
-    std::size_t count = 0;
-    const auto* const* results = rd_kafka_CreateTopics_result_topics(result, &count);
-    for (std::size_t i = 0; i < count; ++i) {
-        const auto err = rd_kafka_topic_result_error(results[i]);
-        if (err != RD_KAFKA_RESP_ERR_NO_ERROR && err != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
-            throw std::runtime_error(std::string("creating topic ") +
-                                     rd_kafka_topic_result_name(results[i]) + ": " +
-                                     rd_kafka_err2str(err) + " (" +
-                                     (rd_kafka_topic_result_error_string(results[i])
-                                          ? rd_kafka_topic_result_error_string(results[i])
-                                          : "") +
-                                     ")");
-    }
-    // Created is not yet led: a consumer or producer that comes at once would see
-    // UNKNOWN_TOPIC_OR_PART for a moment.
-    for (const auto& [name, partitions] : topics) {
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-        while (!topic_ready(rk.get(), name, partitions)) {
-            if (std::chrono::steady_clock::now() >= deadline)
-                throw std::runtime_error("topic " + name + " has no leader for every partition " +
-                                         "30 s after it was created");
-            std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        }
-    }
+    exo::create_topics(bootstrap, {.topics = topics, .config = config, .existing_ok = true});
 }
 
 int partition_leader(const std::string& bootstrap, const std::string& topic, int partition) {

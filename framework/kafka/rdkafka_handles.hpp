@@ -44,6 +44,12 @@ struct ConfigResourceDeleter {
         rd_kafka_ConfigResource_destroy(p);
     }
 };
+struct NewTopicDeleter {
+    void operator()(rd_kafka_NewTopic_t* p) const noexcept { rd_kafka_NewTopic_destroy(p); }
+};
+struct DeleteTopicDeleter {
+    void operator()(rd_kafka_DeleteTopic_t* p) const noexcept { rd_kafka_DeleteTopic_destroy(p); }
+};
 struct EventDeleter {
     void operator()(rd_kafka_event_t* p) const noexcept { rd_kafka_event_destroy(p); }
 };
@@ -62,6 +68,8 @@ using HeadersHandle = std::unique_ptr<rd_kafka_headers_t, HeadersDeleter>;
 using MetadataHandle = std::unique_ptr<const rd_kafka_metadata_t, MetadataDeleter>;
 using AdminOptionsHandle = std::unique_ptr<rd_kafka_AdminOptions_t, AdminOptionsDeleter>;
 using ConfigResourceHandle = std::unique_ptr<rd_kafka_ConfigResource_t, ConfigResourceDeleter>;
+using NewTopicHandle = std::unique_ptr<rd_kafka_NewTopic_t, NewTopicDeleter>;
+using DeleteTopicHandle = std::unique_ptr<rd_kafka_DeleteTopic_t, DeleteTopicDeleter>;
 using EventHandle = std::unique_ptr<rd_kafka_event_t, EventDeleter>;
 using MockClusterHandle = std::unique_ptr<rd_kafka_mock_cluster_t, MockClusterDeleter>;
 
