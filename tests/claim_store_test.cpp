@@ -98,6 +98,7 @@ claim:
   store: postgres
   lease_ms: 10000
   completed_ttl_ms: 60000
+  verify_duplicates: true
 pipeline:
   on_redis_down: postgres_only
 bindings:
@@ -117,9 +118,11 @@ bindings:
                         fix) != std::string::npos);
         CHECK(text.find("exo.yaml:11: claim.completed_ttl_ms: is a setting of Redis claims") !=
               std::string::npos);
-        CHECK(text.find("exo.yaml:13: pipeline.on_redis_down: says what to do while Redis is "
+        CHECK(text.find("exo.yaml:12: claim.verify_duplicates: is a setting of Redis claims") !=
+              std::string::npos);
+        CHECK(text.find("exo.yaml:14: pipeline.on_redis_down: says what to do while Redis is "
                         "down, but claim.store is postgres") != std::string::npos);
-        CHECK(e.problems().size() == 4);
+        CHECK(e.problems().size() == 5);
     }
 
     TEST_CASE(
@@ -142,8 +145,8 @@ bindings:
         const std::string printed = effective_config_yaml(parse(kPostgresClaims));
         CAPTURE(printed);
         CHECK(printed.find("store: \"postgres\"") != std::string::npos);
-        for (const char* redis_only :
-             {"redis:", "key_prefix", "lease_ms", "completed_ttl_ms", "on_redis_down"}) {
+        for (const char* redis_only : {"redis:", "key_prefix", "lease_ms", "completed_ttl_ms",
+                                       "verify_duplicates", "on_redis_down"}) {
             CAPTURE(redis_only);
             CHECK(printed.find(redis_only) == std::string::npos);
         }
@@ -154,6 +157,13 @@ bindings:
         const std::string with_redis = effective_config_yaml(parse(kMinimal));
         CHECK(with_redis.find("store: \"redis\"") != std::string::npos);
         CHECK(with_redis.find("lease_ms: 30000") != std::string::npos);
+        CHECK(with_redis.find("verify_duplicates: false") != std::string::npos);
+        std::string verifying(kMinimal);
+        verifying += "claim:\n  verify_duplicates: true\n";
+        const Config verifies = parse(verifying);
+        CHECK(verifies.claim.verify_duplicates);
+        CHECK(parse_config_text(effective_config_yaml(verifies), "printed", kHandlers, kNoEnv)
+                  .claim.verify_duplicates);
         CHECK(parse_config_text(with_redis, "printed", kHandlers, kNoEnv).claim.store ==
               ClaimConfig::Store::redis);
     }

@@ -110,6 +110,11 @@ struct ClaimConfig {
     Store store = Store::redis;
     milliseconds lease{30000};                     // PROCESSING older than this may be taken over
     milliseconds completed_ttl{24 * 3600 * 1000};  // how long Redis answers DUPLICATE itself
+    // A Redis DUPLICATE (or dead-lettered) answer is taken to PostgreSQL's dedup
+    // row before the record is skipped: whoever can write under the claim prefix
+    // can otherwise make exo skip records (docs/operations.md, Security). Costs a
+    // dedup lookup per duplicate in the batch's transaction; off by default.
+    bool verify_duplicates = false;
 
     bool in_redis() const { return store == Store::redis; }
 };

@@ -54,7 +54,7 @@ void check_claim_store(const Config& config, const Reader& top, const Reader& cl
     const std::string why = " claim.store is postgres, so exo never connects to Redis: remove ";
     const std::string or_redis = ", or set claim.store: redis to keep claims in Redis";
     if (top.has("redis")) top.problem("redis", "is given, but" + why + "the section" + or_redis);
-    for (const std::string_view key : {"lease_ms", "completed_ttl_ms"})
+    for (const std::string_view key : {"lease_ms", "completed_ttl_ms", "verify_duplicates"})
         if (claim.has(key))
             claim.problem(key, "is a setting of Redis claims, but" + why + "the key" + or_redis);
     if (pipeline.has("on_redis_down"))

@@ -93,6 +93,7 @@ public:
         if (c.in_redis()) {
             ms("lease_ms", c.lease);
             ms("completed_ttl_ms", c.completed_ttl);
+            out_ << YAML::Key << "verify_duplicates" << YAML::Value << c.verify_duplicates;
         }
         end();
     }

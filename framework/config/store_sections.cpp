@@ -18,7 +18,7 @@ const Keys kPostgresKeys = {"uri",
                             "keepalives_interval_ms",
                             "keepalives_count",
                             "tcp_user_timeout_ms"};
-const Keys kClaimKeys = {"store", "lease_ms", "completed_ttl_ms"};
+const Keys kClaimKeys = {"store", "lease_ms", "completed_ttl_ms", "verify_duplicates"};
 
 namespace {
 
@@ -123,6 +123,7 @@ ClaimConfig read_claim(const Reader& claim) {
     claim.read("store", out.store, kClaimStores);
     claim.read("lease_ms", out.lease, kPositiveMs);
     claim.read("completed_ttl_ms", out.completed_ttl, kPositiveMs);
+    claim.read("verify_duplicates", out.verify_duplicates, kSwitch);
     return out;
 }
 

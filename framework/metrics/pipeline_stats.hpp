@@ -93,10 +93,14 @@ public:
     std::atomic<std::uint64_t> retries{0};               // retryable failures retried
     std::atomic<std::uint64_t> dead_letter_failures{0};  // DLQ produce failed: kept, retried
     std::atomic<std::uint64_t> lost_completions{0};      // complete() found the claim taken over
-    std::atomic<std::uint64_t> lease_renewals{0};        // claims extended for slow handlers
-    std::atomic<std::uint64_t> leases_lost{0};           // extension found the claim taken over
-    std::atomic<std::uint64_t> assignments{0};           // rebalance callbacks that gave partitions
-    std::atomic<std::uint64_t> revocations{0};           // ... and that took them (lost included)
+    // claim.verify_duplicates: Redis DUPLICATE answers taken to PostgreSQL, and
+    // those PostgreSQL contradicted (no dedup row: the record ran).
+    std::atomic<std::uint64_t> redis_duplicates_verified{0};
+    std::atomic<std::uint64_t> redis_duplicates_contradicted{0};
+    std::atomic<std::uint64_t> lease_renewals{0};  // claims extended for slow handlers
+    std::atomic<std::uint64_t> leases_lost{0};     // extension found the claim taken over
+    std::atomic<std::uint64_t> assignments{0};     // rebalance callbacks that gave partitions
+    std::atomic<std::uint64_t> revocations{0};     // ... and that took them (lost included)
     // Partitions read again from a held key's oldest spilled record
     // (pipeline/worker_inbox.hpp): one held key kept its records out of memory.
     std::atomic<std::uint64_t> reads_again{0};

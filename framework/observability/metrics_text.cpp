@@ -141,6 +141,13 @@ std::string render_metrics(const PipelineStats& stats, const DaemonStatus& statu
         {"exo_lost_completions_total",
          "Completions that found the claim taken over (PostgreSQL decided).",
          stats.lost_completions},
+        {"exo_redis_duplicates_verified_total",
+         "Redis DUPLICATE answers checked against the dedup rows (claim.verify_duplicates).",
+         stats.redis_duplicates_verified},
+        {"exo_redis_duplicates_contradicted_total",
+         "Redis DUPLICATE answers with no dedup row behind them: the record ran; someone wrote "
+         "under the claim prefix, or Redis holds another database's claims.",
+         stats.redis_duplicates_contradicted},
         {"exo_lease_renewals_total", "Claims extended for slow batches.", stats.lease_renewals},
         {"exo_leases_lost_total", "Lease extensions that found the claim taken over.",
          stats.leases_lost},

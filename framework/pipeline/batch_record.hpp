@@ -39,6 +39,10 @@ struct BatchRecord {
     // and runs for both; this one is settled after it (passes/repeated_keys.hpp).
     const BatchRecord* first_copy = nullptr;
     std::optional<FencingToken> token;  // set while we hold the Redis claim
+    // Redis answered DUPLICATE (or dead-lettered) and claim.verify_duplicates
+    // took the record to the dedup row instead of skipping it: kept for the whole
+    // batch, so a record that runs after all is reported (Claims::complete).
+    bool redis_said_duplicate = false;
     Fate fate = Fate::pending;
     std::optional<Outcome> outcome;  // set with Fate::finished
     // What the key's dedup row says (or will say, once committed): for a

@@ -52,14 +52,20 @@ void Claims::claim(Batch& batch) {
                 record.token = r.token;
                 break;
             case ClaimStatus::duplicate:
-                if (record.fate == Fate::pending)
-                    record.finish_duplicate(Outcome::duplicate_redis, StoredOutcome::applied,
-                                            r.stored_result);
-                break;
             case ClaimStatus::dead_lettered:
-                if (record.fate == Fate::pending)
-                    record.finish_duplicate(Outcome::duplicate_redis, StoredOutcome::dead_lettered,
-                                            r.stored_result);
+                if (record.fate != Fate::pending) break;
+                if (config_.claim.verify_duplicates) {
+                    // No token: the record goes to its transaction like a
+                    // postgres_only one, where the dedup row answers.
+                    record.redis_said_duplicate = true;
+                    stats_.redis_duplicates_verified++;
+                    break;
+                }
+                record.finish_duplicate(Outcome::duplicate_redis,
+                                        r.status == ClaimStatus::duplicate
+                                            ? StoredOutcome::applied
+                                            : StoredOutcome::dead_lettered,
+                                        r.stored_result);
                 break;
             case ClaimStatus::failed: {
                 // This key alone: its record fails, counted and bounded, its
@@ -101,6 +107,8 @@ void Claims::give_back_unrun(Batch& batch, LeaseKeeper& leases) {
 void Claims::complete(Batch& batch, LeaseKeeper& leases) {
     std::vector<CompleteRequest> requests;
     for (auto& record : batch) {
+        if (record.fate == Fate::finished && record.redis_said_duplicate)
+            report_contradiction(record);
         if (record.fate != Fate::finished || !record.token) continue;
         if (record.outcome == Outcome::duplicate_redis) continue;  // Redis said so itself
         requests.push_back({record.key, *record.token, record.result, record.stored});
@@ -124,6 +132,20 @@ void Claims::complete(Batch& batch, LeaseKeeper& leases) {
                   requests.size(), e.what());
         redis_.failed();
     }
+}
+
+void Claims::report_contradiction(const BatchRecord& record) {
+    if (record.outcome == Outcome::duplicate_postgres ||
+        record.outcome == Outcome::duplicate_in_batch)
+        return;  // the dedup row agreed with Redis
+    stats_.redis_duplicates_contradicted++;
+    const auto& pr = record.pending.record;
+    LogContext log_context(pr.topic, pr.partition, pr.offset, record.key, &record.pending.trace);
+    log_.error(
+        "Redis answered DUPLICATE for key '{}' but PostgreSQL has no dedup row for it, so the "
+        "record ran ({}): someone wrote under the claim prefix, or this Redis holds another "
+        "database's claims; check who can write to Redis (docs/operations.md, Security)",
+        record.key, to_string(*record.outcome));
 }
 
 void Claims::release(Batch& batch) {

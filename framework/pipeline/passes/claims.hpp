@@ -47,6 +47,10 @@ public:
     void release(Batch& batch);
 
 private:
+    // A record Redis called a duplicate that finished otherwise (the dedup row
+    // was missing, so it ran): counted and logged as an error. Never throws.
+    void report_contradiction(const BatchRecord& record);
+
     // Releases the open claims of the records `which` picks, after `leases`
     // (if any) let go of them. Never throws.
     void give_back(Batch& batch, LeaseKeeper* leases,
