@@ -161,7 +161,6 @@ bindings:
                                  "workers: 2",
                                  "linger_ms: 5",
                                  "on_redis_down: \"pause\"",
-                                 "framework_sql: \"set_based\"",
                                  "level: \"info\"",
                                  "format: \"text\"",
                                  "header: \"event-id\"",

@@ -47,6 +47,7 @@ postgres:
 claim:
   lease_ms: 20000
   completed_ttl_ms: 3600000
+  verify_duplicates: true
 pipeline:
   workers: 4
   batch_size: 50
@@ -58,7 +59,6 @@ pipeline:
   retry_backoff_initial_ms: 50
   retry_backoff_max_ms: 2000
   on_redis_down: postgres_only
-  framework_sql: per_record
 logging:
   level: debug
 bindings:
@@ -119,7 +119,7 @@ bindings:
         CHECK(c.pipeline.retry_backoff_initial == 50ms);
         CHECK(c.pipeline.retry_backoff_max == 2000ms);
         CHECK(c.pipeline.on_redis_down == RedisDownPolicy::postgres_only);
-        CHECK(c.pipeline.framework_sql == exo::FrameworkSql::per_record);
+        CHECK(c.claim.verify_duplicates);
         CHECK(c.logging.level == "debug");
 
         REQUIRE(c.bindings.size() == 3);
@@ -463,6 +463,22 @@ bindings: [{ topic: t, handler: ledger, key: coordinates }]
         REQUIRE(e.problems().size() == 1);
         CHECK(std::string(e.what()).find(
                   "exo.yaml:3: kafka.mock: both bootstrap_servers and mock are given") == 0);
+    }
+
+    TEST_CASE(
+        "pipeline.framework_sql, a benchmark seam, is refused with where it went, naming its "
+        "line") {
+        const ConfigError e = error_of(R"(
+kafka: { bootstrap_servers: localhost:9092, group_id: g }
+postgres: { uri: x }
+pipeline:
+  framework_sql: per_record
+bindings: [{ topic: t, handler: ledger, key: coordinates }]
+)");
+        REQUIRE(e.problems().size() == 1);
+        CHECK(std::string(e.what()).find("exo.yaml:4: pipeline.framework_sql: is no longer a "
+                                         "setting: exo runs a transaction's framework "
+                                         "statements set-based and falls back") == 0);
     }
 
     TEST_CASE("an unknown handler lists the registered ones and the closest") {

@@ -117,8 +117,6 @@ public:
         if (c.in_redis())
             text("on_redis_down",
                  p.on_redis_down == RedisDownPolicy::pause ? "pause" : "postgres_only");
-        text("framework_sql",
-             p.framework_sql == FrameworkSql::set_based ? "set_based" : "per_record");
         end();
     }
 
