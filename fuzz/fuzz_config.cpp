@@ -104,6 +104,14 @@ void check_config(const exo::Config& c) {
                 FUZZ_CHECK(b.key.name.empty(),
                            "a coordinates key with the name " + shown(b.key.name));
                 break;
+            case exo::KeySourceKind::hash:
+                FUZZ_CHECK(b.key.hash.fields.empty() || b.key.hash.exclude.empty(),
+                           "a hash key with both fields and exclude was accepted");
+                for (const auto& p : b.key.hash.fields)
+                    FUZZ_CHECK(pointer(p), "the hash field " + shown(p));
+                for (const auto& p : b.key.hash.exclude)
+                    FUZZ_CHECK(pointer(p), "the hash exclusion " + shown(p));
+                break;
         }
         if (b.sequence) {
             FUZZ_CHECK(pointer(b.sequence->entity_pointer) && pointer(b.sequence->value_pointer),

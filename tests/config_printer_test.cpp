@@ -193,4 +193,28 @@ bindings:
         CHECK(effective_config_yaml(parse_config_text(first, "printed", kHandlers, kNoEnv)) ==
               first);
     }
+
+    TEST_CASE(
+        "hash keys print as a fixed point: fields, exclude, prefix_topic and the whole "
+        "payload") {
+        const std::string first = effective_config_yaml(parse(R"(
+kafka: { bootstrap_servers: "k:1", group_id: g }
+postgres: { uri: x }
+bindings:
+  - { topic: a, handler: ledger, key: { hash: { fields: [/orderId, /amount], prefix_topic: true } } }
+  - { topic: b, handler: ledger, key: { hash: { exclude: [/sentAt] } } }
+  - { topic: c, handler: ledger, key: { hash: {} } }
+)"));
+        const Config again = parse_config_text(first, "printed", kHandlers, kNoEnv);
+        CHECK(effective_config_yaml(again) == first);
+        REQUIRE(again.bindings.size() == 3);
+        CHECK(again.bindings[0].key.kind == KeySourceKind::hash);
+        CHECK(again.bindings[0].key.hash.fields == std::vector<std::string>{"/orderId", "/amount"});
+        CHECK(again.bindings[0].key.hash.prefix_topic);
+        CHECK(again.bindings[1].key.hash.exclude == std::vector<std::string>{"/sentAt"});
+        CHECK_FALSE(again.bindings[1].key.hash.prefix_topic);
+        CHECK(again.bindings[2].key.kind == KeySourceKind::hash);
+        CHECK(again.bindings[2].key.hash.fields.empty());
+        CHECK(again.bindings[2].key.hash.exclude.empty());
+    }
 }

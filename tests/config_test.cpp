@@ -529,17 +529,100 @@ bindings:
         CHECK(text.find(
                   "exo.yaml:4: bindings[0].key: gives two key forms (header and json): keep one") !=
               std::string::npos);
-        CHECK(text.find(
-                  "exo.yaml:5: bindings[1].key: names no key form: write { header: NAME }, { json: "
-                  "/pointer } or coordinates") != std::string::npos);
-        CHECK(text.find("exo.yaml:6: bindings[2].key: unknown key form 'coordinate'; write { "
-                        "header: NAME }, "
-                        "{ json: /pointer } or coordinates (did you mean 'coordinates'?)") !=
+        const std::string forms =
+            "{ header: NAME }, { json: /pointer }, { hash: { fields | exclude: [/pointer, ...] } } "
+            "or coordinates";
+        CHECK(text.find("exo.yaml:5: bindings[1].key: names no key form: write " + forms) !=
               std::string::npos);
-        CHECK(text.find(
-                  "exo.yaml:7: bindings[3].key: expected { header: NAME }, { json: /pointer } or "
-                  "coordinates, got a list") != std::string::npos);
+        CHECK(text.find("exo.yaml:6: bindings[2].key: unknown key form 'coordinate'; write " +
+                        forms + " (did you mean 'coordinates'?)") != std::string::npos);
+        CHECK(text.find("exo.yaml:7: bindings[3].key: expected " + forms + ", got a list") !=
+              std::string::npos);
         CHECK(text.find("exo.yaml:8: bindings[4].key.header: must not be empty") !=
+              std::string::npos);
+    }
+
+    TEST_CASE("a hash key reads its fields or exclusions and prefix_topic") {
+        const Config c = parse(R"(
+kafka: { bootstrap_servers: "k:1", group_id: g }
+postgres: { uri: x }
+bindings:
+  - topic: a
+    handler: ledger
+    key: { hash: { fields: [/orderId, /amount, /currency] } }
+  - topic: b
+    handler: ledger
+    key:
+      hash:
+        exclude:
+          - /sentAt
+          - /meta/traceId
+        prefix_topic: true
+  - { topic: c, handler: ledger, key: { hash: {} } }
+)");
+        REQUIRE(c.bindings.size() == 3);
+        CHECK(c.bindings[0].key.kind == KeySourceKind::hash);
+        CHECK(c.bindings[0].key.hash.fields ==
+              std::vector<std::string>{"/orderId", "/amount", "/currency"});
+        CHECK(c.bindings[0].key.hash.exclude.empty());
+        CHECK_FALSE(c.bindings[0].key.hash.prefix_topic);
+        CHECK(c.bindings[1].key.kind == KeySourceKind::hash);
+        CHECK(c.bindings[1].key.hash.fields.empty());
+        CHECK(c.bindings[1].key.hash.exclude ==
+              std::vector<std::string>{"/sentAt", "/meta/traceId"});
+        CHECK(c.bindings[1].key.hash.prefix_topic);
+        CHECK(c.bindings[2].key.kind == KeySourceKind::hash);
+        CHECK(c.bindings[2].key.hash.fields.empty());
+        CHECK(c.bindings[2].key.hash.exclude.empty());
+    }
+
+    TEST_CASE("a hash key's mistakes are each named with their path and line") {
+        const std::string text = errors_of(R"(
+kafka: { bootstrap_servers: "k:1", group_id: g }
+postgres: { uri: x }
+bindings:
+  - { topic: a, handler: ledger, key: { hash: { fields: [/id], exclude: [/at] } } }
+  - { topic: b, handler: ledger, key: { hash: { fields: [] } } }
+  - { topic: c, handler: ledger, key: { hash: { exclude: [] } } }
+  - topic: d
+    handler: ledger
+    key:
+      hash:
+        fields:
+          - /id
+          - amount
+          - /a~2b
+          - /id
+        prefix_topic: yes
+  - { topic: e, handler: ledger, key: { hash: { field: [/id] } } }
+  - { topic: f, handler: ledger, key: { hash: /id } }
+  - { topic: g, handler: ledger, key: { hash: {}, json: /id } }
+  - { topic: h, handler: ledger, key: { hash: { exclude: /at } } }
+)");
+        CHECK(text.find("exo.yaml:4: bindings[0].key.hash: gives both fields and exclude: hash "
+                        "only the listed fields, or the whole payload without the excluded ones; "
+                        "keep one") != std::string::npos);
+        CHECK(text.find("exo.yaml:5: bindings[1].key.hash.fields: lists no pointer: list the "
+                        "fields the key is made of") != std::string::npos);
+        CHECK(text.find("exo.yaml:6: bindings[2].key.hash.exclude: lists no pointer: list what "
+                        "changes on redelivery, or write hash: {} for the whole payload") !=
+              std::string::npos);
+        CHECK(text.find("exo.yaml:13: bindings[3].key.hash.fields[1]: a JSON pointer (RFC 6901) "
+                        "starts with '/': write '/amount'") != std::string::npos);
+        CHECK(text.find("exo.yaml:14: bindings[3].key.hash.fields[2]: JSON pointer '/a~2b' has "
+                        "a '~' not followed by 0 or 1") != std::string::npos);
+        CHECK(text.find("exo.yaml:15: bindings[3].key.hash.fields[3]: pointer '/id' is already "
+                        "listed at line 12: list each pointer once") != std::string::npos);
+        CHECK(text.find("exo.yaml:16: bindings[3].key.hash.prefix_topic: unknown value 'yes'; "
+                        "expected one of: true, false") != std::string::npos);
+        CHECK(text.find("exo.yaml:17: bindings[4].key.hash.field: unknown key 'field'; did you "
+                        "mean 'fields'?") != std::string::npos);
+        CHECK(text.find("exo.yaml:18: bindings[5].key.hash: expected { fields: [/pointer, ...] "
+                        "}, { exclude: [/pointer, ...] } or {} (the whole payload), got the value "
+                        "'/id'") != std::string::npos);
+        CHECK(text.find("exo.yaml:19: bindings[6].key: gives two key forms (json and hash): keep "
+                        "one") != std::string::npos);
+        CHECK(text.find("exo.yaml:20: bindings[7].key.hash.exclude: expected a list") !=
               std::string::npos);
     }
 

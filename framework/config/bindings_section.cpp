@@ -12,7 +12,8 @@ namespace {
 
 const Keys kBindingKeys = {"topic",        "handler",           "key",    "sequence", "ordering",
                            "max_attempts", "dead_letter_topic", "options"};
-const Keys kKeySourceKeys = {"header", "json"};
+const Keys kKeySourceKeys = {"header", "json", "hash"};
+const Keys kHashKeys = {"fields", "exclude", "prefix_topic"};
 const Keys kSequenceKeys = {"entity", "value", "mode", "gap_timeout_ms"};
 
 const Choices<Ordering> kOrderings = {
@@ -20,7 +21,9 @@ const Choices<Ordering> kOrderings = {
 const Choices<SequenceMode> kSequenceModes = {{"latest", SequenceMode::latest},
                                               {"strict", SequenceMode::strict}};
 
-constexpr std::string_view kKeyForms = "{ header: NAME }, { json: /pointer } or coordinates";
+constexpr std::string_view kKeyForms =
+    "{ header: NAME }, { json: /pointer }, { hash: { fields | exclude: [/pointer, ...] } } or "
+    "coordinates";
 
 // RFC 6901: "/a/b", with '~' only as "~0" ('~') or "~1" ('/').
 std::optional<std::string> json_pointer_problem(std::string_view pointer) {
@@ -61,8 +64,64 @@ void read_pointer(const Reader& r, std::string_view key, std::string& out) {
     read_checked(r, key, "a JSON pointer such as /id", json_pointer_problem, out);
 }
 
+// A list of distinct JSON pointers under `name`, if present: an empty list is a
+// mistake (leave the key out instead), and so is a pointer listed twice.
+void read_pointer_list(const Reader& r, std::string_view name, std::string_view if_empty,
+                       std::vector<std::string>& out) {
+    if (!r.has(name)) return;
+    const YAML::Node node = r.node(name);
+    const std::vector<Item> items = r.list(name);  // records a value that is not a list
+    if (items.empty() && (node.IsNull() || node.IsSequence())) {
+        r.problem(name, "lists no pointer: " + std::string(if_empty));
+        return;
+    }
+    std::map<std::string, int> first_line;  // pointer -> line listing it
+    for (const Item& item : items) {
+        auto text =
+            scalar_text(r.context(), item.node, item.path, item.line, "a JSON pointer such as /id");
+        if (!text) continue;
+        if (auto problem = json_pointer_problem(*text)) {
+            r.context().add(item.path, item.line, std::move(*problem));
+            continue;
+        }
+        if (const auto [it, added] = first_line.emplace(*text, item.line); !added) {
+            r.context().add(item.path, item.line,
+                            "pointer " + in_quotes(*text) + " is already listed at line " +
+                                std::to_string(it->second) + ": list each pointer once");
+            continue;
+        }
+        out.push_back(std::move(*text));
+    }
+}
+
+// `hash: { fields: [...] }`, `hash: { exclude: [...] }` or `hash: {}` (the whole
+// payload), each with an optional `prefix_topic: true`.
+HashKeySpec read_hash(const Reader& key) {
+    HashKeySpec out;
+    const YAML::Node node = key.node("hash");
+    if (!node.IsMap()) {
+        key.problem("hash",
+                    "expected { fields: [/pointer, ...] }, { exclude: [/pointer, ...] } or {} "
+                    "(the whole payload), got " +
+                        kind_of(node));
+        return out;
+    }
+    const Reader hash = key.map("hash", kHashKeys);
+    if (hash.has("fields") && hash.has("exclude")) {
+        key.problem("hash",
+                    "gives both fields and exclude: hash only the listed fields, or the whole "
+                    "payload without the excluded ones; keep one");
+    }
+    read_pointer_list(hash, "fields", "list the fields the key is made of", out.fields);
+    read_pointer_list(hash, "exclude",
+                      "list what changes on redelivery, or write hash: {} for the whole payload",
+                      out.exclude);
+    hash.read("prefix_topic", out.prefix_topic, kSwitch);
+    return out;
+}
+
 KeySource read_key(const Reader& binding) {
-    KeySource out;  // coordinates unless a header or JSON pointer is named
+    KeySource out;  // coordinates unless a header, a JSON pointer or a hash is named
     const YAML::Node node = binding.node("key");
     if (node.IsScalar()) {
         const std::optional<std::string> text = binding.scalar("key", kKeyForms);
@@ -78,19 +137,27 @@ KeySource read_key(const Reader& binding) {
         return out;
     }
     const Reader key = binding.map("key", kKeySourceKeys);
-    const bool header = key.has("header");
-    const bool json = key.has("json");
-    if (header && json) {
-        binding.problem("key", "gives two key forms (header and json): keep one");
-    } else if (!header && !json && !key.had_unknown_keys()) {
+    Keys forms;
+    for (const std::string_view form : {"header", "json", "hash"})
+        if (key.has(form)) forms.push_back(form);
+    if (forms.size() > 1) {
+        binding.problem("key", "gives " + std::string(forms.size() == 2 ? "two" : "three") +
+                                   " key forms (" +
+                                   join(Keys(forms.begin(), forms.end() - 1), ", ") + " and " +
+                                   std::string(forms.back()) + "): keep one");
+    } else if (forms.empty() && !key.had_unknown_keys()) {
         binding.problem("key", "names no key form: write " + std::string(kKeyForms));
     }
-    // Both forms are read even when both are given, so every mistake shows at once.
-    if (json) {
+    // Every form given is read, so every mistake shows at once.
+    if (key.has("hash")) {
+        out.kind = KeySourceKind::hash;
+        out.hash = read_hash(key);
+    }
+    if (key.has("json")) {
         out.kind = KeySourceKind::json;
         read_pointer(key, "json", out.name);
     }
-    if (header) {
+    if (key.has("header")) {
         out.kind = KeySourceKind::header;
         key.read("header", out.name, Text::non_empty);
     }

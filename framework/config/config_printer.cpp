@@ -172,6 +172,15 @@ private:
         text("handler", b.handler);
         if (b.key.kind == KeySourceKind::coordinates) {
             text("key", "coordinates");
+        } else if (b.key.kind == KeySourceKind::hash) {
+            const HashKeySpec& h = b.key.hash;
+            begin("key");
+            begin("hash", h.fields.empty() && h.exclude.empty() && !h.prefix_topic);
+            if (!h.fields.empty()) texts("fields", h.fields);
+            if (!h.exclude.empty()) texts("exclude", h.exclude);
+            if (h.prefix_topic) out_ << YAML::Key << "prefix_topic" << YAML::Value << true;
+            end();
+            end();
         } else {
             begin("key");
             text(b.key.kind == KeySourceKind::header ? "header" : "json", b.key.name);
@@ -212,6 +221,11 @@ private:
     void text(std::string_view key, std::string_view value) {
         out_ << YAML::Key << std::string(key) << YAML::Value << YAML::DoubleQuoted
              << literal(value);
+    }
+    void texts(std::string_view key, const std::vector<std::string>& values) {
+        out_ << YAML::Key << std::string(key) << YAML::Value << YAML::Flow << YAML::BeginSeq;
+        for (const auto& v : values) out_ << YAML::DoubleQuoted << literal(v);
+        out_ << YAML::EndSeq;
     }
     void number(std::string_view key, long long value) {
         out_ << YAML::Key << std::string(key) << YAML::Value << value;

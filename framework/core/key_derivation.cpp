@@ -1,6 +1,8 @@
 #include "core/key_derivation.hpp"
 
 #include <exo/errors.hpp>
+#include "core/canonical_json.hpp"
+#include "core/sha256.hpp"
 #include "core/text.hpp"
 
 namespace exo {
@@ -56,6 +58,14 @@ std::string derive_idempotency_key(const KeySource& source, const Record& record
         case KeySourceKind::json:
             return storable(required_text(payload, source.name, "idempotency key"),
                             "idempotency key");
+        case KeySourceKind::hash: {
+            // From the record's bytes, not `payload`: nlohmann::json keeps neither
+            // a number's text nor a repeated member name (core/canonical_json.hpp).
+            std::string hex = sha256_hex(canonical_json(record.value, source.hash));
+            // A topic name has no '/', so "<topic>/<hex>" cannot be another topic's key.
+            if (source.hash.prefix_topic) hex = record.topic.value + "/" + hex;
+            return storable(hex, "idempotency key");
+        }
         case KeySourceKind::coordinates:
             return record.topic.value + "/" + std::to_string(record.partition.value) + "/" +
                    std::to_string(record.offset.value);

@@ -17,6 +17,8 @@ namespace exo {
 //
 // Throws PermanentError naming what is missing or malformed, and for a key whose
 // stored form exceeds kMaxStoredKeyBytes (it could not be written as a dedup row).
+// A hash key is the lowercase hex SHA-256 of canonical_json(record.value, ...)
+// (core/canonical_json.hpp), "<topic>/" before it with prefix_topic.
 std::string derive_idempotency_key(const KeySource& source, const Record& record,
                                    JsonPayload& payload);
 

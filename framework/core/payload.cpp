@@ -4,12 +4,14 @@
 
 namespace exo {
 
+std::string not_json_reason(std::string_view payload) {
+    return "payload is not valid JSON (" + std::to_string(payload.size()) + " bytes)";
+}
+
 const nlohmann::json& JsonPayload::document() {
     if (!parsed_) {
         auto doc = nlohmann::json::parse(text_, nullptr, /*allow_exceptions=*/false);
-        if (doc.is_discarded())
-            throw PermanentError("payload is not valid JSON (" + std::to_string(text_.size()) +
-                                 " bytes)");
+        if (doc.is_discarded()) throw PermanentError(not_json_reason(text_));
         parsed_ = std::move(doc);
     }
     return *parsed_;

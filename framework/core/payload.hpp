@@ -9,6 +9,10 @@
 
 namespace exo {
 
+// The dead-letter reason of a payload that is not JSON, the same for every
+// reader of it (JsonPayload, canonical_json).
+std::string not_json_reason(std::string_view payload);
+
 class JsonPayload {
 public:
     explicit JsonPayload(std::string_view text) : text_(text) {}

@@ -26,6 +26,7 @@
 #include <pqxx/connection>
 
 #include <exo/errors.hpp>
+#include "core/sha256.hpp"  // sha256_hex: a migration's checksum
 
 namespace exo {
 
@@ -145,8 +146,5 @@ struct MigrationStatus {
 };
 MigrationStatus compare_with_recorded(const std::vector<PlannedMigration>& plan,
                                       const std::vector<RecordedMigration>& recorded);
-
-// Lowercase hex SHA-256 (FIPS 180-4) of `bytes`.
-std::string sha256_hex(std::string_view bytes);
 
 }  // namespace exo
