@@ -37,7 +37,7 @@ namespace exo {
 // Deeper nesting is refused: the canonical form is built recursively.
 inline constexpr std::size_t kMaxCanonicalDepth = 256;
 
-// The canonical JSON text `spec` selects from `payload`.
+// The canonical JSON text `spec` selects from `payload`. Pure and thread-safe.
 // Throws PermanentError (the record is dead-lettered with its message) if the
 // payload is not JSON (the reason core/payload.hpp gives), has a member name
 // twice in one object, nests deeper than kMaxCanonicalDepth, lacks a pointer
