@@ -44,18 +44,24 @@ Usage:
   exo outbox reroute --config FILE --id N --topic T [--json]
                                  take such a row out of its key's way: delete it, or move it to
                                  topic T (a new row); the key's later rows are published next
+  exo audit --config FILE --topic T [--partition P] [--from OFFSET] [--to OFFSET] [--json]
+                                 account for every record of a range: applied, stale, duplicate,
+                                 dead-lettered (its letter present) or not reached by the group's
+                                 committed offset; lists the rest and dedup rows whose record is
+                                 missing (exit 4: not everything accounted for)
   exo mock-kafka [--brokers N] [--topic NAME:PARTITIONS]... [--bootstrap-file FILE]
                                  run librdkafka's mock cluster as a standalone broker until SIGTERM
 {}  exo --help | --version
 
-Exit codes: 0 success, 1 run-time failure, 2 bad usage or configuration, 3 unknown key.
+Exit codes: 0 success, 1 run-time failure, 2 bad usage or configuration, 3 unknown key,
+4 audit found records or dedup rows not accounted for.
 Failpoints for crash tests: EXO_FAILPOINTS=after_pg_commit=kill[@N] (replay: replay_after_ticket,
 replay_after_claim_forgotten, replay_after_produce).
 )";
 
-constexpr const char* kExoCommands[] = {"run",      "migrate", "check-config", "inspect", "dlq",
-                                        "sequence", "outbox",  "mock-kafka",   "help",    "--help",
-                                        "-h",       "version", "--version"};
+constexpr const char* kExoCommands[] = {"run",      "migrate", "check-config", "inspect",    "dlq",
+                                        "sequence", "outbox",  "audit",        "mock-kafka", "help",
+                                        "--help",   "-h",      "version",      "--version"};
 
 std::string help(const AppSetup& setup) {
     std::string text = kHelp;
@@ -103,6 +109,7 @@ int run_cli(int argc, char** argv, const AppSetup& setup) {
         if (command == "dlq") return dlq_command(argc, argv, setup, errors);
         if (command == "sequence") return sequence_command(argc, argv, setup, errors);
         if (command == "outbox") return outbox_command(argc, argv, setup, errors);
+        if (command == "audit") return audit_command(argc, argv, setup, errors);
         if (command == "mock-kafka") return mock_kafka_command(argc, argv, stop.get_token());
         if (const auto* own = find_command(setup, command))
             return CommandRunner::run(*own, argc, argv, setup, errors, stop.get_token());

@@ -12,6 +12,8 @@ namespace exo {
 
 // `exo inspect` and `exo dlq replay --key`: the group has never seen the key.
 inline constexpr int kExitUnknownKey = 3;
+// `exo audit`: a record or dedup row of the range is not accounted for.
+inline constexpr int kExitUnaccounted = 4;
 
 int run_command(int argc, char** argv, const AppSetup& setup, ErrorOutput& errors,
                 std::stop_token stop);
@@ -24,6 +26,8 @@ int dlq_command(int argc, char** argv, const AppSetup& setup, ErrorOutput& error
 int sequence_command(int argc, char** argv, const AppSetup& setup, ErrorOutput& errors);
 // `exo outbox list|discard|reroute`
 int outbox_command(int argc, char** argv, const AppSetup& setup, ErrorOutput& errors);
+// `exo audit`
+int audit_command(int argc, char** argv, const AppSetup& setup, ErrorOutput& errors);
 int mock_kafka_command(int argc, char** argv, std::stop_token stop);
 
 }  // namespace exo

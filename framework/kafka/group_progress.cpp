@@ -2,7 +2,9 @@
 
 #include <stdexcept>
 
+#include "kafka/kafka_error.hpp"
 #include "kafka/kafka_logging.hpp"
+#include "kafka/kafka_names.hpp"
 #include "kafka/rdkafka_handles.hpp"
 
 namespace exo {
@@ -45,6 +47,41 @@ std::optional<std::int64_t> group_lag(const std::string& bootstrap, const std::s
         lag += high - committed;
     }
     return lag;
+}
+
+std::map<int, std::optional<std::int64_t>> committed_offsets(
+    const std::string& bootstrap, const std::map<std::string, std::string>& properties,
+    const std::string& group, const std::string& topic, const std::vector<int>& partitions,
+    std::chrono::milliseconds timeout) {
+    KafkaConf conf(rd_kafka_conf_new());
+    route_kafka_logs(conf.get());
+    set_kafka_property(conf.get(), "bootstrap.servers", bootstrap);
+    for (const auto& [name, value] : properties)
+        if (!is_reserved_consumer_property(name)) set_kafka_property(conf.get(), name, value);
+    // The group's id, to ask for its offsets; never subscribed, so it never joins.
+    set_kafka_property(conf.get(), "group.id", group);
+    set_kafka_property(conf.get(), "enable.auto.commit", "false");
+    char err[512] = {0};
+    KafkaHandle rk(rd_kafka_new(RD_KAFKA_CONSUMER, conf.get(), err, sizeof err));
+    if (!rk)
+        throw KafkaConfigError(std::string("Kafka client could not be created: ") + err +
+                               "; fix the kafka properties");
+    static_cast<void>(conf.release());  // owned by rk now
+    TopicPartitionList list(rd_kafka_topic_partition_list_new(static_cast<int>(partitions.size())));
+    for (int p : partitions) rd_kafka_topic_partition_list_add(list.get(), topic.c_str(), p);
+    throw_if_kafka_error(
+        rd_kafka_committed(rk.get(), list.get(), static_cast<int>(timeout.count())),
+        "reading the offsets group '" + group + "' committed on topic '" + topic + "'");
+    std::map<int, std::optional<std::int64_t>> out;
+    for (int i = 0; i < list->cnt; ++i) {
+        const auto& e = list->elems[i];
+        throw_if_kafka_error(e.err, "reading the offset group '" + group +
+                                        "' committed on topic '" + topic + "' partition " +
+                                        std::to_string(e.partition));
+        out[e.partition] = e.offset >= 0 ? std::optional<std::int64_t>(e.offset) : std::nullopt;
+    }
+    rd_kafka_consumer_close(rk.get());
+    return out;
 }
 
 }  // namespace exo

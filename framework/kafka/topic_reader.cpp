@@ -181,4 +181,84 @@ std::optional<Record> TopicReader::read_at(const std::string& topic, int partiti
     return std::nullopt;  // compacted away: the first record read came after it
 }
 
+std::pair<std::int64_t, std::int64_t> TopicReader::watermarks(const std::string& topic,
+                                                              int partition,
+                                                              std::chrono::milliseconds timeout) {
+    const Range r = range(topic, partition, timeout);
+    return {r.from, r.end};
+}
+
+std::optional<std::int64_t> TopicReader::offset_for_time(const std::string& topic, int partition,
+                                                         std::int64_t time_ms,
+                                                         std::chrono::milliseconds timeout) {
+    TopicPartitionList list(rd_kafka_topic_partition_list_new(1));
+    rd_kafka_topic_partition_list_add(list.get(), topic.c_str(), partition)->offset = time_ms;
+    check(rd_kafka_offsets_for_times(handle_.get(), list.get(), to_timeout_ms(timeout)),
+          "finding the offset of time " + std::to_string(time_ms) + " in topic '" + topic +
+              "' partition " + std::to_string(partition));
+    throw_if_kafka_error(list->elems[0].err, "finding the offset of a time in topic '" + topic +
+                                                 "' partition " + std::to_string(partition));
+    const std::int64_t offset = list->elems[0].offset;
+    return offset >= 0 ? std::optional<std::int64_t>(offset) : std::nullopt;
+}
+
+void TopicReader::scan(const std::string& topic, int partition, std::int64_t from, std::int64_t to,
+                       std::size_t chunk_size, std::chrono::milliseconds idle_timeout,
+                       const std::function<void(std::vector<Record>&)>& chunk) {
+    if (to < from) return;
+    TopicPartitionList list(rd_kafka_topic_partition_list_new(1));
+    rd_kafka_topic_partition_list_add(list.get(), topic.c_str(), partition)->offset = from;
+    throw_if_kafka_error(rd_kafka_assign(handle_.get(), list.get()),
+                         "assigning topic '" + topic + "'");
+    // Unassigned on every way out, so the next read starts clean.
+    struct Unassign {
+        rd_kafka_t* rk;
+        ~Unassign() { rd_kafka_assign(rk, nullptr); }
+    } unassign{handle_.get()};
+    std::vector<Record> pending;
+    pending.reserve(chunk_size);
+    std::int64_t next = from;
+    auto idle_since = Clock::now();
+    while (next <= to) {
+        MessageHandle m(rd_kafka_consumer_poll(handle_.get(), 100));
+        if (!m) {
+            // The last offsets may hold no record a consumer sees (a transaction's
+            // commit marker, compaction): the position says the fetch went past them.
+            TopicPartitionList position(rd_kafka_topic_partition_list_new(1));
+            rd_kafka_topic_partition_list_add(position.get(), topic.c_str(), partition);
+            if (rd_kafka_position(handle_.get(), position.get()) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+                position->elems[0].offset > to)
+                break;
+            if (Clock::now() - idle_since >= idle_timeout) {
+                throw_if_security_failure();
+                throw KafkaError(RD_KAFKA_RESP_ERR__TIMED_OUT,
+                                 "reading topic '" + topic + "' partition " +
+                                     std::to_string(partition) + ": no record after offset " +
+                                     std::to_string(next - 1) + " arrived within " +
+                                     std::to_string(idle_timeout.count()) + " ms; try again",
+                                 true);
+            }
+            continue;
+        }
+        if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            if (!kafka_error_is_retriable(m->err))
+                throw_if_kafka_error(m->err, "reading topic '" + topic + "'");
+            continue;
+        }
+        idle_since = Clock::now();
+        // A message of an earlier assignment still queued, or one fetched again.
+        if (m->partition != partition || topic != rd_kafka_topic_name(m->rkt) || m->offset < next)
+            continue;
+        if (m->offset > to) break;
+        Record r = copy_record(*m);
+        next = r.offset.value + 1;
+        pending.push_back(std::move(r));
+        if (pending.size() >= chunk_size) {
+            chunk(pending);
+            pending.clear();
+        }
+    }
+    if (!pending.empty()) chunk(pending);
+}
+
 }  // namespace exo

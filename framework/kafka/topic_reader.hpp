@@ -13,6 +13,7 @@
 // in kafka_error.hpp), that failure instead, which says what to fix.
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -46,13 +47,35 @@ public:
     std::optional<Record> read_at(const std::string& topic, int partition, std::int64_t offset,
                                   std::chrono::milliseconds timeout);
 
+    // How many partitions `topic` has. Throws KafkaError for an unknown topic.
+    int partition_count(const std::string& topic, std::chrono::milliseconds timeout);
+
+    // The partition's first offset Kafka keeps and its end (one past its last record).
+    std::pair<std::int64_t, std::int64_t> watermarks(const std::string& topic, int partition,
+                                                     std::chrono::milliseconds timeout);
+
+    // The first offset of `partition` whose record's timestamp is at or after
+    // `time_ms` (Kafka's offsets for times), or nullopt when no record is that late.
+    std::optional<std::int64_t> offset_for_time(const std::string& topic, int partition,
+                                                std::int64_t time_ms,
+                                                std::chrono::milliseconds timeout);
+
+    // The records of [from, to] (`to` included, below the partition's end) of one
+    // partition, in offset order, handed to `chunk` at most `chunk_size` at a
+    // time: memory is one chunk (plus librdkafka's prefetch), whatever the
+    // range, for `exo audit`. Offsets with no record (compaction, transaction
+    // markers) are skipped. Throws KafkaError when no record arrives for
+    // `idle_timeout`, and what `chunk` throws.
+    void scan(const std::string& topic, int partition, std::int64_t from, std::int64_t to,
+              std::size_t chunk_size, std::chrono::milliseconds idle_timeout,
+              const std::function<void(std::vector<Record>&)>& chunk);
+
 private:
     struct Range {
         int partition;
         std::int64_t from;  // first offset to read
         std::int64_t end;   // the partition's end: one past its last record
     };
-    int partition_count(const std::string& topic, std::chrono::milliseconds timeout);
     Range range(const std::string& topic, int partition, std::chrono::milliseconds timeout);
     // Reads [from, end) of each range.
     std::vector<Record> read(const std::string& topic, const std::vector<Range>& ranges,
