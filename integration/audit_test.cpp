@@ -64,6 +64,11 @@ TEST_CASE(
     CHECK(j["ranges"][0]["from"] == 0);
     CHECK(j["ranges"][0]["to"] == 6);
     CHECK(j["ranges"][0]["committed"] == 7);
+    // Chunks of two records: a duplicate and its first copy in different lookups.
+    auto small = exo_cli(with({"--chunk", "2", "--json"}));
+    CHECK(small.exit_code == 0);
+    CHECK(json_of(small)["duplicate"] == 1);
+    CHECK(json_of(small)["applied"] == 3);
 
     // Records the group has not consumed yet are not reached, not missing.
     h.produce({payment("ok-6", "acc-4", 1, 1), payment("ok-7", "acc-4", 2, 2)});
@@ -103,6 +108,10 @@ TEST_CASE(
     CHECK(j["problems"][1]["offset"] == 6);
     CHECK(j["problems"][1]["why"].get<std::string>().find("derives another key") !=
           std::string::npos);
+    // The same problems when the rows come in cursor pages of one.
+    auto paged = exo_cli(with({"--chunk", "1", "--json"}));
+    CHECK(paged.exit_code == 4);
+    CHECK(json_of(paged)["problems"] == j["problems"]);
     auto text = exo_cli(audit);
     CHECK(text.exit_code == 4);
     CHECK(text.output.find("unaccounted " + h.topic() +

@@ -39,7 +39,7 @@ public:
     }
     AuditRequest request() {
         Arguments args("audit", static_cast<int>(strings_.size()), pointers_.data(), 2,
-                       {"config", "topic", "partition", "from", "to"}, {"json"});
+                       {"config", "topic", "partition", "from", "to", "chunk"}, {"json"});
         return audit_request(args);
     }
 
@@ -160,6 +160,10 @@ TEST_CASE("audit flags: --topic is required, offsets are non-negative and in ord
     CHECK_THROWS_WITH_AS((Argv{"--topic", "t", "--from", "9", "--to", "5"}.request()),
                          "--from 9 is after --to 5: --to is the last offset audited", UsageError);
     CHECK_THROWS_AS((Argv{"--topic", "t", "--partition", "x"}.request()), UsageError);
+    CHECK(Argv{"--topic", "t"}.request().chunk == 5000);
+    CHECK(Argv{"--topic", "t", "--chunk", "2"}.request().chunk == 2);
+    CHECK_THROWS_WITH_AS((Argv{"--topic", "t", "--chunk", "0"}.request()),
+                         "--chunk must be between 1 and 100000 records, not 0", UsageError);
     CHECK_THROWS_AS((Argv{"--topic", "t", "--since", "1h"}.request()), UsageError);
 }
 

@@ -7,7 +7,7 @@
 //      coordinates its group's letters name inside the range (bounded by the
 //      letters, not by the range);
 //   2. each partition's range is read with an independent consumer (assigned,
-//      no group) in chunks of kChunk records; each chunk's keys are derived by
+//      no group) in chunks of --chunk records (default 5,000); each chunk's keys are derived by
 //      the pipeline's own function and looked up in one statement; every
 //      record is classified (ops/audit_verdict.hpp) and forgotten;
 //   3. the dedup rows whose coordinates lie in the range are read through a
@@ -42,7 +42,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr std::size_t kChunk = 5000;  // records per key lookup
 constexpr std::chrono::seconds kKafkaTimeout{30};
 constexpr std::chrono::seconds kProgressEvery{5};
 
@@ -95,8 +94,12 @@ struct SeenOffsets {
 class Audit {
 public:
     Audit(const Config& config, const BindingConfig& binding, pqxx::connection& pg,
-          TopicReader& reader, bool stream_problems)
-        : binding_(binding), pg_(pg), reader_(reader), stream_problems_(stream_problems) {
+          TopicReader& reader, std::size_t chunk, bool stream_problems)
+        : chunk_(chunk),
+          binding_(binding),
+          pg_(pg),
+          reader_(reader),
+          stream_problems_(stream_problems) {
         tally_.group = config.kafka.group_id;
         tally_.topic = binding.topic;
     }
@@ -116,7 +119,7 @@ public:
             const auto [low, high] =
                 reader_.watermarks(binding_.dead_letter_topic, p, kKafkaTimeout);
             reader_.scan(
-                binding_.dead_letter_topic, p, low, high - 1, kChunk, kKafkaTimeout,
+                binding_.dead_letter_topic, p, low, high - 1, chunk_, kKafkaTimeout,
                 [&](std::vector<Record>& records) {
                     for (const auto& r : records) {
                         auto l = read_letter(r);
@@ -135,13 +138,13 @@ public:
     void audit(const PartitionRange& pr) {
         tally_.ranges.push_back({pr.partition, pr.range.from, pr.range.to, pr.committed});
         SeenOffsets offsets(pr.range);
-        reader_.scan(binding_.topic, pr.partition, pr.range.from, pr.range.to, kChunk,
+        reader_.scan(binding_.topic, pr.partition, pr.range.from, pr.range.to, chunk_,
                      kKafkaTimeout, [&](std::vector<Record>& records) {
                          audit_chunk(records, pr, offsets);
                          progress(pr, records.back().offset.value);
                      });
         scan_audit_rows(
-            pg_, tally_.group, binding_.topic, pr.partition, pr.range.from, pr.range.to, kChunk,
+            pg_, tally_.group, binding_.topic, pr.partition, pr.range.from, pr.range.to, chunk_,
             [&](const AuditRow& row) {
                 const auto i = offsets.at(row.at.offset);
                 if (offsets.matched[i] == SeenOffsets::hash(row.key)) return;
@@ -210,6 +213,7 @@ private:
                   << pr.range.to << "\n";
     }
 
+    const std::size_t chunk_;  // records per key lookup, rows per cursor page
     const BindingConfig& binding_;
     pqxx::connection& pg_;
     TopicReader& reader_;
@@ -222,7 +226,7 @@ private:
 }  // namespace
 
 int audit_command(int argc, char** argv, const AppSetup& setup, ErrorOutput& errors) {
-    Arguments args("audit", argc, argv, 2, {"config", "topic", "partition", "from", "to"},
+    Arguments args("audit", argc, argv, 2, {"config", "topic", "partition", "from", "to", "chunk"},
                    {"json"});
     const AuditRequest request = audit_request(args);
     const Config config = load_config(args.required("config"), setup.handlers, errors);
@@ -279,7 +283,7 @@ int audit_command(int argc, char** argv, const AppSetup& setup, ErrorOutput& err
         ranges.push_back({p, range, c == committed.end() ? std::nullopt : c->second});
     }
 
-    Audit audit(config, binding, *pg, reader, !request.json);
+    Audit audit(config, binding, *pg, reader, request.chunk, !request.json);
     try {
         audit.read_letters(ranges);
         for (const auto& r : ranges) audit.audit(r);

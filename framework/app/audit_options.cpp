@@ -84,6 +84,13 @@ AuditRequest audit_request(const Arguments& args) {
                          std::to_string(*rq.to) + ": --to is the last offset audited");
     if (rq.from_time_ms && rq.to_time_ms && *rq.from_time_ms > *rq.to_time_ms)
         throw UsageError("--from " + *args.get("from") + " is after --to " + *args.get("to"));
+    if (args.get("chunk")) {
+        const int chunk = args.get_int("chunk", 0);
+        if (chunk < 1 || chunk > 100'000)
+            throw UsageError("--chunk must be between 1 and 100000 records, not " +
+                             std::to_string(chunk));
+        rq.chunk = static_cast<std::size_t>(chunk);
+    }
     rq.json = args.has("json");
     return rq;
 }

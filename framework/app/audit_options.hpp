@@ -24,12 +24,15 @@ struct AuditRequest {
     std::optional<std::int64_t> to;            // last offset, included; nullopt: the last record
     std::optional<std::int64_t> from_time_ms;  // instead of `from`: records from this time on
     std::optional<std::int64_t> to_time_ms;    // instead of `to`: records up to this time
+    // Records per PostgreSQL lookup (and dedup rows per cursor page): what the
+    // audit holds at once. 1..100,000.
+    std::size_t chunk = 5000;
     bool json = false;
 };
 
 // --topic (required), --partition, --from, --to (an offset: a non-negative
 // integer, or a time: ISO 8601 UTC as 2026-11-28T20:00:00Z, milliseconds
-// optional; the start not after the end), --json.
+// optional; the start not after the end), --chunk, --json.
 AuditRequest audit_request(const Arguments& args);
 
 // "2026-11-28T20:00:00Z" or "2026-11-28T20:00:00.250Z" as milliseconds since

@@ -44,11 +44,13 @@ Usage:
   exo outbox reroute --config FILE --id N --topic T [--json]
                                  take such a row out of its key's way: delete it, or move it to
                                  topic T (a new row); the key's later rows are published next
-  exo audit --config FILE --topic T [--partition P] [--from OFFSET] [--to OFFSET] [--json]
+  exo audit --config FILE --topic T [--partition P] [--from OFFSET|TIME] [--to OFFSET|TIME]
+            [--chunk N] [--json]
                                  account for every record of a range: applied, stale, duplicate,
                                  dead-lettered (its letter present) or not reached by the group's
                                  committed offset; lists the rest and dedup rows whose record is
-                                 missing (exit 4: not everything accounted for)
+                                 missing (exit 4: not everything accounted for); TIME: UTC, as
+                                 2026-11-28T20:00:00Z; --chunk: records per lookup (5000)
   exo mock-kafka [--brokers N] [--topic NAME:PARTITIONS]... [--bootstrap-file FILE]
                                  run librdkafka's mock cluster as a standalone broker until SIGTERM
 {}  exo --help | --version
