@@ -216,3 +216,14 @@ TEST_CASE(
     auto none = audit_range(rq, 0, 10, 20, {std::nullopt, std::nullopt});
     CHECK(none.to < none.from);
 }
+
+TEST_CASE("records Kafka dropped before the group consumed them are warned about, not failed on") {
+    AuditTally t;
+    t.topic = "payments";
+    t.ranges.push_back({0, 200, 299, 150, 50});
+    t.count(AuditVerdict::not_reached);
+    CHECK(t.accounted());
+    CHECK(to_text(t).find("WARNING: partition 0: 50 record(s) below its first offset were never "
+                          "consumed") != std::string::npos);
+    CHECK(to_json(t)["ranges"][0]["gone_unconsumed"] == 50);
+}

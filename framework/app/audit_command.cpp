@@ -71,6 +71,7 @@ struct PartitionRange {
     int partition;
     AuditRange range;
     std::optional<std::int64_t> committed;
+    std::int64_t gone_unconsumed = 0;  // AuditTally::Range
 };
 
 // What step 3 needs of each offset of the range: whether a record was seen
@@ -136,7 +137,8 @@ public:
     }
 
     void audit(const PartitionRange& pr) {
-        tally_.ranges.push_back({pr.partition, pr.range.from, pr.range.to, pr.committed});
+        tally_.ranges.push_back(
+            {pr.partition, pr.range.from, pr.range.to, pr.committed, pr.gone_unconsumed});
         SeenOffsets offsets(pr.range);
         reader_.scan(binding_.topic, pr.partition, pr.range.from, pr.range.to, chunk_,
                      kKafkaTimeout, [&](std::vector<Record>& records) {
@@ -280,7 +282,8 @@ int audit_command(int argc, char** argv, const AppSetup& setup, ErrorOutput& err
             errors.print("audit", "partition " + std::to_string(p) +
                                       ": Kafka has no record at or after --from " +
                                       *args.get("from") + "; nothing audited there");
-        ranges.push_back({p, range, c == committed.end() ? std::nullopt : c->second});
+        const auto at = c == committed.end() ? std::nullopt : c->second;
+        ranges.push_back({p, range, at, at && *at < low ? low - *at : 0});
     }
 
     Audit audit(config, binding, *pg, reader, request.chunk, !request.json);

@@ -111,10 +111,16 @@ std::string problem_line(const AuditProblem& p) {
 std::string to_text(const AuditTally& t) {
     std::string out =
         "audit of topic " + one_line_text(t.topic) + " for group " + one_line_text(t.group) + "\n";
-    for (const auto& r : t.ranges)
+    for (const auto& r : t.ranges) {
         out += fmt::format("  partition {}: offsets {}..{}, committed offset {}\n", r.partition,
                            r.from, r.to,
                            r.committed ? std::to_string(*r.committed) : std::string("none"));
+        if (r.gone_unconsumed > 0)
+            out += fmt::format(
+                "  WARNING: partition {}: {} record(s) below its first offset were never consumed "
+                "by the group (its committed offset is behind them): Kafka dropped them first\n",
+                r.partition, r.gone_unconsumed);
+    }
     out += fmt::format(
         "{} record(s): {} applied, {} stale, {} duplicate, {} dead-lettered, {} not reached yet, "
         "{} unaccounted\n",
@@ -135,7 +141,8 @@ nlohmann::json to_json(const AuditTally& t) {
         ranges.push_back({{"partition", r.partition},
                           {"from", r.from},
                           {"to", r.to},
-                          {"committed", r.committed ? nlohmann::json(*r.committed) : nullptr}});
+                          {"committed", r.committed ? nlohmann::json(*r.committed) : nullptr},
+                          {"gone_unconsumed", r.gone_unconsumed}});
     nlohmann::json problems = nlohmann::json::array();
     for (const auto& p : t.problems)
         problems.push_back(

@@ -81,6 +81,10 @@ struct AuditTally {
         std::int64_t from = 0;  // first offset audited
         std::int64_t to = -1;   // last offset audited (inclusive); to < from: empty
         std::optional<std::int64_t> committed;
+        // Offsets between the committed offset and the partition's start: records
+        // Kafka dropped (retention) before the group consumed them. Reported, not
+        // failed on: they are outside any range that can be audited.
+        std::int64_t gone_unconsumed = 0;
     };
     std::vector<Range> ranges;
     std::int64_t records = 0;
