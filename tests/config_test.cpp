@@ -640,12 +640,15 @@ bindings:
     }
 
     TEST_CASE(
-        "pipeline byte bounds and the header cap are read, default when left out, and 0 or a "
+        "pipeline byte bounds, the header cap and the parked bounds are read, default when left "
+        "out, and 0 or a "
         "negative number is refused naming the path and line") {
         const Config defaults;
         CHECK(defaults.pipeline.max_in_flight_bytes == 256u * 1024 * 1024);
         CHECK(defaults.pipeline.max_queued_bytes_per_partition == 16u * 1024 * 1024);
         CHECK(defaults.pipeline.max_headers_per_record == 1000);
+        CHECK(defaults.pipeline.max_parked_per_partition == 1000);
+        CHECK(defaults.pipeline.max_parked_bytes_per_partition == 16u * 1024 * 1024);
         const Config c = parse(R"(
 kafka: { bootstrap_servers: localhost:9092, group_id: g }
 postgres: { uri: postgresql://exo@db/exo }
@@ -653,12 +656,16 @@ pipeline:
   max_in_flight_bytes: 8589934592
   max_queued_bytes_per_partition: 1048576
   max_headers_per_record: 64
+  max_parked_per_partition: 20
+  max_parked_bytes_per_partition: 4294967296
 bindings:
   - { topic: a, handler: ledger, key: coordinates }
 )");
         CHECK(c.pipeline.max_in_flight_bytes == 8589934592u);  // above 2^31: a size_t
         CHECK(c.pipeline.max_queued_bytes_per_partition == 1048576u);
         CHECK(c.pipeline.max_headers_per_record == 64);
+        CHECK(c.pipeline.max_parked_per_partition == 20);
+        CHECK(c.pipeline.max_parked_bytes_per_partition == 4294967296u);
 
         const std::string text = errors_of(R"(
 kafka: { bootstrap_servers: localhost:9092, group_id: g }
@@ -667,6 +674,8 @@ pipeline:
   max_in_flight_bytes: 0
   max_queued_bytes_per_partition: -5
   max_headers_per_record: 0
+  max_parked_per_partition: 0
+  max_parked_bytes_per_partition: -1
 bindings:
   - { topic: a, handler: ledger, key: coordinates }
 )");
@@ -676,6 +685,10 @@ bindings:
                         "got -5") != std::string::npos);
         CHECK(text.find("exo.yaml:6: pipeline.max_headers_per_record: must be at least 1, got 0") !=
               std::string::npos);
+        CHECK(text.find("exo.yaml:7: pipeline.max_parked_per_partition: must be at least 1, got "
+                        "0") != std::string::npos);
+        CHECK(text.find("exo.yaml:8: pipeline.max_parked_bytes_per_partition: must be at least 1, "
+                        "got -1") != std::string::npos);
     }
 
     TEST_CASE("pipeline.concurrency takes 1 to 256 and is refused with claim_ahead") {

@@ -1128,3 +1128,122 @@ TEST_SUITE("WorkerInbox bytes") {
         CHECK(inbox.in_flight_bytes() == 2 * one);
     }
 }
+
+TEST_SUITE("WorkerInbox parked bound") {
+    // Parks every record of `batch` (the oldest batch out), due at once unless `due` says.
+    std::vector<TopicPartition> park_all(WorkerInbox & inbox, std::vector<PendingRecord> batch,
+                                         Clock::time_point due = Clock::now() - 1ms) {
+        std::vector<WorkerInbox::Parked> parked;
+        for (auto& p : batch) parked.push_back({std::move(p), due});
+        auto& out = batches_out[&inbox];
+        REQUIRE_FALSE(out.empty());
+        const auto id = out.front();
+        out.pop_front();
+        return inbox.finish_batch(id, {}, {}, std::move(parked));
+    }
+
+    TEST_CASE(
+        "new gaps beyond max_parked_per_partition are dead-lettered at once, not parked, "
+        "and go back to the front of their lane in offset order") {
+        WorkerInbox inbox(1, 0, ParkLimits{3, 0});
+        inbox.push(pending_range(kP0, 1, 5));
+        auto batch = take_now(inbox);
+        REQUIRE(offsets_of(batch, kP0) == seq(1, 5));
+        const auto refused = park_all(inbox, std::move(batch), Clock::now() + 10s);
+        CHECK(refused == std::vector<TopicPartition>{kP0, kP0});
+        CHECK(inbox.parked(kP0) == 3);
+        CHECK(inbox.parked_load(kP0).records == 3);
+        CHECK(inbox.queued(kP0) == 2);
+        // The two refused come out at once (unheld), in order, as dead letters
+        // without a dedup row that take their gap sighting with them.
+        auto letters = take_now(inbox);
+        CHECK(offsets_of(letters, kP0) == seq(4, 5));
+        for (const auto& p : letters) {
+            REQUIRE(p.dead_letter);
+            CHECK(p.dead_letter->reason.find("pipeline.max_parked_per_partition") !=
+                  std::string::npos);
+            CHECK_FALSE(p.dead_letter->record_key);
+            CHECK(p.dead_letter->clears_gap);
+            CHECK_FALSE(p.parked);
+        }
+    }
+
+    TEST_CASE(
+        "a parked record taken back into a batch keeps its place: parked again it is never "
+        "refused, and a new gap meanwhile is") {
+        WorkerInbox inbox(2, 0, ParkLimits{2, 0});
+        inbox.push(pending_range(kP0, 1, 2));
+        CHECK(park_all(inbox, take_now(inbox)).empty());
+        auto back = take_now(inbox);  // both parked records, due at once
+        REQUIRE(offsets_of(back, kP0) == seq(1, 2));
+        CHECK(inbox.parked(kP0) == 0);
+        CHECK(inbox.parked_load(kP0).records == 2);  // still theirs while out
+        // Another lane's batch meets a new gap meanwhile: the partition is at its bound.
+        auto three = pending(kP0, 3);
+        three.ordering_key = "acc-3";  // another lane of the partition
+        inbox.push({std::move(three)});
+        auto other = take_now(inbox);
+        REQUIRE(offsets_of(other, kP0) == seq(3, 3));
+        batches_out[&inbox].push_front(batches_out[&inbox].back());  // finish it first
+        batches_out[&inbox].pop_back();
+        CHECK(park_all(inbox, std::move(other)) == std::vector<TopicPartition>{kP0});
+        CHECK(park_all(inbox, std::move(back)).empty());
+        CHECK(inbox.parked(kP0) == 2);
+    }
+
+    TEST_CASE(
+        "a record that leaves the parked ones (finished, or put back in its queue) frees "
+        "its place") {
+        WorkerInbox inbox(1, 0, ParkLimits{1, 0});
+        inbox.push(pending_range(kP0, 1, 1));
+        CHECK(park_all(inbox, take_now(inbox)).empty());
+        auto back = take_now(inbox);
+        finish_oldest(inbox, std::move(back), {});  // requeued (a NACK, a failed batch)
+        CHECK(inbox.parked_load(kP0).records == 0);
+        inbox.push(pending_range(kP0, 2, 2));
+        auto again = take_now(inbox);
+        REQUIRE(offsets_of(again, kP0) == seq(1, 2));
+        // 1 parks again but holds no place any more: it takes the one place, 2 is refused.
+        CHECK(park_all(inbox, std::move(again)) == std::vector<TopicPartition>{kP0});
+        CHECK(inbox.parked(kP0) == 1);
+        CHECK(take_now(inbox).size() == 2);  // 1 (due) and 2 (a dead letter)
+        finish_oldest(inbox, {}, {});        // both finished
+        CHECK(inbox.parked_load(kP0).records == 0);
+        CHECK(inbox.parked(kP0) == 0);
+    }
+
+    TEST_CASE(
+        "new gaps are refused once the partition's parked bytes reach "
+        "max_parked_bytes_per_partition; other partitions are bounded apart") {
+        auto big = [](const TopicPartition& tp, std::int64_t o) {
+            auto p = pending(tp, o);
+            p.record.value.assign(4000, 'x');
+            return p;
+        };
+        std::size_t one = 0;
+        {
+            WorkerInbox probe;
+            probe.push({big(kP0, 1)});
+            one = probe.queued_bytes(kP0);
+        }
+        WorkerInbox inbox(1, 0, ParkLimits{0, 2 * one});
+        inbox.push({big(kP0, 1), big(kP0, 2), big(kP0, 3), big(kP1, 1)});
+        auto batch = take_now(inbox);
+        REQUIRE(batch.size() == 4);
+        CHECK(park_all(inbox, std::move(batch), Clock::now() + 10s) ==
+              std::vector<TopicPartition>{kP0});
+        CHECK(inbox.parked_load(kP0).records == 2);
+        CHECK(inbox.parked_load(kP0).bytes == 2 * one);
+        CHECK(inbox.parked_load(kP1).records == 1);
+    }
+
+    TEST_CASE("a dropped partition's parked places go with it") {
+        WorkerInbox inbox(1, 0, ParkLimits{1, 0});
+        inbox.push(pending_range(kP0, 1, 1));
+        CHECK(park_all(inbox, take_now(inbox), Clock::now() + 10s).empty());
+        REQUIRE(inbox.drop_partitions({kP0}, Clock::now() + 1s));
+        CHECK(inbox.parked_load(kP0).records == 0);
+        inbox.push(pending_range(kP0, 1, 1));  // assigned again
+        CHECK(park_all(inbox, take_now(inbox), Clock::now() + 10s).empty());
+    }
+}

@@ -177,6 +177,15 @@ struct PipelineConfig {
     // and 72 bytes in memory): a record with more is a dead letter, its handler
     // never runs, its headers are dropped at once (record_limits.hpp).
     int max_headers_per_record = 1000;
+    // Records of a partition parked on a strict-sequence gap (waiting for a
+    // predecessor, outside the bounds above: pausing for them could keep the
+    // predecessor out), and their bytes as the byte bounds count them. At
+    // either bound a record meeting a *new* gap is dead-lettered at once
+    // without a dedup row (as a gap timeout; `exo dlq replay` applies it later,
+    // once), instead of parked; records already parked keep their place
+    // (pipeline/gap_parking.hpp).
+    int max_parked_per_partition = 1000;
+    std::size_t max_parked_bytes_per_partition = std::size_t{16} * 1024 * 1024;
     milliseconds shutdown_timeout{10000};  // drain deadline on SIGTERM and on revoke
     milliseconds retry_backoff_initial{100};
     milliseconds retry_backoff_max{10000};

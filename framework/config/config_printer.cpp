@@ -111,6 +111,8 @@ public:
         number("max_queued_bytes_per_partition", p.max_queued_bytes_per_partition);
         number("max_in_flight_bytes", p.max_in_flight_bytes);
         number("max_headers_per_record", p.max_headers_per_record);
+        number("max_parked_per_partition", p.max_parked_per_partition);
+        number("max_parked_bytes_per_partition", p.max_parked_bytes_per_partition);
         ms("shutdown_timeout_ms", p.shutdown_timeout);
         ms("retry_backoff_initial_ms", p.retry_backoff_initial);
         ms("retry_backoff_max_ms", p.retry_backoff_max);

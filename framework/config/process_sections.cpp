@@ -15,6 +15,8 @@ const Keys kPipelineKeys = {"workers",
                             "max_in_flight_bytes",
                             "max_queued_bytes_per_partition",
                             "max_headers_per_record",
+                            "max_parked_per_partition",
+                            "max_parked_bytes_per_partition",
                             "shutdown_timeout_ms",
                             "retry_backoff_initial_ms",
                             "retry_backoff_max_ms",
@@ -53,6 +55,9 @@ PipelineConfig read_pipeline(const Reader& pipeline) {
                   kPositiveBytes);
     pipeline.read("max_in_flight_bytes", out.max_in_flight_bytes, kPositiveBytes);
     pipeline.read("max_headers_per_record", out.max_headers_per_record, kPositive);
+    pipeline.read("max_parked_per_partition", out.max_parked_per_partition, kPositive);
+    pipeline.read("max_parked_bytes_per_partition", out.max_parked_bytes_per_partition,
+                  kPositiveBytes);
     if (out.claim_ahead && out.concurrency > 1) {
         pipeline.problem("concurrency",
                          "is " + std::to_string(out.concurrency) +

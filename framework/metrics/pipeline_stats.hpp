@@ -62,7 +62,9 @@ public:
     void record_finished(const std::string& topic, Outcome outcome,
                          std::chrono::microseconds since_poll,
                          std::optional<std::chrono::microseconds> since_produced);
-    void parked_record(const std::string& topic) { topic_stats(topic).parked++; }
+    void parked_record(const std::string& topic, std::uint64_t n = 1) {
+        topic_stats(topic).parked += n;
+    }
     // `took` for `records` records in one call: each record is observed with
     // its share, so the count is records handled and the sum the time spent,
     // for per-record and batch handlers alike.

@@ -21,7 +21,11 @@ struct PartitionStatus {
     std::optional<std::int64_t> committed{};
     std::size_t queued = 0;     // waiting in its worker's queue (parked ones excluded)
     std::size_t in_flight = 0;  // handed to a worker, in a batch now
-    std::size_t parked = 0;     // strict-sequence gaps waiting for a predecessor
+    // Records holding a place among its strict-sequence gaps waiting for a
+    // predecessor (parked, or back in a batch to try again), and their bytes:
+    // what pipeline.max_parked_per_partition and max_parked_bytes_per_partition bound.
+    std::size_t parked = 0;
+    std::size_t parked_bytes = 0;
     // Bytes of the queued and in-flight records, as pipeline.max_queued_bytes_per_partition
     // counts them (pipeline/record_limits.hpp).
     std::size_t bytes = 0;

@@ -223,6 +223,13 @@ std::string render_metrics(const PipelineStats& stats, const DaemonStatus& statu
                   "Bytes of the partition's records waiting for a batch or in one, as "
                   "pipeline.max_queued_bytes_per_partition counts them.",
                   [](const PartitionStatus& p) { return p.bytes; });
+    per_partition("exo_records_parked",
+                  "Records of the partition parked on a strict-sequence gap (or back in a batch "
+                  "to try again), as pipeline.max_parked_per_partition counts them.",
+                  [](const PartitionStatus& p) { return p.parked; });
+    per_partition("exo_records_parked_bytes",
+                  "Their bytes, as pipeline.max_parked_bytes_per_partition counts them.",
+                  [](const PartitionStatus& p) { return p.parked_bytes; });
     per_partition("exo_unfinished_window_offsets",
                   "Offsets from the partition's lowest unfinished record to its highest polled: "
                   "what a restart would read again.",

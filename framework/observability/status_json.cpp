@@ -43,6 +43,7 @@ std::string status_json(const DaemonStatus& status, const HealthVerdict& live,
                                      {"queued", p.queued},
                                      {"in_flight", p.in_flight},
                                      {"parked", p.parked},
+                                     {"parked_bytes", p.parked_bytes},
                                      {"bytes", p.bytes},
                                      {"lag", or_null(p.lag)}});
     // Topic names are Kafka-legal ASCII; replace anything else rather than throw.

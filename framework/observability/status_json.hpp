@@ -11,7 +11,7 @@ namespace exo {
 // {"live":{"ok":..,"reason":..},"ready":{..},"joined":..,"dependencies":{"redis":..,
 //  "postgres":..,"kafka":..},"workers":[{"index","healthy","busy_ms"}],
 //  "partitions":[{"topic","partition","paused","stalled","committed","queued",
-//  "in_flight","parked","lag"}]}; committed, lag and busy_ms are null when unknown;
+//  "in_flight","parked","parked_bytes","lag"}]}; committed, lag and busy_ms are null when unknown;
 //  "redis" is left out with claim.store: postgres (no Redis to be up or down).
 std::string status_json(const DaemonStatus& status, const HealthVerdict& live,
                         const HealthVerdict& ready, DaemonStatus::Clock::time_point now);

@@ -478,7 +478,9 @@ void Daemon::publish_status(bool now) {
         p.paused = paused_.contains(tp);
         p.stalled = inbox.stalled(tp);
         p.queued = inbox.queued(tp);
-        p.parked = inbox.parked(tp);
+        const auto parked = inbox.parked_load(tp);
+        p.parked = parked.records;
+        p.parked_bytes = parked.bytes;
         p.in_flight = inbox.in_batch(tp);
         p.bytes = inbox.queued_bytes(tp) + inbox.in_batch_bytes(tp);
         {

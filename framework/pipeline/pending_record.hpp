@@ -54,6 +54,11 @@ struct PendingRecord {
     int attempts = 0;
     int nacks = 0;      // times another owner held the key (CONFLICT, lock timeout)
     int gap_waits = 0;  // times parked for a missing predecessor
+    // Holds one of its partition's parked places (WorkerInbox's bound,
+    // pipeline.max_parked_per_partition): from the finish_batch that first
+    // parked it while it is parked or back in a batch from there; a record put
+    // back in its lane's queue gives its place up.
+    bool parked = false;
     std::chrono::steady_clock::time_point polled_at = std::chrono::steady_clock::now();
     std::optional<DeadLetterVerdict> dead_letter{};  // set: only the dead-letter step is left
     int dead_letter_failures = 0;                    // tries to record the verdict that failed

@@ -47,6 +47,7 @@ RecordStepResult run_record_step(pqxx::transaction_base& tx, const RecordStepInp
         // transaction that rolls back never happened.
         const auto waited = record_gap(tx, in.consumer_group, in.key);
         out.round_trips += 2;
+        out.gap_waited = waited;
         out.gap_expired = gap_expiry(binding, in.sequence->entity, in.sequence->sequence, waited);
         return out;
     }

@@ -75,7 +75,8 @@ struct RecordStepResult {
     // may still wait; else it waited past gap_timeout and this is why it is a
     // dead letter.
     std::string gap_expired;
-    int round_trips = 0;  // PostgreSQL round trips this step made (statistics)
+    std::chrono::milliseconds gap_waited{0};  // gap: since its first sighting, server time
+    int round_trips = 0;                      // PostgreSQL round trips this step made (statistics)
 };
 
 RecordStepResult run_record_step(pqxx::transaction_base& tx, const RecordStepInput& in,

@@ -24,7 +24,9 @@ Worker::Worker(int index, WorkerContext context)
       owner_(ctx_.owner_prefix + "/w" + std::to_string(index)),
       log_(worker_logger(index)),
       inbox_(ctx_.config.pipeline.claim_ahead ? 1 : ctx_.config.pipeline.concurrency,
-             held_lane_cap(ctx_.config.pipeline)) {
+             held_lane_cap(ctx_.config.pipeline),
+             ParkLimits{static_cast<std::size_t>(ctx_.config.pipeline.max_parked_per_partition),
+                        ctx_.config.pipeline.max_parked_bytes_per_partition}) {
     const auto& p = ctx_.config.pipeline;
     for (int i = 0; i < p.concurrency; ++i) {
         // A claim is re-entrant for its owner: slots must never share one.
@@ -190,8 +192,19 @@ void Worker::apply_and_settle(Slot& slot, Prepared prepared,
     auto back = hand_back(batch, ctx_.stats);
     for (const auto& lane : back.unstalled) inbox_.clear_stalled(lane);
     if (!back.finished.empty()) ctx_.on_finished(back.finished);
-    inbox_.finish_batch(prepared.id, std::move(back.requeue), back.hold_until,
-                        std::move(back.parked));
+    // Counted once the inbox took them: a park refused at the bound is a dead letter.
+    std::map<std::string, std::size_t> parked_by_topic;
+    for (const auto& p : back.parked) ++parked_by_topic[p.record.record.topic.value];
+    const auto refused = inbox_.finish_batch(prepared.id, std::move(back.requeue), back.hold_until,
+                                             std::move(back.parked));
+    for (const auto& tp : refused) --parked_by_topic[tp.topic.value];
+    for (const auto& [topic, n] : parked_by_topic)
+        if (n > 0) ctx_.stats.parked_record(topic, n);
+    if (!refused.empty())
+        log_->warn(
+            "{} strict-sequence gap(s) refused a parked place (pipeline.max_parked_per_"
+            "partition / max_parked_bytes_per_partition): dead-lettered",
+            refused.size());
     slot.busy_since = kIdle;
     redis_up_ = slot.protocol.redis_up();
     postgres_up_ = slot.protocol.postgres_up();

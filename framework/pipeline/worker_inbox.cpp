@@ -20,6 +20,23 @@ std::size_t count_of(const std::map<TopicPartition, std::size_t>& counts,
     return it == counts.end() ? 0 : it->second;
 }
 
+// Adds or takes away one record's share of a partition's parked load,
+// forgetting the partition at zero.
+void add_load(std::map<TopicPartition, ParkedLoad>& loads, const TopicPartition& tp,
+              std::size_t bytes) {
+    auto& l = loads[tp];
+    ++l.records;
+    l.bytes += bytes;
+}
+void take_load(std::map<TopicPartition, ParkedLoad>& loads, const TopicPartition& tp,
+               ParkedLoad taken) {
+    auto it = loads.find(tp);
+    if (it == loads.end()) return;
+    it->second.records -= std::min(it->second.records, taken.records);
+    it->second.bytes -= std::min(it->second.bytes, taken.bytes);
+    if (it->second.records == 0) loads.erase(it);
+}
+
 }  // namespace
 
 std::deque<WorkerInbox::LaneState::Spilled>::iterator WorkerInbox::lower_spilled(
@@ -243,8 +260,10 @@ WorkerInbox::Taken WorkerInbox::take_batch(std::size_t max, std::chrono::millise
         batch.lanes.insert(it->first);
         batch.records[it->first.partition] += taken.records.size() - before;
         for (auto r = taken.records.begin() + static_cast<std::ptrdiff_t>(before);
-             r != taken.records.end(); ++r)
+             r != taken.records.end(); ++r) {
             batch.bytes[it->first.partition] += r->bytes;
+            if (r->parked) add_load(batch.parked, it->first.partition, r->bytes);
+        }
         visited.push_back(it);
     };
     // From where the last batch stopped, around: every lane gets its turn.
@@ -264,9 +283,10 @@ WorkerInbox::Taken WorkerInbox::take_batch(std::size_t max, std::chrono::millise
     return taken;
 }
 
-void WorkerInbox::finish_batch(BatchId id, std::vector<PendingRecord> requeue,
-                               const std::map<Lane, Clock::time_point>& hold_until,
-                               std::vector<Parked> parked) {
+std::vector<TopicPartition> WorkerInbox::finish_batch(
+    BatchId id, std::vector<PendingRecord> requeue,
+    const std::map<Lane, Clock::time_point>& hold_until, std::vector<Parked> parked) {
+    std::vector<TopicPartition> refused;
     {
         std::lock_guard lock(mutex_);
         auto out = batches_.find(id);
@@ -276,9 +296,35 @@ void WorkerInbox::finish_batch(BatchId id, std::vector<PendingRecord> requeue,
         // to this member, is kept: only the batches out at the drop are marked.
         static const std::set<TopicPartition> kNoneDropped;
         const auto& dropped = out != batches_.end() ? out->second.dropped : kNoneDropped;
+        // The batch's parked places are given back first: those parked again
+        // below take theirs again, without a check (a record keeps its place).
+        // (A dropped partition's load went with it.)
+        if (out != batches_.end())
+            for (const auto& [tp, load] : out->second.parked)
+                if (!dropped.contains(tp)) take_load(parked_load_, tp, load);
+        for (auto& r : requeue) r.parked = false;  // back in its queue: its place is free
         for (auto& p : parked) {
             auto tp = p.record.record.topic_partition();
             if (dropped.contains(tp)) continue;
+            if (!p.record.parked) {
+                const auto load = parked_load_.contains(tp) ? parked_load_.at(tp) : ParkedLoad{};
+                if (auto why = refuse_park(tp, load, park_limits_)) {
+                    // A dead letter without a dedup row, as a gap timeout: a
+                    // replayed copy may still apply; its gap sighting goes with it.
+                    p.record.dead_letter = DeadLetterVerdict{std::move(*why), /*record_key=*/false,
+                                                             /*clears_gap=*/true};
+                    const auto lane = p.record.lane();
+                    const auto offset = p.record.record.offset;
+                    auto pos = std::find_if(requeue.begin(), requeue.end(), [&](const auto& r) {
+                        return r.lane() == lane && r.record.offset > offset;
+                    });
+                    requeue.insert(pos, std::move(p.record));
+                    refused.push_back(tp);
+                    continue;
+                }
+                p.record.parked = true;
+            }
+            add_load(parked_load_, tp, p.record.bytes);
             auto& list = lanes_[p.record.lane()].parked;
             auto pos = std::find_if(list.begin(), list.end(), [&](const Parked& other) {
                 return other.record.record.offset > p.record.record.offset;
@@ -316,6 +362,7 @@ void WorkerInbox::finish_batch(BatchId id, std::vector<PendingRecord> requeue,
         ++generation_;
     }
     changed_.notify_all();
+    return refused;
 }
 
 bool WorkerInbox::drop_partitions(const std::vector<TopicPartition>& partitions,
@@ -330,6 +377,7 @@ bool WorkerInbox::drop_partitions(const std::vector<TopicPartition>& partitions,
         queued_.erase(tp);
         queued_bytes_.erase(tp);
         parked_.erase(tp);
+        parked_load_.erase(tp);
         spilled_.erase(tp);
         for (auto& [_, batch] : batches_)
             if (batch.records.contains(tp)) batch.dropped.insert(tp);
@@ -359,6 +407,12 @@ std::size_t WorkerInbox::queued_bytes(const TopicPartition& tp) const {
 std::size_t WorkerInbox::parked(const TopicPartition& tp) const {
     std::lock_guard lock(mutex_);
     return count_of(parked_, tp);
+}
+
+ParkedLoad WorkerInbox::parked_load(const TopicPartition& tp) const {
+    std::lock_guard lock(mutex_);
+    auto it = parked_load_.find(tp);
+    return it == parked_load_.end() ? ParkedLoad{} : it->second;
 }
 
 std::size_t WorkerInbox::spilled(const TopicPartition& tp) const {

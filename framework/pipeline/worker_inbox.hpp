@@ -19,6 +19,13 @@
 // record holding it waits for the hold too: nothing of a key overtakes a record
 // of that key that could not finish.
 //
+// Parked records are bounded per partition (ParkLimits, gap_parking.hpp: records
+// and bytes), counted from the batch that first parks one until it leaves the
+// inbox or is put back in its queue, in a batch included: a record meeting a
+// *new* gap when its partition is at the bound is not parked but turned into a
+// dead letter (no dedup row, as a gap timeout) and put back at the front of its
+// lane, so the offsets pass it only once its letter is recorded.
+//
 // Lanes come and go with their records: a lane with nothing queued, parked,
 // held or stalled, and in no batch, takes no memory, so a day of distinct keys
 // leaves nothing behind.
@@ -49,6 +56,7 @@
 #include <string_view>
 #include <vector>
 
+#include "pipeline/gap_parking.hpp"
 #include "pipeline/pending_record.hpp"
 
 namespace exo {
@@ -60,9 +68,10 @@ public:
 
     // `takers`: the threads that take batches from it (pipeline.concurrency).
     // `held_lane_cap`: records a held key's lane keeps queued before it spills
-    // (see above); 0: never spill.
-    explicit WorkerInbox(int takers = 1, std::size_t held_lane_cap = 0)
-        : takers_(std::max(takers, 1)), held_lane_cap_(held_lane_cap) {}
+    // (see above); 0: never spill. `park_limits`: the parked records a partition
+    // may keep (see above); 0s: no bound.
+    explicit WorkerInbox(int takers = 1, std::size_t held_lane_cap = 0, ParkLimits park_limits = {})
+        : takers_(std::max(takers, 1)), held_lane_cap_(held_lane_cap), park_limits_(park_limits) {}
 
     struct Taken {
         BatchId id = 0;  // for finish_batch
@@ -110,9 +119,14 @@ public:
     // of partitions dropped while *this* batch was out is discarded; a batch
     // taken after the partition came back to this member keeps its put-backs.
     // Everything passed belongs to that batch's lanes.
-    void finish_batch(BatchId id, std::vector<PendingRecord> requeue,
-                      const std::map<Lane, Clock::time_point>& hold_until,
-                      std::vector<Parked> parked = {});
+    // A `parked` record that holds no parked place yet (PendingRecord::parked)
+    // takes one, in the given order, unless its partition is at the bound: then
+    // it gets a dead-letter verdict (refuse_park()'s reason) and goes back to
+    // the front of its lane, unheld, in offset order among `requeue`. Returns
+    // the partition of each record so refused.
+    std::vector<TopicPartition> finish_batch(BatchId id, std::vector<PendingRecord> requeue,
+                                             const std::map<Lane, Clock::time_point>& hold_until,
+                                             std::vector<Parked> parked = {});
 
     // Discards the queued records of these partitions and waits until the
     // batches out now that hold any of their lanes finished, or `deadline`
@@ -126,7 +140,11 @@ public:
     // The same records' PendingRecord::bytes (record_limits.hpp), kept as they
     // come and go: the daemon pauses on bytes as on records, without a walk.
     std::size_t queued_bytes(const TopicPartition& tp) const;
+    // Records of the partition parked now.
     std::size_t parked(const TopicPartition& tp) const;
+    // Records of the partition holding a parked place (above): parked now, or
+    // in a batch out from there; and their bytes. What ParkLimits bound.
+    ParkedLoad parked_load(const TopicPartition& tp) const;
     std::size_t spilled(const TopicPartition& tp) const;
 
     // What back-pressure and re-reading need of a partition, in one walk of its
@@ -189,10 +207,12 @@ private:
         };
         std::deque<Spilled> spilled;  // ascending; all younger than `queue`
     };
+    using ParkedLoads = std::map<TopicPartition, ParkedLoad>;
     struct BatchOut {
         std::set<Lane> lanes;
         std::map<TopicPartition, std::size_t> records;  // taken, per partition
         std::map<TopicPartition, std::size_t> bytes;    // their bytes
+        ParkedLoads parked;                             // of those, the ones holding a parked place
         // Its partitions dropped (revoked) while it was out: what it puts back
         // of them is discarded at finish_batch, and drop_partitions waits for it.
         std::set<TopicPartition> dropped;
@@ -234,6 +254,9 @@ private:
     std::map<BatchId, BatchOut> batches_;  // out now
     std::map<TopicPartition, std::size_t> queued_, parked_, taken_, spilled_;  // record counts
     std::map<TopicPartition, std::size_t> queued_bytes_, taken_bytes_;  // of queued_ and taken_
+    // Records holding a parked place (see above), parked and in batches out:
+    // what ParkLimits bound.
+    ParkedLoads parked_load_;
     std::set<Lane> stalled_;
     // Where the last batch stopped taking: the next starts after it, so every
     // lane gets its turn.
@@ -241,6 +264,7 @@ private:
     BatchId next_id_ = 1;
     const int takers_;
     const std::size_t held_lane_cap_;
+    const ParkLimits park_limits_;
     std::uint64_t generation_ = 0;  // bumped on every change a waiting worker must see
 };
 

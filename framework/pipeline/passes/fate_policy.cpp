@@ -1,6 +1,7 @@
 #include "pipeline/passes/fate_policy.hpp"
 
 #include "core/log_context.hpp"
+#include "pipeline/gap_parking.hpp"
 
 namespace exo {
 
@@ -10,6 +11,7 @@ FatePolicy::FatePolicy(const PipelineConfig& pipeline, PipelineStats& stats, spd
     : stats_(stats),
       log_(log),
       backoff_{pipeline.retry_backoff_initial, pipeline.retry_backoff_max},
+      park_initial_(pipeline.retry_backoff_initial),
       rng_(std::random_device{}()) {}
 
 milliseconds FatePolicy::delay(int failures) {
@@ -70,14 +72,17 @@ void FatePolicy::claim_conflict(Batch& batch, BatchRecord& record, milliseconds 
     batch.hold_behind(record);
 }
 
-void FatePolicy::park_for_gap(BatchRecord& record, const std::string& entity) {
-    // Capped at 1 s so a filled gap is noticed soon. Without jitter: a gap is
-    // no contention to spread out, and the records of one entity parked together
-    // (a successor run behind a predecessor that did not finish) must come back
-    // together, in offset order, to apply in one batch. Jittered, they came back
-    // one by one in a random order, each ahead of its predecessor parked again
-    // with a longer delay: hundreds of tiny batches for one cascade.
-    const auto wait = std::min(backoff_.delay(++record.pending.gap_waits, 0.0), milliseconds(1000));
+void FatePolicy::park_for_gap(BatchRecord& record, const std::string& entity,
+                              milliseconds gap_timeout, milliseconds waited) {
+    // Without jitter: a gap is no contention to spread out, and the records of
+    // one entity parked together (a successor run behind a predecessor that did
+    // not finish) must come back together, in offset order, to apply in one
+    // batch. Jittered, they came back one by one in a random order, each ahead
+    // of its predecessor parked again with a longer delay: hundreds of tiny
+    // batches for one cascade. Growing toward the gap timeout: a record that
+    // waits for its whole gap_timeout costs a dozen transactions, not one a
+    // second.
+    const auto wait = park_delay(++record.pending.gap_waits, park_initial_, gap_timeout, waited);
     record.park(wait, "waiting for an earlier sequence of " + entity);
 }
 

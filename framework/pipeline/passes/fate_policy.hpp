@@ -38,8 +38,12 @@ public:
     // earlier NACK of its partition is left as it is, uncounted.
     void claim_conflict(Batch& batch, BatchRecord& record, std::chrono::milliseconds lease_left);
     // A strict-sequence gap that may still be filled: parked, not held (the
-    // predecessor may be right behind it), at most 1 s.
-    void park_for_gap(BatchRecord& record, const std::string& entity);
+    // predecessor may be right behind it), for park_delay() (gap_parking.hpp):
+    // doubling toward its binding's `gap_timeout`, never past it (`waited`:
+    // since the gap's first sighting). Whether the partition may park one more
+    // is the inbox's to decide (WorkerInbox::finish_batch).
+    void park_for_gap(BatchRecord& record, const std::string& entity,
+                      std::chrono::milliseconds gap_timeout, std::chrono::milliseconds waited);
     // A failure of the whole batch (`delay` chosen by the caller, who knows the
     // dependency's backoff): records a committed transaction or Redis settled
     // keep their fate; the others are put back, counted when `failure` counts.
@@ -50,6 +54,7 @@ private:
     PipelineStats& stats_;
     spdlog::logger& log_;
     Backoff backoff_;
+    std::chrono::milliseconds park_initial_;  // retry_backoff_initial_ms
     std::mt19937_64 rng_;
 };
 

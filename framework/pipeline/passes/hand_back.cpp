@@ -29,7 +29,7 @@ HandBack hand_back(Batch& batch, PipelineStats& stats) {
                                       since_produced(record.pending.record, wall_now));
                 break;
             case Fate::park:
-                stats.parked_record(record.pending.record.topic.value);
+                // Counted by the worker once the inbox took it (it may refuse it).
                 out.parked.push_back({std::move(record.pending), now + record.delay});
                 break;
             case Fate::pending:       // not reached: every step leaves a fate

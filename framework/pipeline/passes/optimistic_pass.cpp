@@ -93,7 +93,8 @@ std::optional<std::string> start_set_based(const PassContext& ctx, pqxx::transac
                     record.dead_letter(std::move(expired), /*record_key=*/false,
                                        /*clears_gap=*/true);
                 else
-                    ctx.fate.park_for_gap(record, seq.entity);
+                    ctx.fate.park_for_gap(record, seq.entity, record.binding->sequence->gap_timeout,
+                                          decided.gap_waited);
                 break;
             }
         }

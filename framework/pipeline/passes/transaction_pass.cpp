@@ -59,7 +59,8 @@ std::optional<RecordFailure> run_record(const PassContext& ctx, pqxx::transactio
             record.dead_letter(std::move(step.gap_expired), /*record_key=*/false,
                                /*clears_gap=*/true);
         } else {
-            ctx.fate.park_for_gap(record, seq->entity);
+            ctx.fate.park_for_gap(record, seq->entity, binding.sequence->gap_timeout,
+                                  step.gap_waited);
         }
         return std::nullopt;
     } catch (...) {
