@@ -182,6 +182,8 @@ exo::DaemonStatus status_with_lanes() {
     s.partitions[0].in_flight = 3;
     s.partitions[0].queued = 40;
     s.partitions[0].bytes = 123456;
+    s.partitions[0].parked = 12;
+    s.partitions[0].parked_bytes = 34567;
     s.partitions[0].unfinished_window = 125000;
     s.batches_in_flight = 4;
     s.held_lanes = 2;
@@ -206,12 +208,15 @@ std::vector<std::string> family_lines(const std::string& text, const std::string
 }  // namespace
 
 TEST_CASE(
-    "records in flight, queued, their bytes and the unfinished window are gauges per partition") {
+    "records in flight, queued, parked, their bytes and the unfinished window are gauges per "
+    "partition") {
     exo::PipelineStats stats({"payments"});
     const auto text = exo::render_metrics(stats, status_with_lanes(), true, "0.2.0");
     CHECK(has_line(text, "exo_records_in_flight{topic=\"payments\",partition=\"0\"} 3"));
     CHECK(has_line(text, "exo_records_queued{topic=\"payments\",partition=\"0\"} 40"));
     CHECK(has_line(text, "exo_records_bytes{topic=\"payments\",partition=\"0\"} 123456"));
+    CHECK(has_line(text, "exo_records_parked{topic=\"payments\",partition=\"0\"} 12"));
+    CHECK(has_line(text, "exo_records_parked_bytes{topic=\"payments\",partition=\"0\"} 34567"));
     CHECK(
         has_line(text, "exo_unfinished_window_offsets{topic=\"payments\",partition=\"0\"} 125000"));
     // An idle partition shows 0, not no sample: an alert on the window sees it recover.
@@ -242,6 +247,8 @@ TEST_CASE("each lane gauge is one gauge family: HELP, TYPE, then all of its samp
         {"exo_records_in_flight", 2},
         {"exo_records_queued", 2},
         {"exo_records_bytes", 2},
+        {"exo_records_parked", 2},
+        {"exo_records_parked_bytes", 2},
         {"exo_unfinished_window_offsets", 2},
         {"exo_batches_in_flight", 1},
         {"exo_held_lanes", 1},

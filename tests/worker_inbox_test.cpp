@@ -1189,11 +1189,12 @@ TEST_SUITE("WorkerInbox parked bound") {
         CHECK(park_all(inbox, std::move(other)) == std::vector<TopicPartition>{kP0});
         CHECK(park_all(inbox, std::move(back)).empty());
         CHECK(inbox.parked(kP0) == 2);
+        CHECK(inbox.parked_load(kP0).records == 2);  // counted once, not again
     }
 
     TEST_CASE(
         "a record that leaves the parked ones (finished, or put back in its queue) frees "
-        "its place") {
+        "its place, and parked again competes for one as a new gap") {
         WorkerInbox inbox(1, 0, ParkLimits{1, 0});
         inbox.push(pending_range(kP0, 1, 1));
         CHECK(park_all(inbox, take_now(inbox)).empty());
@@ -1203,10 +1204,14 @@ TEST_SUITE("WorkerInbox parked bound") {
         inbox.push(pending_range(kP0, 2, 2));
         auto again = take_now(inbox);
         REQUIRE(offsets_of(again, kP0) == seq(1, 2));
-        // 1 parks again but holds no place any more: it takes the one place, 2 is refused.
-        CHECK(park_all(inbox, std::move(again)) == std::vector<TopicPartition>{kP0});
+        // 2 meets its gap first and takes the free place; 1 holds none any more: refused.
+        std::vector<PendingRecord> gaps;
+        gaps.push_back(std::move(again[1]));
+        gaps.push_back(std::move(again[0]));
+        CHECK(park_all(inbox, std::move(gaps)) == std::vector<TopicPartition>{kP0});
         CHECK(inbox.parked(kP0) == 1);
-        CHECK(take_now(inbox).size() == 2);  // 1 (due) and 2 (a dead letter)
+        CHECK(inbox.parked_load(kP0).records == 1);
+        CHECK(take_now(inbox).size() == 2);  // 2 (due) and 1 (a dead letter)
         finish_oldest(inbox, {}, {});        // both finished
         CHECK(inbox.parked_load(kP0).records == 0);
         CHECK(inbox.parked(kP0) == 0);
