@@ -228,8 +228,9 @@ std::string PipelineHarness::config_yaml() const {
             : fmt::format("    ordering: {}\n", ordering_name(b.ordering)),
         options.empty() ? std::string() : fmt::format("    options: {{{}}}\n", options),
         b.sequence
-            ? fmt::format("    sequence: {{entity: /accountId, value: /sequenceId, mode: {}}}\n",
-                          b.sequence->mode == SequenceMode::strict ? "strict" : "latest")
+            ? fmt::format("    sequence: {{entity: /accountId, value: /sequenceId, mode: {}{}}}\n",
+                          b.sequence->mode == SequenceMode::strict ? "strict" : "latest",
+                          b.sequence->scope == SequenceScope::group ? ", scope: group" : "")
             : "");
 }
 

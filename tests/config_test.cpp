@@ -195,6 +195,105 @@ bindings:
         CHECK(c.bindings[0].sequence->gap_timeout == SequenceConfig{}.gap_timeout);
     }
 
+    TEST_CASE(
+        "a sequence is shared by the groups on a database unless its binding says scope: group") {
+        const Config c = parse(R"(
+kafka: { bootstrap_servers: "k:9092", group_id: prod }
+postgres: { uri: "postgresql:///exo" }
+bindings:
+  - { topic: t, handler: ledger, key: coordinates, sequence: { entity: /id, value: /n } }
+  - topic: u
+    handler: audit
+    key: coordinates
+    sequence: { entity: /id, value: /n, scope: group }
+)");
+        const auto& shared = *c.bindings[0].sequence;
+        const auto& own = *c.bindings[1].sequence;
+        CHECK(shared.scope == SequenceScope::shared);
+        CHECK(own.scope == SequenceScope::group);
+        // What exo_sequences.handler holds: unchanged for shared, so an upgrade
+        // keeps every existing row; the group's own name otherwise.
+        CHECK(sequence_owner("ledger", shared.scope, c.kafka.group_id) == "ledger");
+        CHECK(sequence_owner("audit", own.scope, c.kafka.group_id) == "audit@prod");
+        CHECK(sequence_owner("audit", own.scope, "test") !=
+              sequence_owner("audit", own.scope, "prod"));
+    }
+
+    TEST_CASE("a sequence scope other than shared or group is refused with its path and line") {
+        const std::string text = errors_of(R"(
+kafka: { bootstrap_servers: "k:9092", group_id: g }
+postgres: { uri: "postgresql:///exo" }
+bindings:
+  - topic: t
+    handler: ledger
+    key: coordinates
+    sequence:
+      entity: /id
+      value: /n
+      scope: grop
+)");
+        CHECK(text.find("exo.yaml:10: bindings[0].sequence.scope: unknown value 'grop'; expected "
+                        "one of: shared, group (did you mean 'group'?)") != std::string::npos);
+    }
+
+    TEST_CASE(
+        "two bindings of one handler with different sequence scopes are refused, naming "
+        "both lines") {
+        const std::string text = errors_of(R"(
+kafka: { bootstrap_servers: "k:9092", group_id: g }
+postgres: { uri: "postgresql:///exo" }
+bindings:
+  - { topic: a, handler: ledger, key: coordinates, sequence: { entity: /id, value: /n } }
+  - topic: b
+    handler: ledger
+    key: coordinates
+    sequence: { entity: /id, value: /n,
+                scope: group }
+  - { topic: c, handler: audit, key: coordinates, sequence: { entity: /id, value: /n } }
+  - { topic: d, handler: audit, key: coordinates,
+      sequence: { entity: /id, value: /n, scope: shared } }
+)");
+        CHECK(text.find("exo.yaml:9: bindings[1].sequence.scope: is group, but another binding of "
+                        "handler 'ledger' (line 4) has shared (the default): give every "
+                        "sequenced binding of one handler the same scope") != std::string::npos);
+        CHECK(text.find("bindings[3]") == std::string::npos);  // same scope, said or not
+    }
+
+    TEST_CASE(
+        "scope: group is refused for a handler whose name has '@', which would make two "
+        "groups' rows one") {
+        const auto yaml = body(R"(
+kafka: { bootstrap_servers: "k:9092", group_id: g }
+postgres: { uri: "postgresql:///exo" }
+bindings:
+  - topic: a
+    handler: "ledger@eu"
+    key: coordinates
+    sequence: { entity: /id, value: /n, scope: group }
+  - topic: b
+    handler: "ledger@eu"
+    key: coordinates
+    sequence: { entity: /id, value: /n, scope: group }
+)");
+        try {
+            parse_config_text(yaml, "exo.yaml", {"ledger@eu"}, kNoEnv);
+            FAIL("expected a ConfigError");
+        } catch (const ConfigError& e) {
+            const std::string text = e.what();
+            CHECK(text.find("exo.yaml:7: bindings[0].sequence.scope: is group, but handler "
+                            "'ledger@eu' has '@' in its name") != std::string::npos);
+            CHECK(text.find("exo.yaml:11: bindings[1].sequence.scope") != std::string::npos);
+        }
+        // Shared, the name is stored as it is: nothing to refuse.
+        std::string shared(yaml);
+        for (auto at = shared.find("scope: group"); at != std::string::npos;
+             at = shared.find("scope: group"))
+            shared.replace(at, 12, "scope: shared");
+        CHECK(parse_config_text(shared, "exo.yaml", {"ledger@eu"}, kNoEnv)
+                  .bindings[0]
+                  .sequence->scope == SequenceScope::shared);
+    }
+
     TEST_CASE("an empty section or an empty mock reads as all defaults") {
         const Config c = parse(R"(
 kafka:

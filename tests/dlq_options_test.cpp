@@ -143,3 +143,52 @@ TEST_CASE("sequence advance refuses a blank reason, a bad target and a handler w
     CHECK_THROWS_WITH_AS(advance({"--entity", "e", "--to", "1", "--reason", "r"}, none),
                          doctest::Contains("nothing to advance"), UsageError);
 }
+
+namespace {
+
+// argv for `exo sequence rewind <args...>`.
+SequenceAdvanceRequest rewind(std::vector<std::string> args, const Config& config) {
+    std::vector<std::string> storage = {"exo", "sequence", "rewind"};
+    storage.insert(storage.end(), args.begin(), args.end());
+    std::vector<char*> pointers;
+    for (auto& s : storage) pointers.push_back(s.data());
+    pointers.push_back(nullptr);
+    const Arguments parsed("sequence rewind", static_cast<int>(storage.size()), pointers.data(), 3,
+                           {"handler", "entity", "to", "reason", "by"},
+                           {"dry-run", "confirm-rewind"});
+    return rewind_request(parsed, config, "alice");
+}
+
+}  // namespace
+
+TEST_CASE(
+    "sequence rewind moves backward only with --confirm-rewind or as a dry run, and a "
+    "reason") {
+    const Config c = two_handlers();
+    CHECK_THROWS_WITH_AS(rewind({"--entity", "acc-1", "--to", "41", "--reason", "jumped"}, c),
+                         doctest::Contains("add --confirm-rewind"), UsageError);
+    CHECK_THROWS_WITH_AS(
+        rewind({"--entity", "acc-1", "--to", "41", "--confirm-rewind", "--reason", " "}, c),
+        doctest::Contains("--reason is required: say why the entity's sequence is wrong"),
+        UsageError);
+    auto rq =
+        rewind({"--entity", "acc-1", "--to", "41", "--reason", "jumped", "--confirm-rewind"}, c);
+    CHECK(rq.backward);
+    CHECK(rq.to == 41);
+    CHECK(rq.handler == "ledger");
+    CHECK(rq.by == "alice");
+    CHECK(
+        rewind({"--entity", "acc-1", "--to", "41", "--reason", "jumped", "--dry-run"}, c).dry_run);
+    CHECK_FALSE(advance({"--entity", "e", "--to", "1", "--reason", "r"}, c).backward);
+}
+
+TEST_CASE("sequence advance and rewind name a group-scoped handler's row handler@group") {
+    Config c = two_handlers();
+    c.kafka.group_id = "prod";
+    c.bindings[0].sequence->scope = SequenceScope::group;
+    CHECK(advance({"--entity", "e", "--to", "1", "--reason", "r"}, c).handler == "ledger@prod");
+    CHECK(rewind({"--entity", "e", "--to", "1", "--reason", "r", "--dry-run"}, c).handler ==
+          "ledger@prod");
+    CHECK(advance({"--handler", "ledger", "--entity", "e", "--to", "1", "--reason", "r"}, c)
+              .handler == "ledger@prod");
+}

@@ -147,6 +147,26 @@ TEST_CASE("a sequence advance says from, to, what it skipped and where the audit
     CHECK(to_json(r)["from"].is_null());
 }
 
+TEST_CASE("a sequence rewind says from, to, that later sequences apply again, and the audit row") {
+    SequenceAdvanceResult r{"ledger@prod",
+                            "acc-1",
+                            9223372036854775807,
+                            41,
+                            SequenceAdvanceResult::Status::rewound,
+                            13};
+    const std::string text = to_text(r);
+    CHECK(
+        text.find("rewound entity 'acc-1' of handler 'ledger@prod' from 9223372036854775807 to 41 "
+                  "(audit row 13 in exo_sequence_advances)") != std::string::npos);
+    CHECK(text.find("sequences 42 and above apply again, except keys already applied") !=
+          std::string::npos);
+    CHECK(to_json(r)["status"] == "rewound");
+    r.status = SequenceAdvanceResult::Status::would_rewind;
+    r.audit_id = std::nullopt;
+    CHECK(to_text(r).find("would rewind entity 'acc-1'") != std::string::npos);
+    CHECK(to_json(r)["status"] == "would rewind");
+}
+
 TEST_CASE(
     "the text reports escape control characters in keys, topics, reasons and results, so a record "
     "forges no line and drives no terminal") {

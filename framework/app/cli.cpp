@@ -37,6 +37,11 @@ Usage:
                        [--dry-run] [--json]
                                  move a strict entity past sequences that will never apply
                                  (a poison), audited in exo_sequence_advances; never backwards
+  exo sequence rewind --config FILE [--handler H] --entity E --to N --reason TEXT [--by NAME]
+                      (--confirm-rewind | --dry-run) [--json]
+                                 move an entity back below a sequence that jumped (one record's
+                                 absurd sequence made the rest STALE), audited in
+                                 exo_sequence_advances; refused while a record of it is applying
   exo outbox list --config FILE [--limit N] [--json]
                                  emitted rows of the group that keep failing to publish (their key
                                  waits behind them), and rows no group's relay publishes

@@ -158,7 +158,8 @@ std::vector<DeadLetterEntry> entity_in_order(std::vector<DeadLetterEntry> candid
         if (!seq || seq->entity != entity) continue;
         std::string handler;
         for (const auto& b : config.bindings)
-            if (b.topic == e.topic) handler = b.handler;
+            if (b.topic == e.topic && b.sequence)
+                handler = sequence_owner(b.handler, b.sequence->scope, config.kafka.group_id);
         found.push_back({seq->sequence, handler, std::move(e)});
     }
     std::stable_sort(found.begin(), found.end(),

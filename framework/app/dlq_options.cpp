@@ -46,25 +46,54 @@ std::string sequenced_handler(const Arguments& args, const Config& config) {
     return *handler;
 }
 
+// The flags both moves share; `why` completes "--reason is required: say ".
+SequenceAdvanceRequest move_request(const Arguments& args, const Config& config,
+                                    const std::string& login, const char* to_hint,
+                                    const char* why) {
+    SequenceAdvanceRequest rq;
+    const std::string handler = sequenced_handler(args, config);
+    // The row the handler's entities have in this group: every sequenced
+    // binding of one handler has the same scope (the config refuses others).
+    for (const auto& b : config.bindings)
+        if (b.sequence && b.handler == handler) {
+            rq.handler = sequence_owner(handler, b.sequence->scope, config.kafka.group_id);
+            break;
+        }
+    rq.entity = args.required("entity");
+    if (rq.entity.empty()) throw UsageError("--entity needs the entity as exo stores it");
+    auto to = non_negative(args, "to", "the sequence to move to");
+    if (!to) throw UsageError(std::string("--to is required: ") + to_hint);
+    rq.to = *to;
+    rq.reason = args.get("reason").value_or("");
+    if (rq.reason.find_first_not_of(" \t\n") == std::string::npos)
+        throw UsageError(std::string("--reason is required: say ") + why +
+                         " (it is kept in exo_sequence_advances)");
+    rq.by = args.get("by").value_or(login);
+    if (rq.by.empty()) rq.by = "unknown";
+    rq.dry_run = args.has("dry-run");
+    return rq;
+}
+
 }  // namespace
 
 SequenceAdvanceRequest advance_request(const Arguments& args, const Config& config,
                                        const std::string& login) {
-    SequenceAdvanceRequest rq;
-    rq.handler = sequenced_handler(args, config);
-    rq.entity = args.required("entity");
-    if (rq.entity.empty()) throw UsageError("--entity needs the entity as exo stores it");
-    auto to = non_negative(args, "to", "the sequence to move to");
-    if (!to) throw UsageError("--to is required: the last sequence that will never apply");
-    rq.to = *to;
-    rq.reason = args.get("reason").value_or("");
-    if (rq.reason.find_first_not_of(" \t\n") == std::string::npos)
-        throw UsageError(
-            "--reason is required: say why these sequences will never apply (it is kept in "
-            "exo_sequence_advances)");
-    rq.by = args.get("by").value_or(login);
-    if (rq.by.empty()) rq.by = "unknown";
-    rq.dry_run = args.has("dry-run");
+    return move_request(args, config, login, "the last sequence that will never apply",
+                        "why these sequences will never apply");
+}
+
+SequenceAdvanceRequest rewind_request(const Arguments& args, const Config& config,
+                                      const std::string& login) {
+    auto rq = move_request(args, config, login,
+                           "the last sequence the entity really applied, below the one that "
+                           "jumped",
+                           "why the entity's sequence is wrong");
+    // A rewind lets sequences above --to apply again: asked for in so many words.
+    if (!rq.dry_run && !args.has("confirm-rewind"))
+        throw UsageError("a rewind lets records of sequences above " + std::to_string(rq.to) +
+                         " apply again (those whose keys were never applied): add "
+                         "--confirm-rewind to do it, or --dry-run to see the move");
+    rq.backward = true;
     return rq;
 }
 

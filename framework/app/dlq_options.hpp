@@ -28,5 +28,9 @@ DeadLetterSelection list_selection(const Arguments& args);
 // (default `login`), --dry-run.
 SequenceAdvanceRequest advance_request(const Arguments& args, const Config& config,
                                        const std::string& login);
+// `exo sequence rewind`: the same flags, and --confirm-rewind unless --dry-run.
+// The request's handler is what exo_sequences calls it (sequence_owner()).
+SequenceAdvanceRequest rewind_request(const Arguments& args, const Config& config,
+                                      const std::string& login);
 
 }  // namespace exo

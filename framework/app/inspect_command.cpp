@@ -28,7 +28,10 @@ std::optional<SequenceView> sequence_of(const Config& config, const DedupRow& ro
     for (const auto& b : config.bindings)
         if (b.topic == row.topic) binding = &b;
     if (binding == nullptr || !binding->sequence) return std::nullopt;
-    SequenceView view{binding->handler, std::nullopt, std::nullopt, ""};
+    // Under the name exo_sequences has for it in this group (scope: group).
+    SequenceView view{
+        sequence_owner(binding->handler, binding->sequence->scope, config.kafka.group_id),
+        std::nullopt, std::nullopt, ""};
     try {
         TopicReader reader(operator_bootstrap(config), config.kafka.properties);
         auto record =
@@ -39,7 +42,7 @@ std::optional<SequenceView> sequence_of(const Config& config, const DedupRow& ro
         }
         JsonPayload payload(record->value);
         view.entity = extract_sequence(*binding->sequence, payload).entity;
-        view.last_sequence = find_last_sequence(pg, binding->handler, *view.entity);
+        view.last_sequence = find_last_sequence(pg, view.handler, *view.entity);
         if (!view.last_sequence) view.note = "the entity has no sequence yet";
     } catch (const std::exception& e) {
         view.note = std::string("could not read the entity: ") + e.what();

@@ -1,5 +1,6 @@
 // `exo sequence advance` (docs/operations.md, "Recovering a strict entity"):
-// move a strict entity past sequences that will never apply, audited.
+// move a strict entity past sequences that will never apply, audited;
+// `exo sequence rewind`: move an entity back below a sequence that jumped, audited.
 #include <pwd.h>
 #include <unistd.h>
 
@@ -26,11 +27,15 @@ std::string login_name() {
     return "";
 }
 
-int sequence_advance(int argc, char** argv, const AppSetup& setup, ErrorOutput& errors) {
-    Arguments args("sequence advance", argc, argv, 3,
-                   {"config", "handler", "entity", "to", "reason", "by"}, {"dry-run", "json"});
+int sequence_move(int argc, char** argv, const AppSetup& setup, ErrorOutput& errors,
+                  bool backward) {
+    Arguments args(backward ? "sequence rewind" : "sequence advance", argc, argv, 3,
+                   {"config", "handler", "entity", "to", "reason", "by"},
+                   backward ? std::vector<std::string>{"dry-run", "json", "confirm-rewind"}
+                            : std::vector<std::string>{"dry-run", "json"});
     const Config config = load_config(args.required("config"), setup.handlers, errors);
-    const SequenceAdvanceRequest request = advance_request(args, config, login_name());
+    const SequenceAdvanceRequest request = backward ? rewind_request(args, config, login_name())
+                                                    : advance_request(args, config, login_name());
     auto pg = open_postgres_session(config.postgres);
     const SequenceAdvanceResult result = advance_sequence(*pg, request);
     if (args.has("json"))
@@ -44,9 +49,10 @@ int sequence_advance(int argc, char** argv, const AppSetup& setup, ErrorOutput& 
 
 int sequence_command(int argc, char** argv, const AppSetup& setup, ErrorOutput& errors) {
     const std::string sub = argc >= 3 ? argv[2] : "";
-    if (sub == "advance") return sequence_advance(argc, argv, setup, errors);
-    throw UsageError("say `advance`" + (sub.empty() ? std::string() : ", not '" + sub + "'") +
-                     " (see exo --help)");
+    if (sub == "advance") return sequence_move(argc, argv, setup, errors, false);
+    if (sub == "rewind") return sequence_move(argc, argv, setup, errors, true);
+    throw UsageError("say `advance` or `rewind`" +
+                     (sub.empty() ? std::string() : ", not '" + sub + "'") + " (see exo --help)");
 }
 
 }  // namespace exo

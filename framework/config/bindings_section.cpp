@@ -14,12 +14,14 @@ const Keys kBindingKeys = {"topic",        "handler",           "key",    "seque
                            "max_attempts", "dead_letter_topic", "options"};
 const Keys kKeySourceKeys = {"header", "json", "hash"};
 const Keys kHashKeys = {"fields", "exclude", "prefix_topic"};
-const Keys kSequenceKeys = {"entity", "value", "mode", "gap_timeout_ms"};
+const Keys kSequenceKeys = {"entity", "value", "mode", "scope", "gap_timeout_ms"};
 
 const Choices<Ordering> kOrderings = {
     {"partition", Ordering::partition}, {"key", Ordering::key}, {"entity", Ordering::entity}};
 const Choices<SequenceMode> kSequenceModes = {{"latest", SequenceMode::latest},
                                               {"strict", SequenceMode::strict}};
+const Choices<SequenceScope> kSequenceScopes = {{"shared", SequenceScope::shared},
+                                                {"group", SequenceScope::group}};
 
 constexpr std::string_view kKeyForms =
     "{ header: NAME }, { json: /pointer }, { hash: { fields | exclude: [/pointer, ...] } } or "
@@ -164,7 +166,13 @@ KeySource read_key(const Reader& binding) {
     return out;
 }
 
-SequenceConfig read_sequence(const Reader& sequence) {
+// The scope each handler's sequenced bindings asked for, and where: every
+// binding of one handler in a config must agree, or one entity would have two
+// sequences in one group and `exo sequence` could not say which it moves.
+using ScopesSeen = std::map<std::string, std::pair<SequenceScope, int>>;
+
+SequenceConfig read_sequence(const Reader& sequence, const std::string& handler,
+                             ScopesSeen& scopes) {
     SequenceConfig out;
     if (sequence.require("entity",
                          "give the JSON pointer to the entity id, e.g. entity: /account_id")) {
@@ -175,7 +183,30 @@ SequenceConfig read_sequence(const Reader& sequence) {
         read_pointer(sequence, "value", out.value_pointer);
     }
     sequence.read("mode", out.mode, kSequenceModes);
+    sequence.read("scope", out.scope, kSequenceScopes);
     sequence.read("gap_timeout_ms", out.gap_timeout, kPositiveMs);
+    if (handler.empty()) return out;
+    const int line = sequence.line_of("scope");  // the sequence's own line without one
+    // sequence_owner() writes "<handler>@<group>": a handler with '@' would make
+    // two (handler, group) pairs one row.
+    if (out.scope == SequenceScope::group && handler.find('@') != std::string::npos) {
+        sequence.problem("scope", "is group, but handler " + in_quotes(handler) +
+                                      " has '@' in its name, which exo uses to add the group to "
+                                      "the handler in exo_sequences: register the handler under "
+                                      "a name without '@', or use scope: shared");
+    }
+    const auto [seen, added] = scopes.emplace(handler, std::pair{out.scope, line});
+    if (!added && seen->second.first != out.scope) {
+        const auto name = [](SequenceScope s) {
+            return s == SequenceScope::group ? "group" : "shared (the default)";
+        };
+        sequence.problem("scope", std::string("is ") + name(out.scope) +
+                                      ", but another binding of handler " + in_quotes(handler) +
+                                      " (line " + std::to_string(seen->second.second) + ") has " +
+                                      name(seen->second.first) +
+                                      ": give every sequenced binding of one handler the same "
+                                      "scope, or its entities would have two sequences");
+    }
     return out;
 }
 
@@ -219,7 +250,7 @@ HandlerOptions read_options(const Reader& binding, const std::string& source_nam
 
 // `bound` maps each topic already bound to the line of its binding.
 BindingConfig read_binding(Context& ctx, const Item& item, const std::vector<std::string>& handlers,
-                           std::map<std::string, int>& bound) {
+                           std::map<std::string, int>& bound, ScopesSeen& scopes) {
     const Reader binding(ctx, item.node, item.path, item.line, kBindingKeys);
     BindingConfig out;
     out.yaml_line = item.line;
@@ -241,7 +272,7 @@ BindingConfig read_binding(Context& ctx, const Item& item, const std::vector<std
         out.key = read_key(binding);
     }
     if (binding.has("sequence"))
-        out.sequence = read_sequence(binding.map("sequence", kSequenceKeys));
+        out.sequence = read_sequence(binding.map("sequence", kSequenceKeys), out.handler, scopes);
     binding.read("ordering", out.ordering, kOrderings);
     if (out.ordering == Ordering::entity && !binding.has("sequence")) {
         binding.problem("ordering",
@@ -278,8 +309,9 @@ std::vector<BindingConfig> read_bindings(const Reader& top,
         top.problem("bindings", "lists no binding: add at least one { topic, handler, key }");
     }
     std::map<std::string, int> bound;
+    ScopesSeen scopes;
     for (const Item& item : items)
-        out.push_back(read_binding(top.context(), item, handlers, bound));
+        out.push_back(read_binding(top.context(), item, handlers, bound, scopes));
     return out;
 }
 

@@ -193,6 +193,7 @@ private:
             text("entity", b.sequence->entity_pointer);
             text("value", b.sequence->value_pointer);
             text("mode", b.sequence->mode == SequenceMode::strict ? "strict" : "latest");
+            text("scope", b.sequence->scope == SequenceScope::group ? "group" : "shared");
             ms("gap_timeout_ms", b.sequence->gap_timeout);
             end();
         }

@@ -120,14 +120,19 @@ struct ReplayResult {
 const char* to_string(ReplayResult::Status status);
 
 // `exo sequence advance`: move (handler, entity)'s last sequence to `to`, past
-// sequences that will never apply, with an audit row.
+// sequences that will never apply, with an audit row. `exo sequence rewind`
+// (backward): move it back to `to`, below a sequence that jumped, with an
+// audit row in the same table (from_sequence > to_sequence).
 struct SequenceAdvanceRequest {
+    // exo_sequences.handler: the handler name, or "<handler>@<group>" for a
+    // binding with `sequence.scope: group` (sequence_owner()).
     std::string handler;
     std::string entity;  // as exo stores it
     std::int64_t to = 0;
     std::string reason;
     std::string by;  // who asks
     bool dry_run = false;
+    bool backward = false;  // rewind: `to` must be below the entity's last sequence
 };
 
 struct SequenceAdvanceResult {
@@ -135,7 +140,13 @@ struct SequenceAdvanceResult {
     std::string entity;
     std::optional<std::int64_t> from;  // nullopt: the entity had no sequence
     std::int64_t to = 0;
-    enum class Status { advanced, would_advance, unchanged } status = Status::unchanged;
+    enum class Status {
+        advanced,
+        would_advance,
+        rewound,
+        would_rewind,
+        unchanged
+    } status = Status::unchanged;
     std::optional<std::int64_t> audit_id;  // advanced: the exo_sequence_advances row
 };
 const char* to_string(SequenceAdvanceResult::Status status);

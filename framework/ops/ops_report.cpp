@@ -219,6 +219,16 @@ std::string to_text(const SequenceAdvanceResult& r) {
                 << ", skipping sequences " << (r.from ? *r.from + 1 : 1) << " to " << r.to
                 << " (dry run: nothing changed)\n";
             break;
+        case SequenceAdvanceResult::Status::rewound:
+            out << "rewound " << what << " from " << from << " to " << r.to << " (audit row "
+                << r.audit_id.value_or(0) << " in exo_sequence_advances)\n"
+                << "sequences " << r.to + 1 << " and above apply again, except keys "
+                << "already applied (their dedup rows still fence them)\n";
+            break;
+        case SequenceAdvanceResult::Status::would_rewind:
+            out << "would rewind " << what << " from " << from << " to " << r.to
+                << " (dry run: nothing changed)\n";
+            break;
         case SequenceAdvanceResult::Status::unchanged:
             out << what << " is already at " << r.to << ": nothing changed\n";
             break;

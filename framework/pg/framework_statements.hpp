@@ -58,7 +58,10 @@ void update_processed(pqxx::transaction_base& tx, const std::string& group, cons
                       StoredOutcome outcome, const std::string& result);
 
 struct SequenceStep {
-    const std::string& handler;
+    // exo_sequences.handler: the handler name, or for a binding with
+    // `sequence.scope: group` its group-qualified form (sequence_owner(),
+    // core/sequence_config.hpp). Owned: it is computed per binding and group.
+    std::string handler;
     const std::string& entity;
     std::int64_t sequence;
     SequenceMode mode;

@@ -17,8 +17,9 @@ RecordStepResult run_record_step(pqxx::transaction_base& tx, const RecordStepInp
         StoredOutcome::applied, {}};
     std::optional<SequenceStep> step;
     if (binding.sequence)
-        step.emplace(SequenceStep{binding.handler, in.sequence->entity, in.sequence->sequence,
-                                  binding.sequence->mode});
+        step.emplace(SequenceStep{
+            sequence_owner(binding.handler, binding.sequence->scope, in.consumer_group),
+            in.sequence->entity, in.sequence->sequence, binding.sequence->mode});
     ++out.round_trips;
     auto start = start_record(tx, row, step);
     if (start.duplicate) {

@@ -35,8 +35,10 @@ void lock_entities_of(const PassContext& ctx, pqxx::transaction_base& tx, Batch&
         } catch (const PermanentError&) {
             continue;  // its own step dead-letters it
         }
-        steps.push_back({record->binding->handler, values.back().entity, values.back().sequence,
-                         record->binding->sequence->mode});
+        const auto& binding = *record->binding;
+        steps.push_back(
+            {sequence_owner(binding.handler, binding.sequence->scope, ctx.config.kafka.group_id),
+             values.back().entity, values.back().sequence, binding.sequence->mode});
         stepped.push_back(record);
     }
     // A failure here is nobody's record's: it fails the batch (a lock timeout

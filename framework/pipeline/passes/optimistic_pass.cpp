@@ -36,8 +36,9 @@ std::optional<std::string> start_set_based(const PassContext& ctx, pqxx::transac
                 record->dead_letter(e.what());
                 continue;
             }
-            step.emplace(SequenceStep{binding.handler, values.back().entity, values.back().sequence,
-                                      binding.sequence->mode});
+            step.emplace(SequenceStep{
+                sequence_owner(binding.handler, binding.sequence->scope, ctx.config.kafka.group_id),
+                values.back().entity, values.back().sequence, binding.sequence->mode});
         }
         started.push_back(record);
         starting.push_back({record->key, record->token.value_or(FencingToken{0}),
