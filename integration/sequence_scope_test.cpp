@@ -137,11 +137,22 @@ TEST_CASE(
     CHECK(last_sequence(h, owner) == kMax);
     CHECK(h.count("SELECT count(*) FROM exo_sequence_advances") == 0);
 
-    {  // A record of the entity being applied holds its row: refused at once.
+    {  // A record of the entity being applied holds its row: refused at once,
+        // even with no lock timeout at all (lock_timeout_ms: 0 would wait forever).
+        std::string unbounded = config + ".no-lock-timeout.yaml";
+        {
+            std::ifstream in(config);
+            std::string text((std::istreambuf_iterator<char>(in)), {});
+            const auto at = text.find("postgres: {uri: ");
+            REQUIRE(at != std::string::npos);
+            text.insert(text.find('}', at), ", lock_timeout_ms: 0");
+            std::ofstream(unbounded) << text;
+        }
         pqxx::connection holder_connection(h.postgres_uri());
         pqxx::work holder(holder_connection);
         holder.exec("SELECT last_sequence FROM exo_sequences WHERE entity = 'acc-1' FOR UPDATE");
-        auto locked = with({"--to", "1", "--reason", "x", "--confirm-rewind"});
+        auto locked = exo_cli({"sequence", "rewind", "--config", unbounded, "--entity", "acc-1",
+                               "--to", "1", "--reason", "x", "--confirm-rewind"});
         CHECK(locked.exit_code == 1);
         CHECK(locked.output.find("is locked by another transaction") != std::string::npos);
         holder.abort();
