@@ -5,7 +5,11 @@
 #include <string>
 #include <vector>
 
+#include <exo/outbox.hpp>
+
+#include "core/exo_headers.hpp"
 #include "core/text.hpp"
+#include "pg/migrations.hpp"
 #include "pipeline/dead_letter.hpp"
 
 using namespace exo;
@@ -118,7 +122,7 @@ TEST_CASE("a dead letter's reason is capped and made valid UTF-8") {
 TEST_CASE("a dead letter too large with its value is sent without it, saying how large it was") {
     auto record = failed_record();
     auto out = exo::make_dead_letter(record, "payments.dlq", "billing", "too large", "evt-1",
-                                     exo::DeadLetterValue::omitted);
+                                     exo::DeadLetterShape::value_omitted);
     CHECK(out.value.empty());
     bool found = false;
     for (const auto& h : out.headers)
@@ -153,4 +157,92 @@ TEST_CASE(
     // A replayed copy's origin is exo's, and says the letter is of a replay.
     CHECK(only_header(out, "exo-replayed-from") == "payments/7/3");
     CHECK(only_header(out, "exoskeleton") == "not exo's");
+}
+
+namespace {
+
+std::size_t wire_size(const OutgoingRecord& letter) {
+    return outbox_wire_size({letter.topic, letter.key, letter.value, letter.headers});
+}
+
+DeadLetterShape shape_for(const PendingRecord& p, std::size_t limit) {
+    return fitting_dead_letter_shape(p, "payments.dlq", "billing", "refused", "evt-1", limit);
+}
+
+OutgoingRecord letter(const PendingRecord& p, DeadLetterShape shape) {
+    return make_dead_letter(p, "payments.dlq", "billing", "refused", "evt-1", shape);
+}
+
+}  // namespace
+
+TEST_CASE("a dead letter that fits the producer's limit is the whole record") {
+    CHECK(shape_for(failed_record(), kDefaultMaxMessageBytes) == DeadLetterShape::original);
+}
+
+TEST_CASE("a dead letter too large only by its value leaves the value out and keeps the key") {
+    PendingRecord p = failed_record();
+    p.record.value = std::string(999900, 'v');
+    const auto shape = shape_for(p, kDefaultMaxMessageBytes);
+    CHECK(shape == DeadLetterShape::value_omitted);
+    const auto out = letter(p, shape);
+    CHECK(out.key == p.record.key);
+    CHECK(wire_size(out) <= kDefaultMaxMessageBytes);
+}
+
+TEST_CASE(
+    "a dead letter of a record with a 1 MB key fits: the key is replaced by its size and digest") {
+    PendingRecord p = failed_record();
+    const std::string key(1024 * 1024, 'k');
+    p.record.key = key;
+    const auto shape = shape_for(p, kDefaultMaxMessageBytes);
+    CHECK(shape == DeadLetterShape::digested);
+    const auto out = letter(p, shape);
+    CHECK(wire_size(out) <= kDefaultMaxMessageBytes);
+    CHECK_FALSE(out.key.has_value());
+    CHECK(out.value.empty());
+    CHECK(only_header(out, "exo-key-omitted") == omitted_bytes_text(key.size(), sha256_hex(key)));
+    CHECK(only_header(out, "exo-key-omitted")->starts_with("1048576 bytes sha256:"));
+    CHECK(only_header(out, "exo-value-omitted") == std::to_string(p.record.value.size()));
+    // The small headers stay as they were; exo's say where the record is.
+    CHECK(header_values(out, "trace-id").size() == 2);
+    CHECK(only_header(out, "exo-original-offset") == "9000000001");
+    CHECK(only_header(out, "exo-idempotency-key") == "evt-1");
+}
+
+TEST_CASE("a dead letter of a record with a 1 MB header replaces that header by its digest") {
+    PendingRecord p = failed_record();
+    const std::string big(1024 * 1024, 'h');
+    p.record.headers.push_back({"blob", big});
+    const auto shape = shape_for(p, kDefaultMaxMessageBytes);
+    CHECK(shape == DeadLetterShape::digested);
+    const auto out = letter(p, shape);
+    CHECK(wire_size(out) <= kDefaultMaxMessageBytes);
+    CHECK(out.key == p.record.key);  // a small key is kept
+    CHECK(header_values(out, "blob").empty());
+    CHECK(only_header(out, "exo-header-omitted") ==
+          "blob: " + omitted_bytes_text(big.size(), sha256_hex(big)));
+    CHECK(header_values(out, "trace-id").size() == 2);
+}
+
+TEST_CASE("a dead letter of a record with many small headers over the limit summarises them all") {
+    PendingRecord p = failed_record();
+    for (int i = 0; i < 100000; ++i)
+        p.record.headers.push_back({"header-" + std::to_string(i), "v"});
+    const auto shape = shape_for(p, kDefaultMaxMessageBytes);
+    CHECK(shape == DeadLetterShape::headers_omitted);
+    const auto out = letter(p, shape);
+    CHECK(wire_size(out) <= kDefaultMaxMessageBytes);
+    CHECK(header_values(out, "header-1").empty());
+    CHECK(only_header(out, "exo-headers-omitted")->starts_with("100003 headers, "));
+}
+
+TEST_CASE("the smallest dead letter fits a small producer limit whatever the record's size") {
+    PendingRecord p = failed_record();
+    p.record.key = std::string(1024 * 1024, 'k');
+    p.record.value = std::string(1024 * 1024, 'v');
+    p.record.headers.push_back({std::string(5000, 'n'), std::string(1024 * 1024, 'h')});
+    const auto out = letter(p, shape_for(p, 10000));
+    CHECK(wire_size(out) <= 10000);
+    CHECK(header_values(out, "exo-original-topic").size() == 1);
+    CHECK(header_values(out, "exo-key-omitted").size() == 1);
 }

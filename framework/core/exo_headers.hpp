@@ -37,6 +37,13 @@ inline std::string replayed_header_name(std::string_view name) {
     return std::string(name);
 }
 
+// What a dead letter says in place of bytes it left out (a key or header too large
+// for the letter to fit, pipeline/dead_letter.hpp): "<size> bytes sha256:<hex>", so a
+// reader can check a candidate (replay: the record at the letter's coordinates).
+inline std::string omitted_bytes_text(std::size_t size, std::string_view sha256_hex) {
+    return std::to_string(size) + " bytes sha256:" + std::string(sha256_hex);
+}
+
 // The last header named `name` of a record exo wrote, or nullptr.
 inline const RecordHeader* exo_header(const Record& r, std::string_view name) {
     for (auto h = r.headers.rbegin(); h != r.headers.rend(); ++h)

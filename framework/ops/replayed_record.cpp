@@ -4,14 +4,17 @@
 #include <array>
 #include <string_view>
 
+#include "pg/migrations.hpp"  // sha256_hex
+
 namespace exo {
 namespace {
 
 // Every header make_dead_letter() appends (pipeline/dead_letter.cpp), and ours.
-constexpr std::array<std::string_view, 11> kExoHeaders{
+constexpr std::array<std::string_view, 13> kExoHeaders{
     "exo-error",           "exo-attempts",       "exo-original-topic",  "exo-original-partition",
     "exo-original-offset", "exo-consumer-group", "exo-idempotency-key", "exo-value-omitted",
-    "exo-headers-omitted", "exo-traceparent",    kReplayedFromHeader};
+    "exo-key-omitted",     "exo-header-omitted", "exo-headers-omitted", "exo-traceparent",
+    kReplayedFromHeader};
 
 bool is_exo_header(const RecordHeader& h) {
     return std::find(kExoHeaders.begin(), kExoHeaders.end(), h.name) != kExoHeaders.end();
@@ -58,6 +61,13 @@ bool is_dead_letter_of(const Record& dead_letter, const std::string& group, cons
 
 bool value_omitted(const Record& dead_letter) {
     return exo_header(dead_letter, "exo-value-omitted") != nullptr;
+}
+
+bool omitted_key_matches(const Record& dead_letter, const Record& original) {
+    const RecordHeader* h = exo_header(dead_letter, "exo-key-omitted");
+    if (h == nullptr) return true;
+    const std::string key = original.key.value_or("");
+    return original.key && h->value && *h->value == omitted_bytes_text(key.size(), sha256_hex(key));
 }
 
 OutgoingRecord replay_of_dead_letter(const Record& dead_letter, const OriginalCoordinates& at) {

@@ -29,6 +29,11 @@ bool is_dead_letter_of(const Record& dead_letter, const std::string& group, cons
 // Whether the dead letter was sent without the original value (exo-value-omitted).
 bool value_omitted(const Record& dead_letter);
 
+// Whether the record at the letter's coordinates has the key the letter left out
+// (exo-key-omitted: its size and SHA-256, pipeline/dead_letter.hpp). True when
+// the letter left no key out.
+bool omitted_key_matches(const Record& dead_letter, const Record& original);
+
 // To the original topic and partition: the dead letter's Kafka key, value and
 // headers without the ones the dead-letter step added (and without an earlier
 // exo-replayed-from), the record's own exo-* headers under their names again

@@ -156,9 +156,9 @@ void DeadLetterPublisher::produce(const BatchRecord& item) {
     // One dead letter at a time, waiting for its acknowledgement: a failure is
     // then this record's alone, and a delivered one is never sent again because
     // a neighbour failed.
-    auto send = [&](DeadLetterValue value) {
+    auto send = [&](DeadLetterShape shape) {
         producer().produce(make_dead_letter(item.pending, topic, config_.kafka.group_id,
-                                            verdict.reason, item.key, value));
+                                            verdict.reason, item.key, shape));
         try {
             producer().flush(kDeadLetterFlushTimeout);
         } catch (const KafkaError& e) {
@@ -166,14 +166,25 @@ void DeadLetterPublisher::produce(const BatchRecord& item) {
             throw;
         }
     };
-    try {
-        send(DeadLetterValue::original);
-    } catch (const KafkaError& e) {
-        if (e.code() != RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE) throw;
-        // The original plus exo's headers exceed message.max.bytes (the client's
-        // or the broker's): the reason and coordinates matter more than a copy of
-        // a value Kafka still holds.
-        send(DeadLetterValue::omitted);
+    // The letter's shape is decided before producing, against the producer's
+    // message.max.bytes (the relay's: both take kafka.properties): a letter over it
+    // would be refused on every try and stall the partition. The reason and
+    // coordinates matter more than a copy of a value, key or header Kafka still holds.
+    const auto limit = config_.outbox.emit_limits.producer_bytes();
+    auto shape = fitting_dead_letter_shape(item.pending, topic, config_.kafka.group_id,
+                                           verdict.reason, item.key, limit);
+    for (;;) {
+        try {
+            send(shape);
+            return;
+        } catch (const KafkaError& e) {
+            // A broker's limit for the dead-letter topic may be lower than the producer's:
+            // the next shape, smaller, until the last one.
+            if (e.code() != RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE ||
+                shape == DeadLetterShape::headers_omitted)
+                throw;
+            shape = static_cast<DeadLetterShape>(static_cast<int>(shape) + 1);
+        }
     }
 }
 
