@@ -14,6 +14,7 @@
 #include "kafka/consumer.hpp"
 #include "kafka/kafka_logging.hpp"
 #include "kafka/rdkafka_handles.hpp"
+#include "kafka/record_copy.hpp"
 #include "payments_workload.hpp"
 #include "support.hpp"
 
@@ -25,7 +26,8 @@ inline PaymentMessage payment(const std::string& event, const std::string& accou
 }
 
 // Reads `topic` from the beginning, every partition, until `expected` records arrived
-// or 30 s passed. The partitions are assigned, not subscribed to: no group join (which
+// or 30 s passed, each with its key, value, headers and timestamp (copy_record, as exo
+// reads them). The partitions are assigned, not subscribed to: no group join (which
 // takes about 3 s on the mock cluster) and nothing committed.
 inline std::vector<Record> read_topic(const std::string& bootstrap, const std::string& topic,
                                       std::size_t expected) {
@@ -66,23 +68,7 @@ inline std::vector<Record> read_topic(const std::string& bootstrap, const std::s
     while (got.size() < expected && std::chrono::steady_clock::now() < deadline) {
         MessageHandle m(rd_kafka_consumer_poll(rk.get(), 100));
         if (!m || m->err != RD_KAFKA_RESP_ERR_NO_ERROR) continue;
-        Record r;
-        r.topic = Topic{topic};
-        r.partition = Partition{m->partition};
-        r.offset = Offset{m->offset};
-        if (m->payload != nullptr) r.value.assign(static_cast<const char*>(m->payload), m->len);
-        rd_kafka_headers_t* headers = nullptr;  // owned by the message
-        const char* name = nullptr;
-        const void* value = nullptr;
-        std::size_t size = 0;
-        if (rd_kafka_message_headers(m.get(), &headers) == RD_KAFKA_RESP_ERR_NO_ERROR)
-            for (std::size_t i = 0; rd_kafka_header_get_all(headers, i, &name, &value, &size) ==
-                                    RD_KAFKA_RESP_ERR_NO_ERROR;
-                 ++i)
-                r.headers.push_back({name, value ? std::optional<std::string>(std::string(
-                                                       static_cast<const char*>(value), size))
-                                                 : std::nullopt});
-        got.push_back(std::move(r));
+        got.push_back(copy_record(*m));  // key, value, headers and timestamp, as exo reads them
     }
     rd_kafka_consumer_close(rk.get());
     return got;
