@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "ops/replayed_record.hpp"
+#include "pg/dead_letter_record.hpp"
 #include "pipeline/dead_letter.hpp"
 
 using namespace exo;
@@ -134,4 +135,30 @@ TEST_CASE(
     CHECK_FALSE(omitted_key_matches(d, other));
     // A letter that kept its key matches whatever is there: the key check is replay's.
     CHECK(omitted_key_matches(dead_letter_of(original(), DeadLetterShape::value_omitted), other));
+}
+
+TEST_CASE("a letter is verified only by the digest exo recorded writing it") {
+    const std::string digest = dead_letter_digest(std::string("account-1"), "v", {});
+    CHECK(check_letter(digest, digest) == LetterCheck::verified);
+    CHECK(check_letter(dead_letter_digest(std::string("account-1"), "w", {}), digest) ==
+          LetterCheck::forged);
+    CHECK(check_letter(std::nullopt, digest) == LetterCheck::unrecorded);
+}
+
+TEST_CASE(
+    "a refused letter is named by its key, its record's coordinates, where it is and both "
+    "digests, printable whatever its key") {
+    const Record letter = dead_letter_of(original());
+    const OriginalCoordinates at{"payments", 2, 17};
+    const std::string text =
+        unverified_letter_text("e-1\n\x1b[2J", at, letter, std::string("aaaa"), "bbbb");
+    CHECK(text.find("key 'e-1\\n\\u001b[2J' (payments/2/17)") != std::string::npos);
+    CHECK(text.find("payments.dlq/0/4") != std::string::npos);
+    CHECK(text.find("aaaa") != std::string::npos);
+    CHECK(text.find("bbbb") != std::string::npos);
+    CHECK(text.find('\n') == std::string::npos);
+    const std::string none = unverified_letter_text("", at, letter, std::nullopt, "bbbb");
+    CHECK(none.find("the keyless record payments/2/17") != std::string::npos);
+    CHECK(none.find("not one exo recorded writing") != std::string::npos);
+    CHECK(none.find("bbbb") != std::string::npos);
 }

@@ -29,10 +29,13 @@ Usage:
   exo dlq list --config FILE [--topic T] [--since DURATION] [--json]
                                  dead letters (and replays not processed yet) with reason and origin
   exo dlq replay --config FILE (--key KEY | --offset N [--topic T] [--partition P] | --all [--topic T]
-                 | --entity E [--topic T]) [--dry-run] [--json]
+                 | --entity E [--topic T]) [--dry-run] [--json] [--trust-unverified]
                                  process dead-lettered records once more, exactly once
                                  (docs/operations.md); running it again finishes a crashed replay;
-                                 --entity: a strict entity's dead letters in sequence order
+                                 --entity: a strict entity's dead letters in sequence order;
+                                 a letter whose key and value are not those exo recorded writing
+                                 is refused (--trust-unverified: replay one it has no record of,
+                                 written before exo recorded them)
   exo sequence advance --config FILE [--handler H] --entity E --to N --reason TEXT [--by NAME]
                        [--dry-run] [--json]
                                  move a strict entity past sequences that will never apply

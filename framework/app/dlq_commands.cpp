@@ -215,7 +215,7 @@ int dlq_list(int argc, char** argv, const AppSetup& setup, ErrorOutput& errors) 
 int dlq_replay(int argc, char** argv, const AppSetup& setup, ErrorOutput& errors) {
     Arguments args("dlq replay", argc, argv, 3,
                    {"config", "key", "offset", "topic", "partition", "entity"},
-                   {"all", "dry-run", "json"});
+                   {"all", "dry-run", "json", "trust-unverified"});
     const DeadLetterSelection selection = replay_selection(args);
     const Config config = load_config(args.required("config"), setup.handlers, errors);
     auto failpoints = Failpoints::from_environment();
@@ -251,7 +251,9 @@ int dlq_replay(int argc, char** argv, const AppSetup& setup, ErrorOutput& errors
         if (config.claim.in_redis()) redis.emplace(operator_redis(config.redis));
         KafkaProducer producer(operator_producer(bootstrap, config.kafka));
         DeadLetterReplayer replayer(
-            {config, *pg, redis ? &*redis : nullptr, reader, topics, producer, failpoints});
+            {config, *pg, redis ? &*redis : nullptr, reader, topics, producer, failpoints,
+             args.has("trust-unverified"),
+             [&](const std::string& text) { errors.print("dlq replay", text); }});
         if (selection.entity)
             entries = entity_in_order(std::move(entries), *selection.entity, config, *pg, replayer,
                                       results);
@@ -264,6 +266,11 @@ int dlq_replay(int argc, char** argv, const AppSetup& setup, ErrorOutput& errors
                 results.push_back(replayer.replay(entry, args.has("dry-run")));
             } catch (const ReplaySourceGone& e) {
                 // One lost record must not hold back the others of --all.
+                results.push_back({entry.key, ReplayResult::Status::skipped, e.what(), ""});
+                exit_code = 1;
+            } catch (const ReplayUnverified& e) {
+                // A letter someone else wrote: --all goes on, and the command fails so
+                // that it is seen.
                 results.push_back({entry.key, ReplayResult::Status::skipped, e.what(), ""});
                 exit_code = 1;
             } catch (const ReplayRefused& e) {

@@ -6,6 +6,7 @@
 #include "ops/dedup_queries.hpp"
 #include "ops/replayed_record.hpp"
 #include "ops/unsettled_letters.hpp"
+#include "pg/dead_letter_record.hpp"
 #include "redis/claim_store.hpp"
 
 namespace exo {
@@ -84,6 +85,7 @@ OutgoingRecord DeadLetterReplayer::find_record(const DeadLetterEntry& entry,
         if (is_dead_letter_of(r, s_.config.kafka.group_id, entry.key, at) ||
             is_dead_letter_of(r, s_.config.kafka.group_id, "", at))
             found = &r;  // the latest copy
+    if (found != nullptr) verify_letter(*found, entry);
     if (found != nullptr && !value_omitted(*found)) {
         source = "its dead letter " +
                  to_text({found->topic.value, found->partition.value, found->offset.value});
@@ -109,6 +111,24 @@ OutgoingRecord DeadLetterReplayer::find_record(const DeadLetterEntry& entry,
         ", and Kafka no longer keeps " + to_text(at) +
         " (retention or compaction). Nothing was changed; re-produce the event by hand with its "
         "key, then see docs/operations.md");
+}
+
+void DeadLetterReplayer::verify_letter(const Record& letter, const DeadLetterEntry& entry) {
+    const std::string digest = dead_letter_digest(letter.key, letter.value, letter.headers);
+    const auto recorded = recorded_dead_letter_digest(s_.postgres, s_.config.kafka.group_id,
+                                                      entry.topic, entry.partition, entry.offset);
+    const auto check = check_letter(recorded, digest);
+    if (check == LetterCheck::verified) return;
+    if (check == LetterCheck::unrecorded && s_.trust_unverified) {
+        s_.warn(unverified_letter_text(entry.key, {entry.topic, entry.partition, entry.offset},
+                                       letter, recorded, digest) +
+                "; replayed anyway (--trust-unverified)");
+        return;
+    }
+    throw ReplayUnverified(unverified_letter_text(entry.key,
+                                                  {entry.topic, entry.partition, entry.offset},
+                                                  letter, recorded, digest) +
+                           ". Nothing was changed");
 }
 
 std::optional<SequenceValue> DeadLetterReplayer::sequence_of(const DeadLetterEntry& entry) {

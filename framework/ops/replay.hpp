@@ -21,6 +21,7 @@
 // same, and so is the argument.
 //
 // Thread-safety: none; one replayer per command.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,11 @@ struct ReplayServices {
     DeadLetterTopics& letters;
     KafkaProducer& producer;
     Failpoints& failpoints;
+    // Replay a letter exo has no record of writing (one written before
+    // sql/0012_dead_letter_digest.sql), after `warn` says so; a letter whose record
+    // says another digest is refused all the same.
+    bool trust_unverified = false;
+    std::function<void(const std::string&)> warn = [](const std::string&) {};
 };
 
 // The record of a dead letter cannot be found any more: not in its dead-letter
@@ -64,6 +70,16 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// The letter found for an entry is not one exo wrote as it is now: the SHA-256 of
+// its key and value is not the one exo recorded when it wrote the record's dead
+// letter (pg/dead_letter_record.hpp), or exo recorded none (a letter produced by
+// someone else, or written before exo recorded digests: --trust-unverified).
+// Nothing was changed. The message names the key, the coordinates and both digests.
+class ReplayUnverified : public ReplayRefused {
+public:
+    using ReplayRefused::ReplayRefused;
+};
+
 class DeadLetterReplayer {
 public:
     explicit DeadLetterReplayer(ReplayServices services) : s_(services) {}
@@ -71,7 +87,8 @@ public:
     // Replays `entry` (a DEAD_LETTERED row, a pending replay, or a dead letter
     // without a dedup row: no_dedup_row, no_key), or with `dry_run` only finds
     // its record and says what would be done.
-    // Throws ReplaySourceGone, ReplayRefused; UsageError when the entry's topic has no binding in
+    // Throws ReplaySourceGone, ReplayRefused (ReplayUnverified: its letter is not
+    // one exo recorded writing); UsageError when the entry's topic has no binding in
     // the config or the replayed record would derive another key (a
     // `coordinates` binding); pqxx, RedisError and KafkaError for failures of
     // the servers (the replay is then resumed by running it again).
@@ -85,6 +102,10 @@ public:
 private:
     OutgoingRecord find_record(const DeadLetterEntry& entry, const BindingConfig& binding,
                                std::string& source);
+
+    // Throws ReplayUnverified unless `letter` is the one exo recorded writing for
+    // the entry's record (or exo recorded none and trust_unverified is set).
+    void verify_letter(const Record& letter, const DeadLetterEntry& entry);
 
     // The key a no_key entry's record derives now; ReplayRefused if none.
     std::string derived_key(const BindingConfig& binding, const OutgoingRecord& out) const;

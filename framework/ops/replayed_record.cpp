@@ -4,6 +4,7 @@
 #include <array>
 #include <string_view>
 
+#include "core/text.hpp"
 #include "pg/migrations.hpp"  // sha256_hex
 
 namespace exo {
@@ -68,6 +69,31 @@ bool omitted_key_matches(const Record& dead_letter, const Record& original) {
     if (h == nullptr) return true;
     const std::string key = original.key.value_or("");
     return original.key && h->value && *h->value == omitted_bytes_text(key.size(), sha256_hex(key));
+}
+
+LetterCheck check_letter(const std::optional<std::string>& recorded, const std::string& digest) {
+    if (!recorded) return LetterCheck::unrecorded;
+    return *recorded == digest ? LetterCheck::verified : LetterCheck::forged;
+}
+
+std::string unverified_letter_text(const std::string& key, const OriginalCoordinates& at,
+                                   const Record& letter, const std::optional<std::string>& recorded,
+                                   const std::string& digest) {
+    const std::string who = key.empty()
+                                ? "the keyless record " + to_text(at)
+                                : "key '" + one_line_text(key, 256) + "' (" + to_text(at) + ")";
+    const std::string where =
+        to_text({letter.topic.value, letter.partition.value, letter.offset.value});
+    if (!recorded)
+        return "the dead letter of " + who + " at " + where +
+               " is not one exo recorded writing (no digest of it in exo_dead_letters: "
+               "produced by another client, or written before exo recorded digests); its key "
+               "and value have SHA-256 " +
+               digest;
+    return "the dead letter of " + who + " at " + where +
+           " is not the one exo wrote: exo recorded SHA-256 " + *recorded +
+           " of its key and value, the letter has " + digest +
+           " (replaced or produced by another client)";
 }
 
 OutgoingRecord replay_of_dead_letter(const Record& dead_letter, const OriginalCoordinates& at) {

@@ -3,6 +3,7 @@
 // of docs/design.md says what one carries) or, when the dead letter had to leave
 // its value out, from the original record itself. Pure: no I/O.
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <exo/record.hpp>
@@ -33,6 +34,25 @@ bool value_omitted(const Record& dead_letter);
 // (exo-key-omitted: its size and SHA-256, pipeline/dead_letter.hpp). True when
 // the letter left no key out.
 bool omitted_key_matches(const Record& dead_letter, const Record& original);
+
+// A dead letter read back against what exo recorded when it wrote the record's
+// letter (pg/dead_letter_record.hpp): `recorded` is that digest (nullopt: none),
+// `digest` the letter's own (dead_letter_digest of its key and value).
+enum class LetterCheck {
+    verified,    // the same digest: the letter is as exo wrote it
+    forged,      // another digest: its key or value was replaced since, or another
+                 // letter names the same record
+    unrecorded,  // exo recorded no letter of this record (not exo's, or written
+                 // before exo recorded digests)
+};
+LetterCheck check_letter(const std::optional<std::string>& recorded, const std::string& digest);
+
+// What replay says of a letter it will not trust: its idempotency key, the
+// dead-lettered record's coordinates and where the letter is, and both digests.
+// Printable whatever the letter's bytes.
+std::string unverified_letter_text(const std::string& key, const OriginalCoordinates& at,
+                                   const Record& letter, const std::optional<std::string>& recorded,
+                                   const std::string& digest);
 
 // To the original topic and partition: the dead letter's Kafka key, value and
 // headers without the ones the dead-letter step added (and without an earlier

@@ -6,6 +6,7 @@
 #include "core/log_context.hpp"
 #include "core/text.hpp"
 #include "kafka/kafka_error.hpp"
+#include "pg/dead_letter_record.hpp"
 #include "pg/explicit_transaction.hpp"
 #include "pg/framework_statements.hpp"
 #include "pipeline/dead_letter.hpp"
@@ -87,7 +88,13 @@ void DeadLetterPublisher::publish(Batch& batch, LeaseKeeper& leases) {
                     }
                 }
                 if (verdict.clears_gap && !item->key.empty()) clear_gap(tx, group, item->key);
-                produce(*item);
+                const OutgoingRecord letter = produce(*item);
+                // What replay checks a letter against: committed with the dedup row
+                // (or alone, for a letter without one), after Kafka took the letter.
+                const auto& r = item->pending.record;
+                record_dead_letter(
+                    tx, {group, r.topic.value, r.partition.value, r.offset.value, item->key,
+                         dead_letter_digest(letter.key, letter.value, letter.headers)});
                 tx.exec("RELEASE SAVEPOINT exo_dead_letter");
                 produced.push_back(item);
             } catch (const std::exception& e) {
@@ -149,7 +156,7 @@ void DeadLetterPublisher::publish(Batch& batch, LeaseKeeper& leases) {
     }
 }
 
-void DeadLetterPublisher::produce(const BatchRecord& item) {
+OutgoingRecord DeadLetterPublisher::produce(const BatchRecord& item) {
     const auto& verdict = *item.pending.dead_letter;
     const std::string topic =
         item.binding ? item.binding->dead_letter_topic : item.pending.record.topic.value + ".dlq";
@@ -157,14 +164,16 @@ void DeadLetterPublisher::produce(const BatchRecord& item) {
     // then this record's alone, and a delivered one is never sent again because
     // a neighbour failed.
     auto send = [&](DeadLetterShape shape) {
-        producer().produce(make_dead_letter(item.pending, topic, config_.kafka.group_id,
-                                            verdict.reason, item.key, shape));
+        auto letter = make_dead_letter(item.pending, topic, config_.kafka.group_id, verdict.reason,
+                                       item.key, shape);
+        producer().produce(letter);
         try {
             producer().flush(kDeadLetterFlushTimeout);
         } catch (const KafkaError& e) {
             if (e.code() == RD_KAFKA_RESP_ERR__TIMED_OUT) producer().purge();
             throw;
         }
+        return letter;
     };
     // The letter's shape is decided before producing, against the producer's
     // message.max.bytes (the relay's: both take kafka.properties): a letter over it
@@ -175,8 +184,7 @@ void DeadLetterPublisher::produce(const BatchRecord& item) {
                                            verdict.reason, item.key, limit);
     for (;;) {
         try {
-            send(shape);
-            return;
+            return send(shape);
         } catch (const KafkaError& e) {
             // A broker's limit for the dead-letter topic may be lower than the producer's:
             // the next shape, smaller, until the last one.

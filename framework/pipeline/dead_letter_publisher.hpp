@@ -47,9 +47,10 @@ public:
     void publish(Batch& batch, LeaseKeeper& leases);
 
 private:
-    // Produces one dead letter and waits for its acknowledgement; without its
-    // value if it is too large. Throws KafkaError.
-    void produce(const BatchRecord& item);
+    // Produces one dead letter and waits for its acknowledgement, in the first
+    // shape that fits (pipeline/dead_letter.hpp); returns the letter as produced.
+    // Throws KafkaError.
+    OutgoingRecord produce(const BatchRecord& item);
     void unrecorded(BatchRecord& item, Failure failure, const std::string& why);
 
     const Config& config_;
