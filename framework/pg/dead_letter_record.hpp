@@ -1,6 +1,6 @@
 #pragma once
 // What exo records of each dead letter it writes (sql/0012_dead_letter_digest.sql):
-// the SHA-256 of the letter's Kafka key and value, by the dead-lettered record's
+// the SHA-256 of the letter's Kafka key, value and headers, by the dead-lettered record's
 // coordinates. `exo dlq replay` re-produces a letter only if its digest is the one
 // recorded: whoever can produce to a dead-letter topic can write a letter that
 // looks like exo's, with the coordinates and key of a real one and a value of
