@@ -70,14 +70,16 @@ TEST_CASE(
     // The status is published every 250 ms.
     CHECK(eventually([&] { return parked_now(d) == 3; }, 10s));
 
-    // Waiting 15 s, each of the three parks about 9 times (50 ms doubling to
-    // 12.8 s), not about 18 (doubling to 1 s, then once a second): a slow
+    // Once their gaps are at least 6 s old, over the next 16 s each of the
+    // three parks at most 8 times (1 s apart until 8 s of age, 2 s until 16 s,
+    // then 4 s), not 16 (once a second, the ladder capped at 1 s): a slow
     // machine only parks them less.
+    std::this_thread::sleep_for(6s);
     const auto before = parks(d, h.topic());
-    std::this_thread::sleep_for(15s);
+    std::this_thread::sleep_for(16s);
     const auto during = parks(d, h.topic()) - before;
-    MESSAGE("parks in 15 s: " << during);
-    CHECK(during <= 3 * 9);
+    MESSAGE("parks in 16 s: " << during);
+    CHECK(during <= 3 * 8);
     CHECK(parked_now(d) == 3);
     CHECK(d.stats().dead_lettered == 4);
 

@@ -15,7 +15,7 @@ using namespace std::chrono_literals;
 
 TEST_CASE(
     "records parked for a sequence gap the same number of times come back together: one delay, "
-    "no jitter, doubling toward a quarter of the gap timeout") {
+    "no jitter, doubling to 1 s while young and backing off with the gap's age") {
     exo::PipelineConfig pipeline;  // retry_backoff_initial 100 ms
     exo::PipelineStats stats({"payments"});
     auto log = spdlog::default_logger()->clone("fate-policy-test");
@@ -28,12 +28,22 @@ TEST_CASE(
     exo::Batch batch(std::move(taken));
     // An entity's successors parked behind one missing predecessor, again and
     // again: jittered, they came back one by one, each ahead of its predecessor.
-    // Capped at 1 s, one record waiting out a 60 s gap cost 60 transactions.
-    for (auto expected :
-         {50ms, 100ms, 200ms, 400ms, 800ms, 1600ms, 3200ms, 6400ms, 12800ms, 15000ms, 15000ms}) {
+    // Young (waited 1 s), they double to 1 s; old (waited 20 s), a quarter of
+    // the age in powers of two: a 60 s gap no longer costs 60 transactions.
+    for (auto [waited, expected] :
+         std::vector<std::pair<std::chrono::milliseconds, std::chrono::milliseconds>>{
+             {1s, 50ms},
+             {1s, 100ms},
+             {1s, 200ms},
+             {1s, 400ms},
+             {1s, 800ms},
+             {1s, 1000ms},
+             {1s, 1000ms},
+             {20s, 4000ms},
+             {40s, 8000ms}}) {
         CAPTURE(expected.count());
         for (auto& record : batch) {
-            fate.park_for_gap(record, "acc-1", 60s, 1s);
+            fate.park_for_gap(record, "acc-1", 60s, waited);
             CHECK(record.fate == exo::Fate::park);
             CHECK(record.delay == expected);
         }

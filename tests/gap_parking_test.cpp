@@ -32,24 +32,36 @@ std::vector<milliseconds> parks_until_timeout(milliseconds initial, milliseconds
 
 TEST_SUITE("gap parking") {
     TEST_CASE(
-        "the park delay doubles from half the initial backoff up to a quarter of the gap "
-        "timeout") {
-        const std::vector<milliseconds> expected = {50ms,   100ms,  200ms,  400ms,   800ms,
-                                                    1600ms, 3200ms, 6400ms, 12800ms, 15000ms};
+        "while a gap is young the park delay doubles from half the initial backoff up to 1 s, "
+        "however often the record was parked") {
+        const std::vector<milliseconds> expected = {50ms,  100ms,  200ms,  400ms,
+                                                    800ms, 1000ms, 1000ms, 1000ms};
         for (std::size_t n = 0; n < expected.size(); ++n) {
             CAPTURE(n);
             CHECK(park_delay(static_cast<int>(n) + 1, 100ms, 60s, 0ms) == expected[n]);
         }
-        CHECK(park_delay(40, 100ms, 60s, 0ms) == 15s);
-        CHECK(park_delay(1000000, 100ms, 60s, 0ms) == 15s);  // no overflow
+        CHECK(park_delay(40, 100ms, 60s, 3999ms) == 1s);
+        CHECK(park_delay(1000000, 100ms, 60s, 0ms) == 1s);  // no overflow
     }
 
     TEST_CASE(
-        "the park delay depends only on the number of parks until the last step, so "
+        "from 4 s of age the park delay is a quarter of the age in powers of two seconds, up to "
+        "a quarter of the gap timeout") {
+        CHECK(park_delay(1, 100ms, 60s, 4s) == 1s);
+        CHECK(park_delay(1, 100ms, 60s, 7999ms) == 1s);
+        CHECK(park_delay(1, 100ms, 60s, 8s) == 2s);
+        CHECK(park_delay(1, 100ms, 60s, 16s) == 4s);
+        CHECK(park_delay(1, 100ms, 60s, 33s) == 8s);
+        CHECK(park_delay(1, 100ms, 600s, 400s) == 30s);  // a quarter would be 100 s
+    }
+
+    TEST_CASE(
+        "the park delay depends only on the number of parks and the age's bracket, so "
         "records parked together come back together") {
         for (int parks = 1; parks < 12; ++parks) {
             CAPTURE(parks);
-            CHECK(park_delay(parks, 100ms, 60s, 0ms) == park_delay(parks, 100ms, 60s, 30s));
+            CHECK(park_delay(parks, 100ms, 60s, 0ms) == park_delay(parks, 100ms, 60s, 3s));
+            CHECK(park_delay(parks, 100ms, 60s, 8s) == park_delay(parks, 100ms, 60s, 15s));
         }
     }
 
@@ -57,23 +69,25 @@ TEST_SUITE("gap parking") {
         CHECK(park_delay(12, 100ms, 60s, 57s) == 3s);
         CHECK(park_delay(1, 100ms, 60s, 59999ms) == 1ms);
         // Already past it (a clock skew): the ladder as it is, never zero.
-        CHECK(park_delay(12, 100ms, 60s, 61s) == 15s);
+        CHECK(park_delay(12, 100ms, 60s, 61s) == 8s);
         CHECK(park_delay(1, 1ms, 60s, 0ms) == 1ms);
     }
 
-    TEST_CASE("a record waiting out a 60 s gap is tried a dozen times, not once a second") {
+    TEST_CASE("a record waiting out a 60 s gap is tried two dozen times, not once a second") {
         const auto parks = parks_until_timeout(100ms, 60s);
-        CHECK(parks.size() == 12);
+        // 50 ms doubling to 1 s until 4 s of age (8), then 1 s until 8 s (4),
+        // 2 s until 16 s (4), 4 s until 32 s (4), 8 s, the last cut at 60 s (4).
+        CHECK(parks.size() == 24);
         milliseconds total{0};
         for (auto d : parks) total += d;
         CHECK(total == 60s);
     }
 
     TEST_CASE("the ceiling is kept within 1 s and 30 s whatever the gap timeout") {
-        CHECK(park_delay(30, 100ms, 2s, 0ms) == 1s);   // a quarter would be 500 ms
-        CHECK(park_delay(30, 100ms, 1h, 0ms) == 30s);  // a quarter would be 15 min
+        CHECK(park_delay(30, 100ms, 2s, 1s) == 1s);      // a quarter would be 500 ms
+        CHECK(park_delay(30, 100ms, 1h, 40min) == 30s);  // a quarter would be 15 min
         const auto hour = parks_until_timeout(100ms, 1h);
-        CHECK(hour.size() == 129);  // not 3,600
+        CHECK(hour.size() < 150);  // not 3,600: 30 s apart past 2 min of age
     }
 
     TEST_CASE(

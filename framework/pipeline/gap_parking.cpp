@@ -9,8 +9,16 @@ using std::chrono::milliseconds;
 milliseconds park_delay(int parks, milliseconds initial, milliseconds gap_timeout,
                         milliseconds waited) {
     const milliseconds ceiling = std::clamp(gap_timeout / 4, kParkDelayFloorCap, kParkDelayCeiling);
+    // Young: half the initial backoff, doubling with each park, up to 1 s.
     milliseconds step = std::max(initial / 2, milliseconds(1));
-    for (int n = 1; n < parks && step < ceiling; ++n) step *= 2;
+    for (int n = 1; n < parks && step < kParkDelayFloorCap; ++n) step *= 2;
+    step = std::min(step, kParkDelayFloorCap);
+    // Old: a quarter of the age, rounded down to a power of two seconds.
+    if (waited >= kParkAgeStart) {
+        milliseconds by_age = kParkDelayFloorCap;
+        while (by_age * 2 <= waited / 4 && by_age < ceiling) by_age *= 2;
+        step = std::max(step, by_age);
+    }
     step = std::min(step, ceiling);
     // Never later than the gap times out: that try dead-letters it on time.
     if (waited < gap_timeout) step = std::min(step, gap_timeout - waited);

@@ -22,15 +22,25 @@ namespace exo {
 // ladder grew); above 30 s a filled gap would go unnoticed for too long.
 inline constexpr std::chrono::milliseconds kParkDelayFloorCap{1000};
 inline constexpr std::chrono::milliseconds kParkDelayCeiling{30000};
+// The age from which a gap's retries back off with its age.
+inline constexpr std::chrono::milliseconds kParkAgeStart{4000};
 
-// The wait after a record's `parks`-th park (1: the first): half of
-// retry_backoff_initial_ms (`initial`), doubling with each park, up to
-// clamp(gap_timeout / 4, 1 s, 30 s); never past the gap timeout itself
-// (`waited`: since the gap's first sighting), so the last try comes as the gap
-// times out rather than up to a ceiling later; at least 1 ms. Without jitter:
-// records of an entity parked together (the same number of times) come back
-// together, in offset order, to apply in one batch. With the defaults (100 ms,
-// 60 s) a record parked for the whole gap timeout is tried 13 times, not 60.
+// The wait after a record's `parks`-th park (1: the first), given `waited`
+// since the gap's first sighting. A young gap is usually a predecessor right
+// behind, and is retried as it always was: half of retry_backoff_initial_ms
+// (`initial`), doubling with each park, up to 1 s. From 4 s of age the wait is a
+// quarter of the age rounded down to a power of two seconds (4-8 s: 1 s, 8-16
+// s: 2 s, 16-32 s: 4 s...), up to clamp(gap_timeout / 4, 1 s, 30 s): a gap
+// that lasts is likely a real one, and is tried less and less often, while one
+// filled after t seconds is noticed at most t/4 later. Never past the gap
+// timeout itself, so the last try comes as the gap times out; at least 1 ms.
+// The wait grows with the age, not the number of parks: a record NACKed or
+// parked many times in a few seconds (its entity's records running on other
+// workers) is not pushed away from a gap about to fill. Without jitter:
+// records of an entity parked together (the same number of times, in the
+// same age bracket) come back together, in offset order, to apply in one
+// batch. With the defaults (100 ms, 60 s) a record parked for the whole gap
+// timeout is tried 24 times, not 60.
 std::chrono::milliseconds park_delay(int parks, std::chrono::milliseconds initial,
                                      std::chrono::milliseconds gap_timeout,
                                      std::chrono::milliseconds waited);
