@@ -162,10 +162,16 @@ TEST_CASE("every table exo owns is pruned, and nothing within retention or pendi
     ticket(h, "replay-produced", "31 days", true);                       // re-produced a month ago
     ticket(h, "replay-owed", "31 days", false);  // never produced, no row: still owed
     ticket(h, "replay-recent", "29 days", true);
+    exec(h,
+         "INSERT INTO exo_dead_letters (consumer_group, topic, kafka_partition, kafka_offset,"
+         " idempotency_key, letter_sha256, written_at) VALUES ('" +
+             group + "', 't', 0, 1, 'letter-old', 'x', now() - interval '31 days'), ('" + group +
+             "', 't', 0, 2, 'letter-new', 'x', now() - interval '29 days'), ('another-group',"
+             " 't', 0, 1, 'letter-theirs', 'x', now() - interval '31 days')");
 
     exo::PipelineStats stats;
     RetentionPruner pruner(h.config(), stats);
-    CHECK(one_pass(pruner, h) == 10 + 1 + 1 + 1 + 2);
+    CHECK(one_pass(pruner, h) == 10 + 1 + 1 + 1 + 2 + 1);
 
     CHECK(keys_like(h, "expired") == 0);
     CHECK(keys_like(h, "kept") == 10);
@@ -188,8 +194,13 @@ TEST_CASE("every table exo owns is pruned, and nothing within retention or pendi
     CHECK(stats.retention.pruned[RetentionStats::outbox].load() == 1);
     CHECK(stats.retention.pruned[RetentionStats::outbox_keys].load() == 1);
     CHECK(stats.retention.pruned[RetentionStats::replays].load() == 2);
+    CHECK(h.count("SELECT count(*) FROM exo_dead_letters WHERE idempotency_key IN"
+                  " ('letter-new', 'letter-theirs')") == 2);
+    CHECK(h.count("SELECT count(*) FROM exo_dead_letters WHERE idempotency_key = 'letter-old'") ==
+          0);
+    CHECK(stats.retention.pruned[RetentionStats::dead_letters].load() == 1);
     for (auto t : {RetentionStats::processed, RetentionStats::sequence_gaps, RetentionStats::outbox,
-                   RetentionStats::replays})
+                   RetentionStats::replays, RetentionStats::dead_letters})
         CHECK(stats.retention.lag_ms[t].load() == 0);
 }
 

@@ -19,3 +19,8 @@ CREATE TABLE exo_dead_letters (
     written_at       timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (consumer_group, topic, kafka_partition, kafka_offset)
 );
+-- Retention deletes a group's rows by age (postgres.dedup_retention_days, as the
+-- dedup rows whose letters they vouch for), through this index like the pruner's
+-- other (group, time) indexes. A letter older than that is replayed only with
+-- --trust-unverified.
+CREATE INDEX exo_dead_letters_written_at ON exo_dead_letters (consumer_group, written_at);

@@ -24,15 +24,24 @@ namespace exo {
 
 // What retention pruning did, per table exo owns (pipeline/retention_pruner.hpp).
 struct RetentionStats {
-    enum Table : std::size_t { processed, sequence_gaps, outbox, outbox_keys, replays, kCount };
-    static constexpr std::array<const char*, kCount> kNames = {
-        "exo_processed", "exo_sequence_gaps", "exo_outbox", "exo_outbox_keys", "exo_replays"};
+    enum Table : std::size_t {
+        processed,
+        sequence_gaps,
+        outbox,
+        outbox_keys,
+        replays,
+        dead_letters,
+        kCount
+    };
+    static constexpr std::array<const char*, kCount> kNames = {"exo_processed", "exo_sequence_gaps",
+                                                               "exo_outbox",    "exo_outbox_keys",
+                                                               "exo_replays",   "exo_dead_letters"};
 
     std::array<std::atomic<std::uint64_t>, kCount> pruned{};  // rows deleted
     // How long the oldest expired row still there has been expired, as of the
     // pruner's last look; -1 until it looked (and always for exo_outbox_keys,
     // whose counters have no expiry time).
-    std::array<std::atomic<std::int64_t>, kCount> lag_ms{-1, -1, -1, -1, -1};
+    std::array<std::atomic<std::int64_t>, kCount> lag_ms{-1, -1, -1, -1, -1, -1};
     std::atomic<std::uint64_t> failures{0};  // passes that failed (retried)
 };
 

@@ -87,12 +87,13 @@ std::string unverified_letter_text(const std::string& key, const OriginalCoordin
     if (!recorded)
         return "the dead letter of " + who + " at " + where +
                " is not one exo recorded writing (no digest of it in exo_dead_letters: "
-               "produced by another client, or written before exo recorded digests); its key "
-               "and value have SHA-256 " +
+               "produced by another client, written before exo recorded digests, or longer "
+               "than postgres.dedup_retention_days ago; --trust-unverified replays such a "
+               "letter after a warning); its key, value and headers have SHA-256 " +
                digest;
     return "the dead letter of " + who + " at " + where +
            " is not the one exo wrote: exo recorded SHA-256 " + *recorded +
-           " of its key and value, the letter has " + digest +
+           " of its key, value and headers, the letter has " + digest +
            " (replaced or produced by another client)";
 }
 

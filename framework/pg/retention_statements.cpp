@@ -100,6 +100,11 @@ std::size_t prune_replays(pqxx::transaction_base& tx, const std::string& group,
     return r.affected_rows();
 }
 
+std::size_t prune_dead_letters(pqxx::transaction_base& tx, const std::string& group,
+                               std::chrono::hours retention, int limit) {
+    return prune_group_rows(tx, "exo_dead_letters", "written_at", group, retention, limit);
+}
+
 KeySweep prune_outbox_keys(pqxx::transaction_base& tx, const std::string& group,
                            const KeySweep& after, std::chrono::hours idle, int limit) {
     // The unit's pending rows are found through exo_outbox_pending's unit
@@ -156,9 +161,11 @@ RetentionLag retention_lag(pqxx::transaction_base& tx, const std::string& group,
                    "FROM (" + sent_outbox_rows("o.created_at", 3, "1") + ") c") +
             ", " +
             lag_of("requested_at", kDedupCutoff,
-                   "FROM exo_replays r WHERE consumer_group = $1 AND " + kFinishedOrProduced),
+                   "FROM exo_replays r WHERE consumer_group = $1 AND " + kFinishedOrProduced) +
+            ", " +
+            lag_of("written_at", kDedupCutoff, "FROM exo_dead_letters WHERE consumer_group = $1"),
         group, hours(dedup_retention), hours(outbox_retention))[0];
-    return {ms_of(r[0]), ms_of(r[1]), ms_of(r[2]), ms_of(r[3])};
+    return {ms_of(r[0]), ms_of(r[1]), ms_of(r[2]), ms_of(r[3]), ms_of(r[4])};
 }
 
 }  // namespace exo

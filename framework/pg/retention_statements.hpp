@@ -50,6 +50,12 @@ std::size_t prune_outbox(pqxx::transaction_base& tx, const std::string& group,
 std::size_t prune_replays(pqxx::transaction_base& tx, const std::string& group,
                           std::chrono::hours retention, int limit);
 
+// The recorded digests of `group`'s dead letters (exo_dead_letters) written
+// before the retention, oldest first, at most `limit`. Kept as long as the
+// dedup rows: a letter older than that is replayed only with --trust-unverified.
+std::size_t prune_dead_letters(pqxx::transaction_base& tx, const std::string& group,
+                               std::chrono::hours retention, int limit);
+
 // The seq counters of `group` in exo_outbox_keys are swept in primary-key order, `limit`
 // counters per call, from just after `after` (empty topic: from the start).
 struct KeySweep {
@@ -81,6 +87,7 @@ struct RetentionLag {
     std::chrono::milliseconds gaps{0};
     std::chrono::milliseconds outbox{0};
     std::chrono::milliseconds replays{0};
+    std::chrono::milliseconds dead_letters{0};
 };
 RetentionLag retention_lag(pqxx::transaction_base& tx, const std::string& group,
                            std::chrono::hours dedup_retention, std::chrono::hours outbox_retention);

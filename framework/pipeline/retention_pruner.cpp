@@ -122,6 +122,11 @@ std::size_t RetentionPruner::prune_until_caught_up(pqxx::connection& connection,
              const auto n = prune_replays(tx, group, dedup, limit);
              return Chunk{n, n == static_cast<std::size_t>(limit), n};
          }},
+        {Table::dead_letters,
+         [&](pqxx::transaction_base& tx) {
+             const auto n = prune_dead_letters(tx, group, dedup, limit);
+             return Chunk{n, n == static_cast<std::size_t>(limit), n};
+         }},
     }};
 
     const bool sweep_keys = Clock::now() >= next_key_sweep_;
@@ -176,6 +181,7 @@ void RetentionPruner::update_lag(pqxx::connection& connection) {
     stats_.retention.lag_ms[Table::sequence_gaps] = lag.gaps.count();
     stats_.retention.lag_ms[Table::outbox] = lag.outbox.count();
     stats_.retention.lag_ms[Table::replays] = lag.replays.count();
+    stats_.retention.lag_ms[Table::dead_letters] = lag.dead_letters.count();
 }
 
 bool RetentionPruner::sleep_until(Clock::time_point until, const std::stop_token& stop) {
