@@ -72,8 +72,10 @@ TEST_CASE(
     auto binding = h.config().bindings.front();
     binding.topic = first;  // the same handler: the entity's sequences are shared
     h.mutable_config().bindings.push_back(binding);
-    // Long enough for both records to make one batch once they are produced.
-    h.mutable_config().pipeline.linger = 500ms;
+    // Long enough for both records to make one batch once they are produced,
+    // though fetched apart on a loaded machine (500 ms was not, under the
+    // suite's four shards on two cores).
+    h.mutable_config().pipeline.linger = 2000ms;
     exo::testing::seen_keys_clear();
 
     RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());

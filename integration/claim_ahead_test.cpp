@@ -26,18 +26,29 @@ exo::testing::HarnessOptions one_worker(const char* name) {
             .slow_for = 3000ms};
 }
 
+// Which of the two claims a probe reads first. A claim's state only moves on
+// (none, PROCESSING, COMPLETED), and the scheduler may pause the test between
+// the two reads. next: slow-1 read after `next`'s claim was seen, so
+// PROCESSING proves `next` was claimed before slow-1's batch settled. slow:
+// slow-1 read before, so PROCESSING shows the claim ahead only while slow-1
+// stays PROCESSING far longer than such a pause (its handler sleeps 3 s).
+enum class ReadFirst { slow, next };
+
 // Produces slow-1 to partition 0 and, once its claim is taken (its batch is
 // in the handler), `next` to partition 1. Returns the state of slow-1's claim
-// when `next`'s claim first appeared.
-std::string slow_state_when_next_claimed(PipelineHarness& h, const std::string& next) {
+// read next to the first sight of `next`'s claim, in the order given.
+std::string slow_state_when_next_claimed(PipelineHarness& h, const std::string& next,
+                                         ReadFirst first) {
     h.produce({payment("slow-1", "acc-1", 100, 1, 0)});
     REQUIRE(eventually([&] { return h.claim_state("slow-1") == "PROCESSING"; }, 60s));
     h.produce({payment(next, "acc-2", 7, 1, 1)});
     std::string slow_state;
     REQUIRE(eventually(
         [&] {
-            slow_state = h.claim_state("slow-1");  // read first: it can only move on
-            return h.claim_state(next) != "(none)";
+            if (first == ReadFirst::slow) slow_state = h.claim_state("slow-1");
+            const bool claimed = h.claim_state(next) != "(none)";
+            if (first == ReadFirst::next && claimed) slow_state = h.claim_state("slow-1");
+            return claimed;
         },
         60s));
     return slow_state;
@@ -49,7 +60,9 @@ TEST_CASE("with claim_ahead a worker claims its next batch while the last one's 
     PipelineHarness h(one_worker("ahead"));
     h.mutable_config().pipeline.claim_ahead = true;
     RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());
-    CHECK(slow_state_when_next_claimed(h, "n-1") == "PROCESSING");
+    // slow-1's handler has ~3 s left when n-1 is claimed ahead: read first, it
+    // is still PROCESSING.
+    CHECK(slow_state_when_next_claimed(h, "n-1", ReadFirst::slow) == "PROCESSING");
     REQUIRE(h.wait_until_consumed(90s));
     daemon.stop();
     CHECK(h.balances() == std::map<std::string, std::int64_t>{{"acc-1", 100}, {"acc-2", 7}});
@@ -62,7 +75,10 @@ TEST_CASE("without claim_ahead a worker claims its next batch only once the last
     PipelineHarness h(one_worker("notahead"));
     REQUIRE_FALSE(h.config().pipeline.claim_ahead);  // the default
     RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());
-    CHECK(slow_state_when_next_claimed(h, "n-1") == "COMPLETED");
+    // Read after n-1's claim was seen: PROCESSING would prove n-1 was claimed
+    // while slow-1's batch had not settled (read before, a slow scheduler
+    // between the two reads could show PROCESSING for a correct order).
+    CHECK(slow_state_when_next_claimed(h, "n-1", ReadFirst::next) == "COMPLETED");
     REQUIRE(h.wait_until_consumed(90s));
     daemon.stop();
     CHECK(h.balances() == std::map<std::string, std::int64_t>{{"acc-1", 100}, {"acc-2", 7}});

@@ -12,23 +12,13 @@
 #include "pg/migrations.hpp"
 
 using namespace std::chrono_literals;
+using exo::testing::last_header;
+using exo::testing::payment_json;
 using exo::testing::PipelineHarness;
 using nlohmann::json;
 using namespace exo::testing::ops;
 
 namespace {
-
-std::string payment_json(const std::string& event, const std::string& account, int amount) {
-    return R"({"eventId":")" + event + R"(","accountId":")" + account +
-           R"(","type":"CREDIT","amount":)" + std::to_string(amount) + R"(,"sequenceId":1})";
-}
-
-const exo::RecordHeader* last(const exo::Record& r, const std::string& name) {
-    const exo::RecordHeader* found = nullptr;
-    for (const auto& h : r.headers)
-        if (h.name == name) found = &h;
-    return found;
-}
 
 // Under the producer's default limit as a record (so anyone could produce it),
 // over it as a dead letter, with or without its value.
@@ -67,24 +57,25 @@ TEST_CASE(
     REQUIRE(letters.size() == 2);
     CHECK(exo::testing::partition_end(h.bootstrap(), h.topic() + ".dlq") == 2);  // once each
     // The keyless letter may be on another partition of the dead-letter topic: by content.
-    const bool first_is_key = letters[0].value.empty() && last(letters[0], "exo-key-omitted");
+    const bool first_is_key =
+        letters[0].value.empty() && last_header(letters[0], "exo-key-omitted");
     const auto& key_letter = letters[first_is_key ? 0 : 1];
     CHECK_FALSE(key_letter.key.has_value());
     CHECK(key_letter.value.empty());
-    REQUIRE(last(key_letter, "exo-key-omitted") != nullptr);
-    CHECK(last(key_letter, "exo-key-omitted")->value ==
+    REQUIRE(last_header(key_letter, "exo-key-omitted") != nullptr);
+    CHECK(last_header(key_letter, "exo-key-omitted")->value ==
           exo::omitted_bytes_text(big_key.size(), exo::sha256_hex(big_key)));
-    REQUIRE(last(key_letter, "exo-idempotency-key") != nullptr);
-    CHECK(last(key_letter, "exo-idempotency-key")->value == "big-key");
+    REQUIRE(last_header(key_letter, "exo-idempotency-key") != nullptr);
+    CHECK(last_header(key_letter, "exo-idempotency-key")->value == "big-key");
     const auto& header_letter = letters[first_is_key ? 1 : 0];
     CHECK(header_letter.key == "acc-2");
     CHECK(header_letter.value.empty());
-    CHECK(last(header_letter, "blob") == nullptr);
-    REQUIRE(last(header_letter, "exo-header-omitted") != nullptr);
-    CHECK(last(header_letter, "exo-header-omitted")->value ==
+    CHECK(last_header(header_letter, "blob") == nullptr);
+    REQUIRE(last_header(header_letter, "exo-header-omitted") != nullptr);
+    CHECK(last_header(header_letter, "exo-header-omitted")->value ==
           "blob: " + exo::omitted_bytes_text(big_header.size(), exo::sha256_hex(big_header)));
-    REQUIRE(last(header_letter, "trace-id") != nullptr);
-    CHECK(last(header_letter, "trace-id")->value == "t-2");
+    REQUIRE(last_header(header_letter, "trace-id") != nullptr);
+    CHECK(last_header(header_letter, "trace-id")->value == "t-2");
 
     json listed = json_of(exo_cli({"dlq", "list", "--config", config, "--json"}));
     REQUIRE(listed.size() == 2);
@@ -102,8 +93,8 @@ TEST_CASE(
         if (topic[i].value.find("big-key") != std::string::npos) {
             CHECK(topic[i].key.value_or("").size() == big_key.size());
         } else {
-            REQUIRE(last(topic[i], "blob") != nullptr);
-            CHECK(last(topic[i], "blob")->value == big_header);
+            REQUIRE(last_header(topic[i], "blob") != nullptr);
+            CHECK(last_header(topic[i], "blob")->value == big_header);
         }
     }
     consume_fixed(h);

@@ -9,24 +9,14 @@
 #include "operations_cli.hpp"
 
 using namespace std::chrono_literals;
+using exo::testing::last_header;
 using exo::testing::payment;
+using exo::testing::payment_json;
 using exo::testing::PipelineHarness;
 using nlohmann::json;
 using namespace exo::testing::ops;
 
 namespace {
-
-std::string payment_json(const std::string& event, const std::string& account, int amount) {
-    return R"({"eventId":")" + event + R"(","accountId":")" + account +
-           R"(","type":"CREDIT","amount":)" + std::to_string(amount) + R"(,"sequenceId":1})";
-}
-
-const exo::RecordHeader* last(const exo::Record& r, const std::string& name) {
-    const exo::RecordHeader* found = nullptr;
-    for (const auto& h : r.headers)
-        if (h.name == name) found = &h;
-    return found;
-}
 
 int count(const exo::Record& r, const std::string& name) {
     int n = 0;
@@ -88,14 +78,14 @@ TEST_CASE(
     REQUIRE(letters.size() == 2);
     for (const auto& l : letters) {
         CHECK(count(l, "exo-consumer-group") == 1);
-        CHECK(last(l, "exo-consumer-group")->value == h.config().kafka.group_id);
+        CHECK(last_header(l, "exo-consumer-group")->value == h.config().kafka.group_id);
         CHECK(count(l, "exo-idempotency-key") == 0);
         CHECK(count(l, "exo-error") == 1);
         CHECK(count(l, "exo-original-topic") == 1);
         CHECK(count(l, "exo-original-offset") == 1);
     }
-    REQUIRE(last(letters[0], "exo-received-exo-consumer-group") != nullptr);
-    CHECK(last(letters[0], "exo-received-exo-consumer-group")->value == "someone-else");
+    REQUIRE(last_header(letters[0], "exo-received-exo-consumer-group") != nullptr);
+    CHECK(last_header(letters[0], "exo-received-exo-consumer-group")->value == "someone-else");
 
     auto replayed = exo_cli({"dlq", "replay", "--config", config, "--all", "--json"});
     CHECK(replayed.exit_code == 0);
@@ -108,16 +98,16 @@ TEST_CASE(
     REQUIRE(topic.size() == 4);
     for (std::size_t i = 2; i < 4; ++i) {
         const auto& r = topic[i];
-        REQUIRE(last(r, exo::kReplayedFromHeader) != nullptr);
+        REQUIRE(last_header(r, exo::kReplayedFromHeader) != nullptr);
         if (r.value.find("k-1") != std::string::npos) {
-            CHECK(last(r, exo::kReplayedFromHeader)->value == h.topic() + "/0/0");
+            CHECK(last_header(r, exo::kReplayedFromHeader)->value == h.topic() + "/0/0");
             CHECK(count(r, "exo-consumer-group") == 1);
-            CHECK(last(r, "exo-consumer-group")->value == "someone-else");
+            CHECK(last_header(r, "exo-consumer-group")->value == "someone-else");
             CHECK(count(r, "exo-received-exo-consumer-group") == 0);
         } else {
-            CHECK(last(r, exo::kReplayedFromHeader)->value == h.topic() + "/0/1");
+            CHECK(last_header(r, exo::kReplayedFromHeader)->value == h.topic() + "/0/1");
             CHECK(count(r, "exo-idempotency-key") == 1);
-            CHECK(last(r, "exo-idempotency-key")->value == "forged-key");
+            CHECK(last_header(r, "exo-idempotency-key")->value == "forged-key");
         }
     }
     consume_fixed(h);

@@ -13,24 +13,14 @@
 #include "pg/dead_letter_record.hpp"
 
 using namespace std::chrono_literals;
+using exo::testing::last_header;
 using exo::testing::payment;
+using exo::testing::payment_json;
 using exo::testing::PipelineHarness;
 using nlohmann::json;
 using namespace exo::testing::ops;
 
 namespace {
-
-std::string payment_json(const std::string& event, const std::string& account, int amount) {
-    return R"({"eventId":")" + event + R"(","accountId":")" + account +
-           R"(","type":"CREDIT","amount":)" + std::to_string(amount) + R"(,"sequenceId":1})";
-}
-
-const exo::RecordHeader* last(const exo::Record& r, const std::string& name) {
-    const exo::RecordHeader* found = nullptr;
-    for (const auto& h : r.headers)
-        if (h.name == name) found = &h;
-    return found;
-}
 
 json result_of(const json& results, const std::string& key) {
     for (const auto& r : results)
@@ -56,8 +46,8 @@ TEST_CASE(
     const auto letters = exo::testing::read_topic(h.bootstrap(), h.topic() + ".dlq", 2);
     REQUIRE(letters.size() == 2);
     const auto& genuine_1 =
-        letters[last(letters[0], "exo-idempotency-key")->value == "real-1" ? 0 : 1];
-    REQUIRE(last(genuine_1, "exo-idempotency-key")->value == "real-1");
+        letters[last_header(letters[0], "exo-idempotency-key")->value == "real-1" ? 0 : 1];
+    REQUIRE(last_header(genuine_1, "exo-idempotency-key")->value == "real-1");
     const std::string forged_value = payment_json("real-1", "acc-1", 99);  // the same key
     {
         exo::KafkaProducer forger(exo::ProducerOptions{h.bootstrap(), {}});

@@ -132,4 +132,20 @@ inline std::string header(const Record& r, const char* name) {
     return h && h->value ? *h->value : "(missing)";
 }
 
+// The last header of `name`, as exo's readers take it (docs/operations.md,
+// "Security: forged headers"); nullptr when there is none.
+inline const RecordHeader* last_header(const Record& r, const std::string& name) {
+    const RecordHeader* found = nullptr;
+    for (const auto& h : r.headers)
+        if (h.name == name) found = &h;
+    return found;
+}
+
+// A payment as the demo's producers write it, as JSON text: for records
+// produced by hand (with headers of the test's choosing, or to a dead-letter topic).
+inline std::string payment_json(const std::string& event, const std::string& account, int amount) {
+    return R"({"eventId":")" + event + R"(","accountId":")" + account +
+           R"(","type":"CREDIT","amount":)" + std::to_string(amount) + R"(,"sequenceId":1})";
+}
+
 }  // namespace exo::testing
