@@ -260,8 +260,8 @@ TEST_CASE(
             const std::string kb = "k-b", ka = "k-a";
             const exo::TopicPartition tp{exo::Topic{"t"}, exo::Partition{0}};
             started = exo::start_records(tx, group,
-                                         {{kb, exo::FencingToken{0}, tp, exo::Offset{0}, {}},
-                                          {ka, exo::FencingToken{0}, tp, exo::Offset{1}, {}}},
+                                         {{kb, exo::FencingToken{0}, tp, exo::Offset{0}, {}, {}},
+                                          {ka, exo::FencingToken{0}, tp, exo::Offset{1}, {}, {}}},
                                          [](const auto&) -> std::vector<bool> {
                                              throw std::logic_error("no entity to be held");
                                          });

@@ -61,9 +61,14 @@ void insert_as_older_exo(pqxx::connection& c, const std::string& key, const std:
 }
 
 exo::ProcessedRow row_of(const std::string& key, exo::StoredOutcome outcome) {
-    return {
-        "g",     key,  exo::FencingToken{1}, {exo::Topic{"t"}, exo::Partition{0}}, exo::Offset{0},
-        outcome, "why"};
+    return {"g",
+            key,
+            exo::FencingToken{1},
+            {exo::Topic{"t"}, exo::Partition{0}},
+            exo::Offset{0},
+            outcome,
+            "why",
+            {}};
 }
 
 std::string applied_by(pqxx::connection& c, const std::string& key) {

@@ -49,6 +49,7 @@ bindings:
     key: coordinates
     max_attempts: 2
     dead_letter_topic: audit-dead
+    on_key_reuse: log
 )";
 
 const EnvLookup kSecrets =
@@ -81,6 +82,8 @@ TEST_SUITE("check-config --print") {
         CHECK(again.bindings[1].key.kind == KeySourceKind::coordinates);
         CHECK(again.bindings[1].dead_letter_topic == "audit-dead");
         CHECK(again.bindings[0].dead_letter_topic == "payments.dlq");
+        CHECK(again.bindings[0].on_key_reuse == KeyReusePolicy::dead_letter);
+        CHECK(again.bindings[1].on_key_reuse == KeyReusePolicy::log);
     }
 
     TEST_CASE("every secret is printed as ***** whether written or from the environment") {

@@ -877,6 +877,27 @@ bindings:
                         "/pointer }, or use ordering: key") != std::string::npos);
     }
 
+    TEST_CASE("bindings[].on_key_reuse names its choices and defaults to dead_letter") {
+        const std::string head = R"(
+kafka: { bootstrap_servers: localhost:9092, group_id: g }
+postgres: { uri: postgresql://exo@db/exo }
+bindings:
+)";
+        const Config config = parse(head + R"(  - { topic: a, handler: ledger, key: coordinates }
+  - { topic: b, handler: ledger, key: coordinates, on_key_reuse: log }
+  - { topic: c, handler: ledger, key: coordinates, on_key_reuse: ignore }
+)");
+        CHECK(config.bindings[0].on_key_reuse == KeyReusePolicy::dead_letter);
+        CHECK(config.bindings[1].on_key_reuse == KeyReusePolicy::log);
+        CHECK(config.bindings[2].on_key_reuse == KeyReusePolicy::ignore);
+        const std::string text =
+            errors_of(head +
+                      "  - { topic: a, handler: ledger, key: coordinates, on_key_reuse: "
+                      "drop }\n");
+        CHECK(text.find("exo.yaml:4: bindings[0].on_key_reuse: unknown value 'drop'; expected one "
+                        "of: dead_letter, log, ignore") != std::string::npos);
+    }
+
     TEST_CASE("JSON pointers must follow RFC 6901") {
         const std::string text = errors_of(R"(
 kafka: { bootstrap_servers: "k:1", group_id: g }

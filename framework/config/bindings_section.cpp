@@ -10,14 +10,18 @@
 namespace exo::config_reading {
 namespace {
 
-const Keys kBindingKeys = {"topic",        "handler",           "key",    "sequence", "ordering",
-                           "max_attempts", "dead_letter_topic", "options"};
+const Keys kBindingKeys = {
+    "topic",        "handler",           "key",     "sequence",    "ordering",
+    "max_attempts", "dead_letter_topic", "options", "on_key_reuse"};
 const Keys kKeySourceKeys = {"header", "json", "hash"};
 const Keys kHashKeys = {"fields", "exclude", "prefix_topic"};
 const Keys kSequenceKeys = {"entity", "value", "mode", "scope", "gap_timeout_ms"};
 
 const Choices<Ordering> kOrderings = {
     {"partition", Ordering::partition}, {"key", Ordering::key}, {"entity", Ordering::entity}};
+const Choices<KeyReusePolicy> kKeyReusePolicies = {{"dead_letter", KeyReusePolicy::dead_letter},
+                                                   {"log", KeyReusePolicy::log},
+                                                   {"ignore", KeyReusePolicy::ignore}};
 const Choices<SequenceMode> kSequenceModes = {{"latest", SequenceMode::latest},
                                               {"strict", SequenceMode::strict}};
 const Choices<SequenceScope> kSequenceScopes = {{"shared", SequenceScope::shared},
@@ -281,6 +285,7 @@ BindingConfig read_binding(Context& ctx, const Item& item, const std::vector<std
     }
     out.options = read_options(binding, ctx.source);
     binding.read("max_attempts", out.max_attempts, kPositive);
+    binding.read("on_key_reuse", out.on_key_reuse, kKeyReusePolicies);
     if (binding.has("dead_letter_topic")) {
         read_topic(binding, "dead_letter_topic", out.dead_letter_topic);
         if (!out.topic.empty() && out.dead_letter_topic == out.topic) {

@@ -13,6 +13,7 @@
 #include <exo/options.hpp>
 #include <exo/outbox.hpp>
 #include "core/key_source.hpp"
+#include "core/record_fingerprint.hpp"
 #include "core/sequence_config.hpp"
 
 namespace exo {
@@ -279,7 +280,11 @@ struct BindingConfig {
     Ordering ordering = Ordering::partition;
     int max_attempts = 5;           // handler tries before dead-lettering a retryable failure
     std::string dead_letter_topic;  // default "<topic>.dlq"
-    int yaml_line = 0;              // where the binding was declared, for later error messages
+    // A later copy of a key whose payload differs from the applied one's
+    // (core/record_fingerprint.hpp): dead-lettered (no dedup row), logged as a
+    // duplicate, or a plain duplicate. A byte-identical copy is always a duplicate.
+    KeyReusePolicy on_key_reuse = KeyReusePolicy::dead_letter;
+    int yaml_line = 0;  // where the binding was declared, for later error messages
     // `options:`, handed to the handler's factory as they are: their keys are the
     // handler's, so only their shape (scalars) is checked here; the handler
     // converts and checks values itself. Empty when the binding has none.

@@ -202,6 +202,9 @@ private:
                                                            : "entity");
         number("max_attempts", b.max_attempts);
         text("dead_letter_topic", b.dead_letter_topic);
+        text("on_key_reuse", b.on_key_reuse == KeyReusePolicy::dead_letter ? "dead_letter"
+                             : b.on_key_reuse == KeyReusePolicy::log       ? "log"
+                                                                           : "ignore");
         begin("options", b.options.empty());
         for (const auto& key : b.options.keys()) {
             const std::string value = b.options.string(key);

@@ -49,9 +49,12 @@ struct RetentionStats {
 struct TopicStats {
     std::array<std::atomic<std::uint64_t>, kOutcomes.size()> outcomes{};  // by Outcome
     std::atomic<std::uint64_t> parked{0};  // strict-sequence gaps set aside (events, not records)
-    BucketHistogram handler_duration;      // handler time per record (a batch's share)
-    BucketHistogram outside_duration;      // before_transaction() per call (its own thread's time)
-    BucketHistogram record_latency;        // Kafka timestamp -> durable outcome
+    // Later copies of a key whose payload differed from the applied one's, under
+    // on_key_reuse dead_letter or log (ignore counts nothing).
+    std::atomic<std::uint64_t> key_reused{0};
+    BucketHistogram handler_duration;  // handler time per record (a batch's share)
+    BucketHistogram outside_duration;  // before_transaction() per call (its own thread's time)
+    BucketHistogram record_latency;    // Kafka timestamp -> durable outcome
 
     std::uint64_t count(Outcome o) const {
         return outcomes[static_cast<std::size_t>(o)].load(std::memory_order_relaxed);
@@ -74,6 +77,7 @@ public:
     void parked_record(const std::string& topic, std::uint64_t n = 1) {
         topic_stats(topic).parked += n;
     }
+    void key_reused(const std::string& topic) { topic_stats(topic).key_reused++; }
     // `took` for `records` records in one call: each record is observed with
     // its share, so the count is records handled and the sum the time spent,
     // for per-record and batch handlers alike.

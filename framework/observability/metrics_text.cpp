@@ -121,6 +121,12 @@ std::string render_metrics(const PipelineStats& stats, const DaemonStatus& statu
                      t->count(o));
         w.sample("exo_records_total", topic_label(topic) + ",outcome=\"parked\"", t->parked.load());
     }
+    w.family("exo_key_reuse_total", "counter",
+             "Later copies of a key whose payload differed from the applied copy's "
+             "(bindings[].on_key_reuse dead_letter or log).");
+    for (const auto& [topic, t] : stats.topics())
+        if (shown(topic, *t) || t->key_reused.load() > 0)
+            w.sample("exo_key_reuse_total", topic_label(topic), t->key_reused.load());
 
     const Counter counters[] = {
         {"exo_records_polled_total", "Records fetched from Kafka and handed to a worker.",

@@ -25,10 +25,10 @@ constexpr const char* kClearGap = "exo_clear_gap";
 // this process's exo_processes id, a constant of the connection's statements.
 std::string start_sql(const std::string& process, const char* first_rule, const char* rule) {
     return "WITH ins AS (INSERT INTO exo_processed (consumer_group, idempotency_key,"
-           " fencing_token, topic, kafka_partition, kafka_offset, outcome, applied_by_process)"
-           " VALUES ($1, $2, $3, $4, $5, $6, 'APPLIED', " +
+           " fencing_token, topic, kafka_partition, kafka_offset, outcome, applied_by_process,"
+           " fingerprint) VALUES ($1, $2, $3, $4, $5, $6, 'APPLIED', " +
            process +
-           ")"
+           ", NULLIF($10::text, ''))"
            " ON CONFLICT (consumer_group, idempotency_key) DO NOTHING RETURNING 1),"
            " prev AS (SELECT last_sequence FROM exo_sequences"
            " WHERE handler = $7::text AND entity = $8::text FOR UPDATE),"
@@ -52,13 +52,14 @@ void prepare_framework_statements(pqxx::connection_base& c) {
     const auto process = std::to_string(register_process(c));
     c.prepare(kInsertProcessed,
               "INSERT INTO exo_processed (consumer_group, idempotency_key, fencing_token, topic,"
-              " kafka_partition, kafka_offset, outcome, result, applied_by_process)"
+              " kafka_partition, kafka_offset, outcome, result, applied_by_process, fingerprint)"
               " VALUES ($1, $2, $3, $4, $5, $6, $7, NULLIF($8, ''), " +
                   process +
-                  ")"
+                  ", NULLIF($9, ''))"
                   " ON CONFLICT (consumer_group, idempotency_key) DO NOTHING RETURNING 1");
     c.prepare(kSelectProcessed,
-              "SELECT outcome, coalesce(result, '') FROM exo_processed"
+              "SELECT outcome, coalesce(result, ''), fingerprint, topic, kafka_partition,"
+              " kafka_offset FROM exo_processed"
               " WHERE consumer_group = $1 AND idempotency_key = $2");
     c.prepare(kUpdateProcessed,
               "UPDATE exo_processed SET outcome = $3, result = NULLIF($4, '')"
@@ -90,14 +91,24 @@ namespace {
 ExistingRow existing_row(pqxx::transaction_base& tx, const std::string& group,
                          const std::string& key) {
     auto existing = tx.exec_prepared(kSelectProcessed, group, key);
-    if (existing.empty()) return ExistingRow{StoredOutcome::applied, ""};
-    return existing_row_of(key, existing[0][0].as<std::string>(), existing[0][1].as<std::string>());
+    if (existing.empty()) return ExistingRow{StoredOutcome::applied, "", {}};
+    return existing_row_of(key, existing[0][0].as<std::string>(), existing[0][1].as<std::string>(),
+                           applied_copy_of(existing[0], 2));
 }
 
 }  // namespace
 
+AppliedCopy applied_copy_of(const pqxx::row& row, pqxx::row::size_type first) {
+    AppliedCopy out;
+    if (!row[first].is_null()) out.fingerprint = row[first].as<std::string>();
+    out.topic = row[first + 1].as<std::string>();
+    out.partition = row[first + 2].as<std::int32_t>();
+    out.offset = row[first + 3].as<std::int64_t>();
+    return out;
+}
+
 ExistingRow existing_row_of(const std::string& key, const std::string& outcome_text,
-                            std::string result) {
+                            std::string result, AppliedCopy applied) {
     const auto outcome = parse_stored_outcome(outcome_text);
     // The table's CHECK constraint allows no other value; a newer exo's would
     // need this one to learn it, not to guess.
@@ -105,14 +116,14 @@ ExistingRow existing_row_of(const std::string& key, const std::string& outcome_t
         throw std::runtime_error("exo_processed row for key '" + key + "' has outcome '" +
                                  outcome_text +
                                  "', unknown to this exo: run the exo version that wrote it");
-    return ExistingRow{*outcome, std::move(result)};
+    return ExistingRow{*outcome, std::move(result), std::move(applied)};
 }
 
 std::optional<ExistingRow> insert_processed(pqxx::transaction_base& tx, const ProcessedRow& row) {
     auto inserted =
         tx.exec_prepared(kInsertProcessed, row.consumer_group, row.idempotency_key, row.token.value,
                          row.partition.topic.value, row.partition.partition.value, row.offset.value,
-                         to_sql(row.outcome), row.result);
+                         to_sql(row.outcome), row.result, row.fingerprint);
     if (!inserted.empty()) return std::nullopt;
     return existing_row(tx, row.consumer_group, row.idempotency_key);
 }
@@ -129,7 +140,7 @@ RecordStart start_record(pqxx::transaction_base& tx, const ProcessedRow& row,
         tx.exec_prepared(sequence->mode == SequenceMode::strict ? kStartStrict : kStartLatest,
                          row.consumer_group, row.idempotency_key, row.token.value,
                          row.partition.topic.value, row.partition.partition.value, row.offset.value,
-                         sequence->handler, sequence->entity, sequence->sequence);
+                         sequence->handler, sequence->entity, sequence->sequence, row.fingerprint);
     if (!r[0][0].as<bool>()) {
         out.duplicate = existing_row(tx, row.consumer_group, row.idempotency_key);
         return out;

@@ -9,12 +9,14 @@
 #include <string>
 
 #include <pqxx/connection>
+#include <pqxx/row>
 #include <pqxx/transaction_base>
 
 #include <exo/types.hpp>
 #include "config/config.hpp"
 #include "core/fencing_token.hpp"
 #include "core/outcome.hpp"
+#include "core/record_fingerprint.hpp"
 #include "core/sequence_decision.hpp"
 
 namespace exo {
@@ -35,11 +37,15 @@ struct ProcessedRow {
     Offset offset;
     StoredOutcome outcome = StoredOutcome::applied;
     std::string result;
+    std::string fingerprint;  // record_fingerprint() of this copy; empty: stored as NULL
 };
 
 struct ExistingRow {
     StoredOutcome outcome = StoredOutcome::applied;
     std::string result;
+    // The copy the row was written for: its fingerprint (empty: NULL, a row
+    // written before 0013) and coordinates, for key_reuse_verdict().
+    AppliedCopy applied;
 };
 
 // Inserts the dedup row. Returns nullopt if it was inserted (the key is new to
@@ -51,7 +57,11 @@ std::optional<ExistingRow> insert_processed(pqxx::transaction_base& tx, const Pr
 // The row read back for a duplicate key. Throws std::runtime_error for an
 // outcome this exo does not know (a row written by a newer one).
 ExistingRow existing_row_of(const std::string& key, const std::string& outcome_text,
-                            std::string result);
+                            std::string result, AppliedCopy applied = {});
+
+// The AppliedCopy of a row read as (fingerprint, topic, kafka_partition,
+// kafka_offset) starting at column `first`.
+AppliedCopy applied_copy_of(const pqxx::row& row, pqxx::row::size_type first);
 
 // Sets outcome and result of a row inserted earlier in this transaction.
 void update_processed(pqxx::transaction_base& tx, const std::string& group, const std::string& key,

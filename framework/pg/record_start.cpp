@@ -53,11 +53,12 @@ std::string records_start_sql(const std::string& process) {
     return "WITH seq AS MATERIALIZED (" + entity_probe("$7", "$8") +
            "),"
            " ins AS (INSERT INTO exo_processed (consumer_group, idempotency_key, fencing_token,"
-           " topic, kafka_partition, kafka_offset, outcome, applied_by_process)"
+           " topic, kafka_partition, kafka_offset, outcome, applied_by_process, fingerprint)"
            " SELECT $1::text, u.k, u.t, u.tp, u.p, u.o, 'APPLIED', " +
            process +
-           " FROM unnest($2::text[], $3::bigint[], $4::text[], $5::int[], $6::bigint[],"
-           " $9::bigint[]) WITH ORDINALITY AS u(k, t, tp, p, o, en, n)"
+           ", NULLIF(u.fp, '') FROM unnest($2::text[], $3::bigint[], $4::text[], $5::int[],"
+           " $6::bigint[], $9::bigint[], $10::text[]) WITH ORDINALITY AS u(k, t, tp, p, o, en, fp, "
+           "n)"
            " WHERE NOT EXISTS (SELECT 1 FROM seq WHERE seq.n = u.en AND seq.held)"
            " ORDER BY u.n"
            " ON CONFLICT (consumer_group, idempotency_key) DO NOTHING RETURNING idempotency_key)"
@@ -74,8 +75,10 @@ std::string lock_entities_sql() {
 // The rows of keys that were already there (a separate statement, as in
 // start_record: it sees rows committed while the insert waited for them).
 constexpr const char* kRecordsExistingSql =
-    "SELECT u.k, p.outcome, p.result FROM unnest($2::text[]) AS u(k),"
-    " LATERAL (SELECT outcome, coalesce(result, '') AS result FROM exo_processed"
+    "SELECT u.k, p.outcome, p.result, p.fingerprint, p.topic, p.kafka_partition, p.kafka_offset"
+    " FROM unnest($2::text[]) AS u(k),"
+    " LATERAL (SELECT outcome, coalesce(result, '') AS result, fingerprint, topic,"
+    " kafka_partition, kafka_offset FROM exo_processed"
     " WHERE consumer_group = $1 AND idempotency_key = u.k LIMIT 1) AS p";
 
 // Statement C writes the plan's sequences: entities locked by statement A are
@@ -172,7 +175,7 @@ RecordsStart start_records(pqxx::transaction_base& tx, const std::string& consum
     for (const auto& r : records) by_key.push_back(&r);
     std::sort(by_key.begin(), by_key.end(),
               [](const RecordToStart* a, const RecordToStart* b) { return a->key < b->key; });
-    std::vector<std::string> keys, topics;
+    std::vector<std::string> keys, topics, fingerprints;
     std::vector<std::int64_t> tokens, offsets, key_entities;
     std::vector<std::int32_t> partitions;
     for (const auto* record : by_key) {
@@ -182,13 +185,14 @@ RecordsStart start_records(pqxx::transaction_base& tx, const std::string& consum
         topics.push_back(r.partition.topic.value);
         partitions.push_back(r.partition.partition.value);
         offsets.push_back(r.offset.value);
+        fingerprints.push_back(r.fingerprint);
         // 1-based, as the statement numbers entities; 0: no entity.
         key_entities.push_back(r.sequence ? static_cast<std::int64_t>(entity_of(r)) + 1 : 0);
     }
-    auto started =
-        tx.exec_prepared(kRecordsStart, consumer_group, text_array(keys), int_array(tokens),
-                         text_array(topics), int_array(partitions), int_array(offsets),
-                         text_array(handlers), text_array(entities), int_array(key_entities));
+    auto started = tx.exec_prepared(kRecordsStart, consumer_group, text_array(keys),
+                                    int_array(tokens), text_array(topics), int_array(partitions),
+                                    int_array(offsets), text_array(handlers), text_array(entities),
+                                    int_array(key_entities), text_array(fingerprints));
     ++out.round_trips;
     std::unordered_set<std::string> inserted;
     std::vector<std::optional<std::int64_t>> last(entities.size());
@@ -237,7 +241,8 @@ RecordsStart start_records(pqxx::transaction_base& tx, const std::string& consum
              tx.exec_prepared(kRecordsExisting, consumer_group, text_array(known))) {
             auto key = row[0].as<std::string>();
             existing.emplace(
-                key, existing_row_of(key, row[1].as<std::string>(), row[2].as<std::string>()));
+                key, existing_row_of(key, row[1].as<std::string>(), row[2].as<std::string>(),
+                                     applied_copy_of(row, 3)));
         }
         ++out.round_trips;
     }
@@ -253,7 +258,7 @@ RecordsStart start_records(pqxx::transaction_base& tx, const std::string& consum
             // settled long ago, and APPLIED is as good an answer as any.
             auto found = existing.find(r.key);
             decided.duplicate =
-                found != existing.end() ? found->second : ExistingRow{StoredOutcome::applied, ""};
+                found != existing.end() ? found->second : ExistingRow{StoredOutcome::applied, "", {}};
             continue;
         }
         if (!r.sequence) {

@@ -42,6 +42,7 @@ struct RecordToStart {
     TopicPartition partition;
     Offset offset;
     std::optional<SequenceStep> sequence;
+    std::string fingerprint;  // record_fingerprint() of this copy; empty: stored as NULL
 };
 
 struct StartedRecord {

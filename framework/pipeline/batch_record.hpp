@@ -35,6 +35,11 @@ struct BatchRecord {
     const std::size_t position;  // in its batch, which is in partition order
     const BindingConfig* binding = nullptr;
     std::string key;  // empty if it could not be derived
+    // record_fingerprint() of this copy (empty if its key could not be derived),
+    // and of the copy the key's dedup row was written for, once known: its own
+    // when it finishes with an effect of its own. Written to its Redis claim.
+    std::string fingerprint;
+    std::string stored_fingerprint;
     // Fate::awaits_first: the batch's first record with this key, which claims
     // and runs for both; this one is settled after it (passes/repeated_keys.hpp).
     const BatchRecord* first_copy = nullptr;
@@ -79,6 +84,7 @@ struct BatchRecord {
         framework_started = false;
         outcome.reset();
         stored = StoredOutcome::applied;
+        stored_fingerprint.clear();
         pending.dead_letter.reset();
         result.clear();
         error.clear();
@@ -91,6 +97,7 @@ struct BatchRecord {
         stored = o == Outcome::stale           ? StoredOutcome::stale
                  : o == Outcome::dead_lettered ? StoredOutcome::dead_lettered
                                                : StoredOutcome::applied;
+        stored_fingerprint = fingerprint;
     }
     // Finished as a duplicate of a key whose first delivery ended as `first`.
     void finish_duplicate(Outcome o, StoredOutcome first, std::string stored_result) {

@@ -76,12 +76,13 @@ void DeadLetterPublisher::publish(Batch& batch, LeaseKeeper& leases) {
                     auto existing = insert_processed(
                         tx, {group, item->key, item->token.value_or(FencingToken{0}),
                              r.topic_partition(), r.offset, StoredOutcome::dead_lettered,
-                             printable_text(verdict.reason)});
+                             printable_text(verdict.reason), item->fingerprint});
                     if (existing) {
                         // Applied by another copy meanwhile, or dead-lettered by an
                         // earlier try whose acknowledgement we lost: done either way.
                         item->stored = existing->outcome;
                         item->result = existing->result;
+                        item->stored_fingerprint = existing->applied.fingerprint;
                         known.push_back(item);
                         tx.exec("RELEASE SAVEPOINT exo_dead_letter");
                         continue;

@@ -12,9 +12,14 @@ RecordStepResult run_record_step(pqxx::transaction_base& tx, const RecordStepInp
                                  GapUndo undo) {
     RecordStepResult out;
     const auto& binding = in.binding;
-    const ProcessedRow row{
-        in.consumer_group,      in.key, in.token, in.record.topic_partition(), in.record.offset,
-        StoredOutcome::applied, {}};
+    const ProcessedRow row{in.consumer_group,
+                           in.key,
+                           in.token,
+                           in.record.topic_partition(),
+                           in.record.offset,
+                           StoredOutcome::applied,
+                           {},
+                           in.fingerprint ? *in.fingerprint : std::string()};
     std::optional<SequenceStep> step;
     if (binding.sequence)
         step.emplace(SequenceStep{
@@ -26,6 +31,7 @@ RecordStepResult run_record_step(pqxx::transaction_base& tx, const RecordStepInp
         out.outcome = Outcome::duplicate_postgres;
         out.stored = start.duplicate->outcome;
         out.result = std::move(start.duplicate->result);
+        out.applied = std::move(start.duplicate->applied);
         return out;
     }
     if (!start.verdict)  // another transaction created the entity first: not this record's fault

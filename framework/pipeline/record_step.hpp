@@ -23,6 +23,7 @@
 #include "core/fencing_token.hpp"
 #include "core/key_derivation.hpp"
 #include "core/outcome.hpp"
+#include "core/record_fingerprint.hpp"
 #include "outbox/transaction_outbox.hpp"
 
 namespace exo {
@@ -59,6 +60,9 @@ struct RecordStepInput {
     // rethrown where handle() would be called, which then is not.
     const std::any* handed_over = nullptr;
     std::exception_ptr outside_failure = nullptr;
+    // record_fingerprint() of the record, written with its dedup row; nullptr:
+    // none (NULL, the handler test kit).
+    const std::string* fingerprint = nullptr;
 };
 
 // How a strict sequence gap takes back the record's dedup row: inside a
@@ -70,7 +74,8 @@ struct RecordStepResult {
     // applied, duplicate_postgres or stale; nullopt: a strict sequence gap.
     std::optional<Outcome> outcome;
     StoredOutcome stored = StoredOutcome::applied;  // duplicate: what the key's row says
-    std::string result;  // applied: the handler's result; duplicate: the stored one
+    std::string result;   // applied: the handler's result; duplicate: the stored one
+    AppliedCopy applied;  // duplicate: the fingerprint and coordinates the key's row holds
     // Gap: nothing of the record stays but its first sighting. Empty while it
     // may still wait; else it waited past gap_timeout and this is why it is a
     // dead letter.

@@ -5,6 +5,7 @@
 
 #include <exo/errors.hpp>
 #include "core/key_derivation.hpp"
+#include "core/record_fingerprint.hpp"
 
 namespace exo {
 
@@ -45,6 +46,13 @@ void key_pass(Batch& batch, const std::vector<BindingConfig>& bindings,
             record.dead_letter(carried ? carried->reason : e.what(), /*record_key=*/false,
                                carried && carried->clears_gap);
             continue;
+        }
+        try {
+            record.fingerprint = record_fingerprint(record.binding->key, r.value);
+        } catch (const PermanentError&) {
+            // The key was derived from the same text, so not expected; without
+            // a fingerprint the record is never taken for a reused key.
+            record.fingerprint.clear();
         }
         // One claim per key per batch: a later copy claims nothing and runs no
         // handler; it ends as the first copy did (settle_repeated_keys), and the

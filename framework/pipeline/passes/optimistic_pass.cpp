@@ -6,6 +6,7 @@
 #include "pg/record_start.hpp"
 #include "pipeline/passes/batch_handler_call.hpp"
 #include "pipeline/passes/entity_holds.hpp"
+#include "pipeline/passes/key_reuse.hpp"
 
 namespace exo {
 namespace {
@@ -42,7 +43,8 @@ std::optional<std::string> start_set_based(const PassContext& ctx, pqxx::transac
         }
         started.push_back(record);
         starting.push_back({record->key, record->token.value_or(FencingToken{0}),
-                            record->partition(), record->pending.record.offset, step});
+                            record->partition(), record->pending.record.offset, step,
+                            record->fingerprint});
     }
     // One record: the per-record start is one round trip, the set-based start two.
     if (starting.size() < 2) return std::nullopt;
@@ -74,8 +76,7 @@ std::optional<std::string> start_set_based(const PassContext& ctx, pqxx::transac
         auto& decided = start.records[n];
         if (decided.left_out) continue;  // put back above
         if (decided.duplicate) {
-            record.finish_duplicate(Outcome::duplicate_postgres, decided.duplicate->outcome,
-                                    std::move(decided.duplicate->result));
+            finish_postgres_duplicate(record, std::move(*decided.duplicate), ctx.stats, ctx.log);
             continue;
         }
         switch (*decided.verdict) {

@@ -5,6 +5,7 @@
 #include "core/log_context.hpp"
 #include "core/text.hpp"
 #include "pg/pg_errors.hpp"
+#include "pipeline/passes/key_reuse.hpp"
 
 namespace exo {
 
@@ -44,14 +45,16 @@ std::optional<RecordFailure> run_record(const PassContext& ctx, pqxx::transactio
                                     &record.pending.trace,
                                     &outbox,
                                     &record.handed_over,
-                                    record.outside_failure};
+                                    record.outside_failure,
+                                    &record.fingerprint};
         auto step = record.framework_started ? run_handler_step(tx, input)
                                              : run_record_step(tx, input, undo);
         ctx.stats.postgres_round_trips += static_cast<std::uint64_t>(step.round_trips);
         if (step.outcome == Outcome::applied) ctx.stats.handler_ran(binding.topic, handler_took);
         if (step.outcome == Outcome::duplicate_postgres) {
-            record.finish_duplicate(Outcome::duplicate_postgres, step.stored,
-                                    std::move(step.result));
+            finish_postgres_duplicate(
+                record, ExistingRow{step.stored, std::move(step.result), std::move(step.applied)},
+                ctx.stats, ctx.log);
         } else if (step.outcome) {
             record.result = std::move(step.result);
             record.finish(*step.outcome);
