@@ -1,10 +1,11 @@
 -- claim(KEYS[1..N] = claim keys; ARGV: owner, lease_ms)
 -- Reply: an array with one entry per key, in KEYS order, each an array of two
--- bulk strings:
+-- bulk strings (three for DUPLICATE and DEAD_LETTERED):
 --   {"ACQUIRED", token}          new key, or re-entrant claim by the same owner
 --   {"TAKEN_OVER", token}        PROCESSING past its lease: ours now, higher token
---   {"DUPLICATE", result}        COMPLETED earlier
---   {"DEAD_LETTERED", reason}    DEAD_LETTERED earlier
+--   {"DUPLICATE", result, fp}      COMPLETED earlier
+--   {"DEAD_LETTERED", reason, fp}  DEAD_LETTERED earlier
+--   (fp: the fingerprint complete.lua stored, '' if none: core/record_fingerprint.hpp)
 --   {"CONFLICT", remaining_ms}   PROCESSING by another owner whose lease is live
 -- or an error reply in that key's place (not a hash, unknown state): that key only
 -- failed, the other keys were still claimed. A bad argument fails the whole call
@@ -50,12 +51,12 @@ end
 -- handled in order, so a key given twice sees its first answer (re-entrant).
 local function claim(key)
     -- pcall: a key that is not a hash fails alone instead of aborting the call.
-    local rec = redis.pcall('HMGET', key, 'state', 'owner', 'token', 'lease_until', 'result')
+    local rec = redis.pcall('HMGET', key, 'state', 'owner', 'token', 'lease_until', 'result', 'fp')
     if rec.err then return rec end
     local state = rec[1]
 
     if state == 'COMPLETED' or state == 'DEAD_LETTERED' then
-        return {state == 'COMPLETED' and 'DUPLICATE' or 'DEAD_LETTERED', rec[5] or ''}
+        return {state == 'COMPLETED' and 'DUPLICATE' or 'DEAD_LETTERED', rec[5] or '', rec[6] or ''}
     end
 
     if not state then

@@ -1,22 +1,24 @@
 -- complete(KEYS[1..N] = claim keys; ARGV: owner, ttl_ms, then for each key in
--- KEYS order: token, result, final_state)
+-- KEYS order: token, result, final_state, fingerprint)
 -- final_state: COMPLETED (result = the handler's result) or DEAD_LETTERED (result =
--- the reason). Reply: an array with one entry per key, in KEYS order: the bulk
+-- the reason). fingerprint: of the copy the key's dedup row was written for
+-- (core/record_fingerprint.hpp), kept as field `fp` and answered by claim.lua
+-- with DUPLICATE / DEAD_LETTERED; empty: none (the field is removed). Reply: an array with one entry per key, in KEYS order: the bulk
 -- string "OK" | "LOST" (not ours any more, or no key), or an error reply in that
 -- key's place (not a hash): that key only failed. A bad argument fails the whole
 -- call before any key is touched.
 -- One call takes many keys of any hash slot: it needs a single Redis, not Cluster.
 local owner = ARGV[1]
 local ttl_ms = tonumber(ARGV[2])
-if #ARGV ~= 2 + 3 * #KEYS then
+if #ARGV ~= 2 + 4 * #KEYS then
     return redis.error_reply('ERR complete.lua: expected ARGV owner, ttl_ms and '
-                             .. 'token, result, final_state per key')
+                             .. 'token, result, final_state, fingerprint per key')
 end
 if not ttl_ms or ttl_ms <= 0 then
     return redis.error_reply('ERR complete.lua: ttl_ms must be a positive number')
 end
 for i = 1, #KEYS do
-    local final_state = ARGV[2 + 3 * i]
+    local final_state = ARGV[4 * i + 1]
     if final_state ~= 'COMPLETED' and final_state ~= 'DEAD_LETTERED' then
         return redis.error_reply('ERR complete.lua: final_state must be COMPLETED or DEAD_LETTERED')
     end
@@ -24,7 +26,7 @@ end
 local ttl = string.format('%.0f', ttl_ms)
 
 -- One key, exactly as a call with that key alone would answer it.
-local function complete(key, token, result, final_state)
+local function complete(key, token, result, final_state, fp)
     -- pcall: a key that is not a hash fails alone instead of aborting the call.
     local rec = redis.pcall('HMGET', key, 'state', 'owner', 'token')
     if rec.err then return rec end
@@ -41,14 +43,19 @@ local function complete(key, token, result, final_state)
 
     -- The token stays so a later takeover (after the TTL) still hands out a higher one.
     redis.call('HSET', key, 'state', final_state, 'result', result)
-    redis.call('HDEL', key, 'lease_until')
+    if fp ~= '' then
+        redis.call('HSET', key, 'fp', fp)
+        redis.call('HDEL', key, 'lease_until')
+    else
+        redis.call('HDEL', key, 'lease_until', 'fp')
+    end
     redis.call('PEXPIRE', key, ttl)
     return 'OK'
 end
 
 local replies = {}
 for i, key in ipairs(KEYS) do
-    local at = 3 * i
-    replies[i] = complete(key, ARGV[at], ARGV[at + 1], ARGV[at + 2])
+    local at = 4 * i - 1
+    replies[i] = complete(key, ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3])
 end
 return replies

@@ -89,6 +89,21 @@ TEST_SUITE("claim replies") {
         CHECK(r.stored_result.empty());
     }
 
+    TEST_CASE("DUPLICATE and DEAD_LETTERED give the stored fingerprint when claim.lua sends one") {
+        ClaimResult r =
+            parse_claim_reply(array({text("DUPLICATE"), text("r"), text("ab12")}), kKey);
+        CHECK(r.status == ClaimStatus::duplicate);
+        CHECK(r.stored_result == "r");
+        CHECK(r.stored_fingerprint == "ab12");
+        r = parse_claim_reply(array({text("DEAD_LETTERED"), text("why"), text("")}), kKey);
+        CHECK(r.status == ClaimStatus::dead_lettered);
+        CHECK(r.stored_fingerprint.empty());
+        // A claim.lua loaded by an older exo answers without one.
+        CHECK(parse_claim_reply(claim_reply("DUPLICATE", "r"), kKey).stored_fingerprint.empty());
+        CHECK_THROWS_AS(parse_claim_reply(array({text("DUPLICATE"), text("r"), integer(1)}), kKey),
+                        RedisReplyError);
+    }
+
     TEST_CASE("DEAD_LETTERED gives the stored reason") {
         const ClaimResult r = parse_claim_reply(claim_reply("DEAD_LETTERED", "bad amount"), kKey);
         CHECK(r.status == ClaimStatus::dead_lettered);

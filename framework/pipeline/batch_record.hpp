@@ -48,6 +48,9 @@ struct BatchRecord {
     // took the record to the dedup row instead of skipping it: kept for the whole
     // batch, so a record that runs after all is reported (Claims::complete).
     bool redis_said_duplicate = false;
+    // Its key was applied for another payload (finish_postgres_duplicate): a
+    // DUPLICATE from Redis followed by a dead letter or duplicate is no contradiction.
+    bool key_reused = false;
     Fate fate = Fate::pending;
     std::optional<Outcome> outcome;  // set with Fate::finished
     // What the key's dedup row says (or will say, once committed): for a
@@ -85,6 +88,7 @@ struct BatchRecord {
         outcome.reset();
         stored = StoredOutcome::applied;
         stored_fingerprint.clear();
+        key_reused = false;
         pending.dead_letter.reset();
         result.clear();
         error.clear();

@@ -139,7 +139,8 @@ void DeadLetterPublisher::publish(Batch& batch, LeaseKeeper& leases) {
             item->finish_duplicate(Outcome::duplicate_postgres, item->stored, item->result);
         }
         if (item->token && verdict.record_key) {
-            requests.push_back({item->key, *item->token, item->result, item->stored});
+            requests.push_back(
+                {item->key, *item->token, item->result, item->stored, item->stored_fingerprint});
             item->token.reset();
         }
     };

@@ -89,11 +89,16 @@ ClaimResult parse_claim_reply(const RedisReply& r, const std::string& redis_key)
         failed.error = "claim.lua on key '" + redis_key + "' answered with an error: " + r.str;
         return failed;
     }
-    if (r.type != RedisReply::Type::array || r.elements.size() != 2 || !is_text(r.elements[0]) ||
-        !is_text(r.elements[1]))
+    // Three elements: DUPLICATE / DEAD_LETTERED with the stored fingerprint
+    // (claim.lua of this exo); two: any answer (a script loaded by an older exo).
+    if (r.type != RedisReply::Type::array || r.elements.size() < 2 || r.elements.size() > 3 ||
+        !is_text(r.elements[0]) || !is_text(r.elements[1]) ||
+        (r.elements.size() == 3 && !is_text(r.elements[2])))
         bad_reply("claim.lua", redis_key, r);
     const std::string& status = r.elements[0].str;
     const std::string& value = r.elements[1].str;
+    if (r.elements.size() == 3 && status != "DUPLICATE" && status != "DEAD_LETTERED")
+        bad_reply("claim.lua", redis_key, r);
     ClaimResult out;
     if (status == "ACQUIRED" || status == "TAKEN_OVER") {
         auto token = parse_int(value);
@@ -103,6 +108,7 @@ ClaimResult parse_claim_reply(const RedisReply& r, const std::string& redis_key)
     } else if (status == "DUPLICATE" || status == "DEAD_LETTERED") {
         out.status = status == "DUPLICATE" ? ClaimStatus::duplicate : ClaimStatus::dead_lettered;
         out.stored_result = value;
+        if (r.elements.size() == 3) out.stored_fingerprint = r.elements[2].str;
     } else if (status == "CONFLICT") {
         auto ms = parse_int(value);
         if (!ms || *ms <= 0) bad_reply("claim.lua", redis_key, r);

@@ -38,6 +38,7 @@ struct ClaimResult {
     ClaimStatus status = ClaimStatus::conflict;
     FencingToken token{0};                     // acquired / taken_over: > 0
     std::string stored_result;                 // duplicate / dead_lettered (may be empty)
+    std::string stored_fingerprint;            // duplicate / dead_lettered: empty if none
     std::chrono::milliseconds retry_after{0};  // conflict: remaining lease, > 0
     std::string error;                         // failed: script, Redis key and Redis's error
 };

@@ -210,12 +210,13 @@ std::vector<FinishStatus> ClaimStore::complete(const std::vector<CompleteRequest
     std::vector<std::string> redis_keys;
     std::vector<std::string> per_key;
     redis_keys.reserve(requests.size());
-    per_key.reserve(3 * requests.size());
+    per_key.reserve(4 * requests.size());
     for (const auto& r : requests) {
         redis_keys.push_back(redis_key(r.key));
         per_key.push_back(std::to_string(r.token.value));
         per_key.push_back(r.result);
         per_key.push_back(final_state_name(r.outcome));
+        per_key.push_back(r.fingerprint);
     }
     auto replies = eval_per_key(redis_, complete_script_, "complete.lua", redis_keys,
                                 {owner_, std::to_string(ttl.count())}, per_key)

@@ -36,6 +36,9 @@ struct CompleteRequest {
     // The key's durable outcome: DEAD_LETTERED claims answer DEAD_LETTERED, the
     // others (APPLIED, STALE) COMPLETED, both with `result`.
     StoredOutcome outcome = StoredOutcome::applied;
+    // The fingerprint of the copy the key's dedup row was written for
+    // (core/record_fingerprint.hpp), answered by later claims; empty: none.
+    std::string fingerprint{};
 };
 
 struct TokenRequest {

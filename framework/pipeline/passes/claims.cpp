@@ -9,6 +9,22 @@ Claims::Claims(const Config& config, RedisSession& redis, PipelineStats& stats, 
                FatePolicy& fate)
     : config_(config), redis_(redis), stats_(stats), log_(log), fate_(fate) {}
 
+namespace {
+
+// Redis answered DUPLICATE / DEAD_LETTERED with the fingerprint of the copy the
+// key was settled for, and it is not this copy's: a key reused for another
+// payload, unless the binding ignores that. Such a record is not finished by
+// Redis's word: like claim.verify_duplicates, it goes to its transaction without
+// a claim, where the dedup row's answer (with the applied copy's coordinates)
+// lets on_key_reuse decide. Costs no round trip for any other record.
+bool redis_fingerprint_differs(const BatchRecord& record, const std::string& stored) {
+    return record.binding != nullptr && record.binding->on_key_reuse != KeyReusePolicy::ignore &&
+           key_reuse_verdict(stored, record.fingerprint, record.binding->on_key_reuse) !=
+               KeyReuse::none;
+}
+
+}  // namespace
+
 void Claims::claim(Batch& batch) {
     std::vector<BatchRecord*> claiming;
     std::vector<std::string> keys;
@@ -54,7 +70,8 @@ void Claims::claim(Batch& batch) {
             case ClaimStatus::duplicate:
             case ClaimStatus::dead_lettered:
                 if (record.fate != Fate::pending) break;
-                if (config_.claim.verify_duplicates) {
+                if (config_.claim.verify_duplicates ||
+                    redis_fingerprint_differs(record, r.stored_fingerprint)) {
                     // No token: the record goes to its transaction like a
                     // postgres_only one, where the dedup row answers.
                     record.redis_said_duplicate = true;
@@ -111,7 +128,8 @@ void Claims::complete(Batch& batch, LeaseKeeper& leases) {
             report_contradiction(record);
         if (record.fate != Fate::finished || !record.token) continue;
         if (record.outcome == Outcome::duplicate_redis) continue;  // Redis said so itself
-        requests.push_back({record.key, *record.token, record.result, record.stored});
+        requests.push_back(
+            {record.key, *record.token, record.result, record.stored, record.stored_fingerprint});
         record.token.reset();  // the claim is settled one way or the other
     }
     if (requests.empty()) return;
@@ -136,7 +154,7 @@ void Claims::complete(Batch& batch, LeaseKeeper& leases) {
 
 void Claims::report_contradiction(const BatchRecord& record) {
     if (record.outcome == Outcome::duplicate_postgres ||
-        record.outcome == Outcome::duplicate_in_batch)
+        record.outcome == Outcome::duplicate_in_batch || record.key_reused)
         return;  // the dedup row agreed with Redis
     stats_.redis_duplicates_contradicted++;
     const auto& pr = record.pending.record;

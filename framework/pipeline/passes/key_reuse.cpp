@@ -11,6 +11,7 @@ void finish_postgres_duplicate(BatchRecord& record, ExistingRow row, PipelineSta
     if (verdict == KeyReuse::dead_letter || verdict == KeyReuse::log) {
         const auto& r = record.pending.record;
         stats.key_reused(r.topic.value);
+        record.key_reused = true;
         auto why = key_reuse_reason(record.fingerprint, row.applied);
         if (verdict == KeyReuse::dead_letter) {
             // No dedup row: the key has the applied copy's, which stays the answer.
