@@ -17,6 +17,7 @@ InspectReport applied_report() {
     r.row = DedupRow{
         "APPLIED",         "2026-01-02T03:04:05.678Z",         "payments", 3, 42, 1700000000000001,
         std::string("ok"), std::string("host-a/123/exo-0.2.0")};
+    r.row->fingerprint = "ab12";
     r.claim = ClaimView{
         "exo:billing:e-1", "COMPLETED", "billing@host-a:123:9/w0", "1700000000000001", "ok",
         std::nullopt,      86399000};
@@ -37,6 +38,7 @@ TEST_CASE("inspect as JSON carries every field of the row, the claim and the seq
     CHECK(j["row"]["fencing_token"] == 1700000000000001);
     CHECK(j["row"]["result"] == "ok");
     CHECK(j["row"]["applied_by"] == "host-a/123/exo-0.2.0");
+    CHECK(j["row"]["fingerprint"] == "ab12");
     CHECK(j["claim"]["state"] == "COMPLETED");
     CHECK(j["claim"]["ttl_ms"] == 86399000);
     CHECK(j["claim"]["lease_until_ms"].is_null());
@@ -51,6 +53,7 @@ TEST_CASE("inspect as text names the outcome, origin, token, process and claim T
     CHECK(text.find("payments/3/42") != std::string::npos);
     CHECK(text.find("fencing token: 1700000000000001") != std::string::npos);
     CHECK(text.find("applied by: host-a/123/exo-0.2.0") != std::string::npos);
+    CHECK(text.find("fingerprint: ab12") != std::string::npos);
     CHECK(text.find("ttl: 86399000 ms") != std::string::npos);
     CHECK(text.find("last sequence: 7") != std::string::npos);
 }

@@ -74,14 +74,14 @@ std::optional<DedupRow> find_dedup_row(pqxx::connection& connection, const std::
     auto r = tx.exec_params("SELECT outcome, " + iso("processed_at") +
                                 ", topic, kafka_partition, kafka_offset, fencing_token, result, " +
                                 applied_by("p") +
-                                " FROM exo_processed p"
+                                ", fingerprint FROM exo_processed p"
                                 " WHERE consumer_group = $1 AND idempotency_key = $2",
                             group, key);
     if (r.empty()) return std::nullopt;
     const auto& row = r[0];
     return DedupRow{row[0].as<std::string>(), row[1].as<std::string>(),  row[2].as<std::string>(),
                     row[3].as<int>(),         row[4].as<std::int64_t>(), row[5].as<std::int64_t>(),
-                    optional_text(row[6]),    optional_text(row[7])};
+                    optional_text(row[6]),    optional_text(row[7]),     optional_text(row[8])};
 }
 
 std::optional<ReplayTicket> find_replay_ticket(pqxx::connection& connection,

@@ -20,6 +20,9 @@ struct DedupRow {
     std::int64_t fencing_token = 0;
     std::optional<std::string> result;      // the handler's result or the dead-letter reason
     std::optional<std::string> applied_by;  // NULL: written before migration 0004
+    // The applied copy's record_fingerprint() (core/record_fingerprint.hpp); NULL:
+    // written before migration 0013.
+    std::optional<std::string> fingerprint{};
 };
 
 // The Redis claim of a key (docs/design.md section 3).

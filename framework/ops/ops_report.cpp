@@ -34,7 +34,8 @@ json to_json(const DedupRow& r) {
             {"offset", r.offset},
             {"fencing_token", r.fencing_token},
             {"result", or_null(r.result)},
-            {"applied_by", or_null(r.applied_by)}};
+            {"applied_by", or_null(r.applied_by)},
+            {"fingerprint", or_null(r.fingerprint)}};
 }
 
 json to_json(const ClaimView& c) {
@@ -101,6 +102,7 @@ std::string to_text(const InspectReport& r) {
         line(out, "fencing token", std::to_string(d.fencing_token));
         line(out, "result", or_dash(d.result));
         line(out, "applied by", or_dash(d.applied_by));
+        line(out, "fingerprint", or_dash(d.fingerprint));
     } else {
         out << "dedup row (PostgreSQL): none\n";
     }
