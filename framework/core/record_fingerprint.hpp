@@ -15,7 +15,8 @@ namespace exo {
 // one applied (`on_key_reuse`).
 enum class KeyReusePolicy { dead_letter, log, ignore };
 
-// The lowercase hex SHA-256 of what identifies the event:
+// The first 32 lowercase hex digits (128 bits) of the SHA-256 of what
+// identifies the event:
 // - for `key: { hash: ... }` bindings, of the payload's canonical JSON minus the
 //   `exclude` pointers (core/canonical_json.hpp): a redelivery that differs only
 //   in excluded fields, or in key order and whitespace, is the same event. With
