@@ -12,6 +12,7 @@
 #include "core/context_access.hpp"
 #include "core/key_derivation.hpp"
 #include "core/payload.hpp"
+#include "core/record_fingerprint.hpp"
 #include "ledger.hpp"
 #include "pg/framework_statements.hpp"
 #include "pg_round_trips.hpp"
@@ -63,7 +64,8 @@ void run_per_record(pqxx::connection& conn, const Isolation& iso, const TopicWor
                              record.topic_partition(),
                              record.offset,
                              StoredOutcome::applied,
-                             {}};
+                             {},
+                             record_fingerprint(key_source, record.value)};
             // As Worker::run_one: the dedup row and the sequence step in one statement.
             auto seq = extract_sequence(sequence, payload);
             std::optional<SequenceStep> step;
