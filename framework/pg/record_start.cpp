@@ -257,8 +257,9 @@ RecordsStart start_records(pqxx::transaction_base& tx, const std::string& consum
             // Retention may have deleted the row since: the key was then
             // settled long ago, and APPLIED is as good an answer as any.
             auto found = existing.find(r.key);
-            decided.duplicate =
-                found != existing.end() ? found->second : ExistingRow{StoredOutcome::applied, "", {}};
+            decided.duplicate = found != existing.end()
+                                    ? found->second
+                                    : ExistingRow{StoredOutcome::applied, "", {}};
             continue;
         }
         if (!r.sequence) {

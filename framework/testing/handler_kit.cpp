@@ -403,9 +403,14 @@ std::optional<Verdict> HandlerKit::State::record_dead_letter(const Verdict& verd
     ExplicitTransaction batch(*connection);
     auto& tx = batch.statements();
     if (verdict.record_key) {
-        auto existing = insert_processed(
-            tx, {group, key, FencingToken{0}, record.topic_partition(), record.offset,
-                 StoredOutcome::dead_lettered, printable_text(verdict.reason), {}});
+        auto existing = insert_processed(tx, {group,
+                                              key,
+                                              FencingToken{0},
+                                              record.topic_partition(),
+                                              record.offset,
+                                              StoredOutcome::dead_lettered,
+                                              printable_text(verdict.reason),
+                                              {}});
         if (existing)
             return Verdict{Outcome::duplicate, to_sql(existing->outcome), existing->result};
     }
