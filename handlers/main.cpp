@@ -1,5 +1,5 @@
 // The `exo` binary: exo's command line with the example handlers, built the way
-// a team builds its own consumer (README, "Your own consumer in 5 minutes").
+// a team builds its own consumer (docs/handlers.md, "Your own consumer in 5 minutes").
 #include <exo/exo.hpp>
 
 #include "demo_commands.hpp"

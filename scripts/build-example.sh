@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the example consumer of handlers/ the way a team builds its own (README, "Your own
-# consumer in 5 minutes"): installs exo from the build dir into a prefix, then configures
+# Builds the example consumer of handlers/ the way a team builds its own (docs/handlers.md,
+# "Your own consumer in 5 minutes"): installs exo from the build dir into a prefix, then configures
 # handlers/ as a separate CMake project that finds exo with find_package(exo 0.2 CONFIG) and
 # builds its `exo` binary. Run scripts/build.sh first. Prints the binary's path last.
 #
