@@ -13,9 +13,11 @@
 //     whose message names the script and the Redis key;
 //   - parse_claim_reply accepts exactly a two-element array of text whose status
 //     is ACQUIRED, TAKEN_OVER, DUPLICATE, DEAD_LETTERED or CONFLICT, with a
-//     positive decimal int64 as the token or lease; it then returns that status,
-//     a token > 0 (ACQUIRED / TAKEN_OVER), a retry_after > 0 (CONFLICT), or the
-//     stored text (DUPLICATE / DEAD_LETTERED);
+//     positive decimal int64 as the token or lease, or a three-element array of
+//     text whose status is DUPLICATE or DEAD_LETTERED (the third element is the
+//     stored fingerprint); it then returns that status, a token > 0 (ACQUIRED /
+//     TAKEN_OVER), a retry_after > 0 (CONFLICT), or the stored text and
+//     fingerprint, empty when the reply has none (DUPLICATE / DEAD_LETTERED);
 //   - parse_finish_reply accepts exactly the text "OK" (ok) and "LOST" (lost);
 //   - split_per_key accepts exactly an array of as many entries as keys, and
 //     returns those entries; it throws nothing but RedisReplyError naming the
@@ -122,11 +124,14 @@ std::optional<exo::ClaimResult> expected_claim(const RedisReply& r) {
         failed.status = exo::ClaimStatus::failed;
         return failed;
     }
-    if (r.type != RedisReply::Type::array || r.elements.size() != 2 || !is_text(r.elements[0]) ||
-        !is_text(r.elements[1]))
+    if (r.type != RedisReply::Type::array || r.elements.size() < 2 || r.elements.size() > 3)
         return std::nullopt;
+    for (const RedisReply& e : r.elements)
+        if (!is_text(e)) return std::nullopt;
     const std::string& status = r.elements[0].str;
     const std::string& value = r.elements[1].str;
+    const bool stored = status == "DUPLICATE" || status == "DEAD_LETTERED";
+    if (r.elements.size() == 3 && !stored) return std::nullopt;
     exo::ClaimResult out;
     if (status == "ACQUIRED" || status == "TAKEN_OVER") {
         const auto token = positive(value);
@@ -143,6 +148,7 @@ std::optional<exo::ClaimResult> expected_claim(const RedisReply& r) {
         out.status =
             status == "DUPLICATE" ? exo::ClaimStatus::duplicate : exo::ClaimStatus::dead_lettered;
         out.stored_result = value;
+        if (r.elements.size() == 3) out.stored_fingerprint = r.elements[2].str;
     } else {
         return std::nullopt;
     }
@@ -187,6 +193,9 @@ void check_claim(const RedisReply& reply) {
         case exo::ClaimStatus::dead_lettered:
             FUZZ_CHECK(got->stored_result == expected->stored_result,
                        "the stored result " + shown(got->stored_result) + " is not the reply's");
+            FUZZ_CHECK(
+                got->stored_fingerprint == expected->stored_fingerprint,
+                "the stored fingerprint " + shown(got->stored_fingerprint) + " is not the reply's");
             break;
         case exo::ClaimStatus::failed:
             FUZZ_CHECK(got->error.find(kRedisKey) != std::string::npos &&
