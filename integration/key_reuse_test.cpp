@@ -107,6 +107,23 @@ TEST_CASE("a key reused with a different payload is dead-lettered naming both fi
     }
 }
 
+TEST_CASE(
+    "both copies of a reused key in one batch: the first is applied, the later one "
+    "dead-lettered, never finished as the first's duplicate" *
+    doctest::test_suite("serial")) {
+    PipelineHarness h({.name = "reuse_in_batch", .partitions = 1, .with_sequence = false});
+    configure(h, exo::KeyReusePolicy::dead_letter);
+    h.mutable_config().pipeline.linger = 500ms;  // both copies wait for one batch
+    const Counts c = consume(h, {kAccountA, kAccountB}, /*flush=*/false);
+    CHECK(c.applied == 1);
+    CHECK(c.dead_lettered == 1);
+    CHECK(c.key_reused == 1);
+    auto dlq = read_topic(h.bootstrap(), h.topic() + ".dlq", 1);
+    REQUIRE(dlq.size() == 1);
+    CHECK(dlq[0].value == kAccountB);
+    CHECK(header(dlq[0], "exo-error").find(kFingerprintB) != std::string::npos);
+}
+
 TEST_CASE("on_key_reuse log finishes a reused key as a duplicate and counts it" *
           doctest::test_suite("serial")) {
     for (const bool flush : {false, true}) {
@@ -139,5 +156,7 @@ TEST_CASE("on_key_reuse ignore finishes a reused key as a plain duplicate, uncou
         CHECK(reused.duplicates_redis == (flush ? 0 : 1));  // ignore: Redis's answer stands
         CHECK(reused.dead_lettered == 0);
         CHECK(reused.key_reused == 0);
+        // ignore compares nothing, so no fingerprint was computed or kept.
+        CHECK(h.count("SELECT count(*) FROM exo_processed WHERE fingerprint IS NOT NULL") == 0);
     }
 }

@@ -33,12 +33,16 @@ exo::PendingRecord record(const std::string& topic, int partition, const std::st
     return p;
 }
 
-std::vector<exo::BindingConfig> bindings() {
-    exo::BindingConfig b;
-    b.topic = "payments";
-    b.handler = "ledger";
-    b.key = {exo::KeySourceKind::json, "/eventId"};
-    return {b};
+// The records point at their binding: it outlives every batch of the tests.
+const std::vector<exo::BindingConfig>& bindings() {
+    static const std::vector<exo::BindingConfig> kBindings = [] {
+        exo::BindingConfig b;
+        b.topic = "payments";
+        b.handler = "ledger";
+        b.key = {exo::KeySourceKind::json, "/eventId"};
+        return std::vector<exo::BindingConfig>{b};
+    }();
+    return kBindings;
 }
 
 // A batch of (partition, event id, offset) records of "payments", keys derived.
@@ -186,6 +190,58 @@ TEST_CASE(
         CHECK_FALSE(later_finished);  // partition 1 commits no further than offset 20
         CHECK(stats.duplicates_in_batch == 0);
     }
+}
+
+TEST_CASE(
+    "a later copy of a key in the batch whose payload differs from the one its first copy "
+    "applied is requeued at once for its own claim to decide (on_key_reuse), and a byte-identical "
+    "one ends as the first's duplicate") {
+    std::vector<exo::PendingRecord> taken;
+    taken.push_back(record("payments", 0, "a", 10));
+    taken.push_back(record("payments", 0, "a", 11));  // the same bytes: a redelivery
+    taken.push_back(record("payments", 0, "a", 12));
+    taken.back().record.value = R"({"eventId":"a","account":"other"})";  // a reused id
+    exo::Batch batch(std::move(taken));
+    exo::key_pass(batch, bindings(), 5ms);
+    REQUIRE(at(batch, 0).fingerprint.size() == 32);
+    CHECK(at(batch, 1).fingerprint == at(batch, 0).fingerprint);
+    CHECK(at(batch, 2).fingerprint != at(batch, 0).fingerprint);
+    at(batch, 0).finish(Outcome::applied);  // keeps its own fingerprint as the row's
+    exo::settle_repeated_keys(batch);
+    CHECK(at(batch, 1).fate == Fate::finished);
+    CHECK(at(batch, 1).outcome == Outcome::duplicate_in_batch);
+    CHECK(at(batch, 2).fate == Fate::requeue);
+    CHECK(at(batch, 2).delay == 0ms);
+    CHECK(at(batch, 2).error.find("payload differs") != std::string::npos);
+}
+
+TEST_CASE(
+    "a later copy in the batch answered by Redis with the applied copy's fingerprint is compared "
+    "with that one, and on_key_reuse ignore computes no fingerprint and compares nothing") {
+    auto b = bindings();
+    std::vector<exo::PendingRecord> taken;
+    taken.push_back(record("payments", 0, "a", 10));
+    taken.push_back(record("payments", 0, "a", 11));
+    taken.back().record.value = R"({"eventId":"a","account":"other"})";
+    const auto fresh = [&taken] {
+        std::vector<exo::PendingRecord> copy = taken;
+        return std::make_unique<exo::Batch>(std::move(copy));
+    };
+    auto redis_answered = fresh();
+    exo::key_pass(*redis_answered, b, 5ms);
+    at(*redis_answered, 0).finish_duplicate(Outcome::duplicate_redis, StoredOutcome::applied, "");
+    at(*redis_answered, 0).stored_fingerprint = at(*redis_answered, 0).fingerprint;
+    exo::settle_repeated_keys(*redis_answered);
+    CHECK(at(*redis_answered, 1).fate == Fate::requeue);
+
+    b[0].on_key_reuse = exo::KeyReusePolicy::ignore;
+    auto ignored = fresh();
+    exo::key_pass(*ignored, b, 5ms);
+    CHECK(at(*ignored, 0).fingerprint.empty());
+    CHECK(at(*ignored, 1).fingerprint.empty());
+    at(*ignored, 0).finish(Outcome::applied);
+    exo::settle_repeated_keys(*ignored);
+    CHECK(at(*ignored, 1).outcome == Outcome::duplicate_in_batch);
 }
 
 TEST_CASE(

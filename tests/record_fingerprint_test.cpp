@@ -53,6 +53,19 @@ TEST_CASE("a hash key with fields fingerprints the whole payload canonically") {
     CHECK(record_fingerprint(fields, R"({"id":"e5","account":"B","sentAt":1})") != kCanonicalWhole);
 }
 
+TEST_CASE("a hash key without fields lends its digest as the fingerprint, topic prefix or not") {
+    const auto exclude = hash_key({}, {"/sentAt"});
+    const std::string value = R"({"sentAt":1,"id":"e5","account":"A"})";
+    // The key's own digest (python: the canonical text's sha256), as key derivation makes it.
+    const std::string key_digest =
+        "427b6820df9266e5fe4b3e4bafd4e7890a5948e3b2cdf64d77bd782761711c70";
+    CHECK(record_fingerprint(exclude, value, key_digest) == kCanonicalWithoutSentAt);
+    CHECK(record_fingerprint(exclude, value, "payments/" + key_digest) == kCanonicalWithoutSentAt);
+    // With fields the key covers only them: the whole payload is hashed, the key unused.
+    const auto fields = hash_key({"/id"}, {});
+    CHECK(record_fingerprint(fields, value, key_digest) == kCanonicalWhole);
+}
+
 TEST_CASE("a different fingerprint is a reuse that the binding's policy answers") {
     CHECK(key_reuse_verdict("a", "b", KeyReusePolicy::dead_letter) == KeyReuse::dead_letter);
     CHECK(key_reuse_verdict("a", "b", KeyReusePolicy::log) == KeyReuse::log);

@@ -23,9 +23,13 @@ enum class KeyReusePolicy { dead_letter, log, ignore };
 //   `exclude` the key already is this digest, so a reuse cannot happen; with
 //   `fields` it is the whole payload's canonical digest.
 // - for every other binding, of the value's bytes.
+// `derived_key`: the record's idempotency key when already derived. An
+// `exclude` (or whole-payload) hash key is this very digest, so it is read from
+// the key instead of serialising and hashing the payload a second time.
 // Thread-safe. Throws PermanentError when a hash binding's payload is not
 // canonical JSON (its key could not be derived either, so this is not reached).
-std::string record_fingerprint(const KeySource& key, std::string_view value);
+std::string record_fingerprint(const KeySource& key, std::string_view value,
+                               std::string_view derived_key = {});
 
 // Where the key's applied copy was read from, with its fingerprint.
 struct AppliedCopy {

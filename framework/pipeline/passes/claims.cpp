@@ -83,6 +83,8 @@ void Claims::claim(Batch& batch) {
                                             ? StoredOutcome::applied
                                             : StoredOutcome::dead_lettered,
                                         r.stored_result);
+                // What a later copy in the batch is compared with (repeated_keys.hpp).
+                record.stored_fingerprint = r.stored_fingerprint;
                 break;
             case ClaimStatus::failed: {
                 // This key alone: its record fails, counted and bounded, its

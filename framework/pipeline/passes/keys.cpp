@@ -47,12 +47,15 @@ void key_pass(Batch& batch, const std::vector<BindingConfig>& bindings,
                                carried && carried->clears_gap);
             continue;
         }
-        try {
-            record.fingerprint = record_fingerprint(record.binding->key, r.value);
-        } catch (const PermanentError&) {
-            // The key was derived from the same text, so not expected; without
-            // a fingerprint the record is never taken for a reused key.
-            record.fingerprint.clear();
+        // on_key_reuse: ignore compares nothing, so nothing is computed or kept.
+        if (record.binding->on_key_reuse != KeyReusePolicy::ignore) {
+            try {
+                record.fingerprint = record_fingerprint(record.binding->key, r.value, record.key);
+            } catch (const PermanentError&) {
+                // The key was derived from the same text, so not expected; without
+                // a fingerprint the record is never taken for a reused key.
+                record.fingerprint.clear();
+            }
         }
         // One claim per key per batch: a later copy claims nothing and runs no
         // handler; it ends as the first copy did (settle_repeated_keys), and the
