@@ -108,12 +108,11 @@ void check_failures(const char* name, const char* handler) {
     CHECK(calls_of("acc-x") == std::vector<std::string>{"x-1", "x-2", "x-3"});
 }
 
-// 20 accounts x 5 records through one slot (`claim_ahead`: its applying
-// thread), each call 20 ms: checks everything the first case's name says.
-void check_calls_outside(const char* name, bool claim_ahead) {
+// 20 accounts x 5 records through one slot, each call 20 ms: checks
+// everything the first case's name says.
+void check_calls_outside(const char* name) {
     PipelineHarness h(one_slot(name, "outside_recording"));
     prepare(h, 20ms);
-    h.mutable_config().pipeline.claim_ahead = claim_ahead;
     constexpr int accounts = 20, per_account = 5;
     std::vector<exo::PaymentMessage> messages;
     for (int seq = 1; seq <= per_account; ++seq)
@@ -159,13 +158,7 @@ void check_calls_outside(const char* name, bool claim_ahead) {
 TEST_CASE(
     "before_transaction() runs outside the transaction, at the same time for different keys and "
     "one at a time in order within a key, and handle() gets what it handed over") {
-    check_calls_outside("outsidework", false);
-}
-
-TEST_CASE(
-    "with claim_ahead, before_transaction() runs on the applying side, outside the transaction, "
-    "in order within a key, and handle() gets what it handed over") {
-    check_calls_outside("outsideahead", true);
+    check_calls_outside("outsidework");
 }
 
 TEST_CASE(

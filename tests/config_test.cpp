@@ -52,7 +52,7 @@ pipeline:
   workers: 4
   batch_size: 50
   linger_ms: 0
-  claim_ahead: true
+  concurrency: 3
   max_queued_per_partition: 500
   max_in_flight: 4000
   shutdown_timeout_ms: 5000
@@ -109,10 +109,9 @@ bindings:
         CHECK(c.pipeline.workers == 4);
         CHECK(c.pipeline.batch_size == 50);
         CHECK(c.pipeline.linger == 0ms);
-        CHECK(c.pipeline.claim_ahead);
         CHECK(c.pipeline.max_queued_per_partition == 500);
         CHECK(c.pipeline.max_in_flight == 4000);
-        CHECK(c.pipeline.concurrency == 1);
+        CHECK(c.pipeline.concurrency == 3);
         CHECK(c.bindings[0].ordering == Ordering::entity);
         CHECK(c.bindings[1].ordering == Ordering::partition);  // the default
         CHECK(c.pipeline.shutdown_timeout == 5000ms);
@@ -167,7 +166,6 @@ bindings:
         CHECK(c.pipeline.workers == defaults.pipeline.workers);
         CHECK(c.pipeline.batch_size == defaults.pipeline.batch_size);
         CHECK(c.pipeline.linger == defaults.pipeline.linger);
-        CHECK_FALSE(c.pipeline.claim_ahead);  // off unless asked for
         CHECK(c.pipeline.max_queued_per_partition == defaults.pipeline.max_queued_per_partition);
         CHECK(c.pipeline.shutdown_timeout == defaults.pipeline.shutdown_timeout);
         CHECK(c.pipeline.retry_backoff_initial == defaults.pipeline.retry_backoff_initial);
@@ -725,17 +723,26 @@ bindings:
               std::string::npos);
     }
 
-    TEST_CASE("pipeline.claim_ahead takes true or false, and names its line otherwise") {
-        const std::string text = errors_of(R"(
+    TEST_CASE(
+        "pipeline.claim_ahead, a removed threading model, is refused naming its line and what "
+        "replaced it") {
+        for (const char* value : {"true", "false"}) {
+            INFO(value);
+            const ConfigError e = error_of(std::string(R"(
 kafka: { bootstrap_servers: localhost:9092, group_id: g }
 postgres: { uri: postgresql://exo@db/exo }
 pipeline:
-  claim_ahead: yes
+  concurrency: 4
+  claim_ahead: )") + value + R"(
 bindings:
   - { topic: a, handler: ledger, key: coordinates }
 )");
-        CHECK(text.find("exo.yaml:4: pipeline.claim_ahead: unknown value 'yes'; expected one of: "
-                        "true, false") != std::string::npos);
+            REQUIRE(e.problems().size() == 1);
+            CHECK(std::string(e.what()).find(
+                      "exo.yaml:5: pipeline.claim_ahead: was removed: claims are made by each "
+                      "batch's own thread; use pipeline.concurrency for parallelism, and remove "
+                      "the key") == 0);
+        }
     }
 
     TEST_CASE(
@@ -790,7 +797,7 @@ bindings:
                         "got -1") != std::string::npos);
     }
 
-    TEST_CASE("pipeline.concurrency takes 1 to 256 and is refused with claim_ahead") {
+    TEST_CASE("pipeline.concurrency takes 1 to 256") {
         const Config c = parse(R"(
 kafka: { bootstrap_servers: localhost:9092, group_id: g }
 postgres: { uri: postgresql://exo@db/exo }
@@ -812,19 +819,6 @@ bindings:
 )");
         CHECK(text.find("exo.yaml:4: pipeline.concurrency:") != std::string::npos);
         CHECK(text.find("exo.yaml:5: pipeline.max_in_flight:") != std::string::npos);
-
-        const std::string both = errors_of(R"(
-kafka: { bootstrap_servers: localhost:9092, group_id: g }
-postgres: { uri: postgresql://exo@db/exo }
-pipeline:
-  claim_ahead: true
-  concurrency: 4
-bindings:
-  - { topic: a, handler: ledger, key: coordinates }
-)");
-        CHECK(both.find("exo.yaml:5: pipeline.concurrency: is 4, but claim_ahead is true and a "
-                        "worker has one claiming thread: set concurrency: 1, or claim_ahead: "
-                        "false") != std::string::npos);
     }
 
     TEST_CASE(
@@ -839,7 +833,6 @@ postgres: { uri: postgresql://exo@db/exo }
 )";
         CHECK(parse(keyed).pipeline.concurrency == 8);
         CHECK(parse(keyed + "pipeline: { concurrency: 1 }\n").pipeline.concurrency == 1);
-        CHECK(parse(keyed + "pipeline: { claim_ahead: true }\n").pipeline.concurrency == 1);
         CHECK(parse(std::string(head) + R"(bindings:
   - { topic: a, handler: ledger, key: coordinates }
 )")

@@ -609,8 +609,8 @@ TEST_SUITE("WorkerInbox waiting") {
     }
 }
 
-// pipeline.claim_ahead: a worker takes its next batch while the last one is
-// still out, and finishes them in the order taken.
+// pipeline.concurrency above 1: a worker's threads take batches while others
+// are still out (finished here oldest first; any order is covered further down).
 TEST_SUITE("WorkerInbox two batches out") {
     TEST_CASE("a batch taken while another is out gets none of that batch's partitions") {
         WorkerInbox inbox;
@@ -639,7 +639,7 @@ TEST_SUITE("WorkerInbox two batches out") {
         std::vector<PendingRecord> second;
         std::atomic<bool> taken{false};
         {
-            Background claimer([&] {
+            Background other_taker([&] {
                 second = take(inbox, 10, 0ms, never_stopped.get_token());
                 taken = true;
             });

@@ -136,20 +136,14 @@ struct PipelineConfig {
     // Wait until this long after the longest-waiting ready record was polled for a
     // batch to fill; 0: take what is there.
     milliseconds linger{5};
-    // Claim the next batch (keys, Redis claims) on a second thread while this
-    // one's transaction runs, so a worker's Redis and PostgreSQL round trips
-    // overlap. The two batches never share a partition. Off by default: it
-    // measured no faster (smaller batches, more conflicts; docs/performance.md).
-    bool claim_ahead = false;
     // Batches each worker runs at once, each on its own thread with its own
     // PostgreSQL connection, Redis connection and lease keeper, so connections
     // number workers x concurrency. What lets more batches than partitions run
     // is a binding's `ordering` (key, entity): a batch takes whole lanes
     // (a partition, or one ordering key of it), a lane is in one batch at a
-    // time. Refused together with claim_ahead (one claiming thread per worker).
-    // Not set in the file: 1, or kLaneConcurrency when a binding orders by key
-    // or entity (and claim_ahead is off): that ordering's promise, different
-    // keys at once, needs more than one batch a worker to mean anything.
+    // time. Not set in the file: 1, or kLaneConcurrency when a binding orders
+    // by key or entity: that ordering's promise, different keys at once, needs
+    // more than one batch a worker to mean anything.
     int concurrency = 1;
     static constexpr int kLaneConcurrency = 8;
     // Threads per worker that run handlers' before_transaction()

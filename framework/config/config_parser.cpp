@@ -66,7 +66,7 @@ void check_claim_store(const Config& config, const Reader& top, const Reader& cl
 // worker they would not, so a file that does not set the concurrency gets one
 // that does (PipelineConfig::concurrency).
 void default_lane_concurrency(Config& config, const config_reading::Reader& pipeline) {
-    if (pipeline.has("concurrency") || config.pipeline.claim_ahead) return;
+    if (pipeline.has("concurrency")) return;
     const bool lanes =
         std::any_of(config.bindings.begin(), config.bindings.end(),
                     [](const BindingConfig& b) { return b.ordering != Ordering::partition; });

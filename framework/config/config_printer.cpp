@@ -103,7 +103,6 @@ public:
         number("workers", p.workers);
         number("batch_size", p.batch_size);
         ms("linger_ms", p.linger);
-        out_ << YAML::Key << "claim_ahead" << YAML::Value << p.claim_ahead;
         number("concurrency", p.concurrency);
         number("outside_threads", p.outside_threads);
         number("max_queued_per_partition", p.max_queued_per_partition);

@@ -17,12 +17,6 @@ std::string application_name(const std::string& owner) {
 
 }  // namespace
 
-BatchProtocol::PerThread::PerThread(const Config& config, const std::string& owner,
-                                    PipelineStats& stats, spdlog::logger& log)
-    : fate(config.pipeline, stats, log),
-      redis(config, owner, log, [this](int failures) { return fate.delay(failures); }),
-      claims(config, redis, stats, log, fate) {}
-
 BatchProtocol::BatchProtocol(const Config& config, const HandlerRegistry& registry,
                              const ProducerOptions& dead_letter_producer, PipelineStats& stats,
                              Failpoints& failpoints, const std::string& owner, spdlog::logger& log,
@@ -32,17 +26,16 @@ BatchProtocol::BatchProtocol(const Config& config, const HandlerRegistry& regist
       failpoints_(failpoints),
       log_(log),
       handlers_(config, registry),
-      lane_(config, owner, stats, log),
-      ahead_(config.pipeline.claim_ahead ? std::make_unique<PerThread>(config, owner, stats, log)
-                                         : nullptr),
+      fate_(config.pipeline, stats, log),
+      redis_(config, owner, log, [this](int failures) { return fate_.delay(failures); }),
+      claims_(config, redis_, stats, log, fate_),
       postgres_(
           config.postgres, [this](pqxx::connection& c) { handlers_.prepare(c); }, log,
           application_name(owner)),
-      dead_letters_(config, dead_letter_producer, stats, log, postgres_, lane_.redis,
-                    [this](int failures) { return lane_.fate.delay(failures); }),
-      transactions_(
-          PassContext{config, handlers_, stats, log, lane_.fate, outbox_doorbell, &failpoints},
-          postgres_),
+      dead_letters_(config, dead_letter_producer, stats, log, postgres_, redis_,
+                    [this](int failures) { return fate_.delay(failures); }),
+      transactions_(PassContext{config, handlers_, stats, log, fate_, outbox_doorbell, &failpoints},
+                    postgres_),
       on_this_thread_(0, stats, log) {}
 
 void BatchProtocol::open_sessions() {
@@ -51,25 +44,19 @@ void BatchProtocol::open_sessions() {
     } catch (...) {
         postgres_.drop();  // unreachable, or a handler cannot prepare: the first batch says
     }
-    lane_.redis.claims();
-}
-
-void BatchProtocol::open_claiming_session() {
-    if (ahead_) ahead_->redis.claims();
+    redis_.claims();
 }
 
 BatchEnd BatchProtocol::prepare(Batch& batch, LeaseKeeper& leases) {
-    PerThread& lane = claiming();
     try {
-        key_pass(batch, config_.bindings, lane.fate.delay(1));
-        lane.claims.claim(batch);
+        key_pass(batch, config_.bindings, fate_.delay(1));
+        claims_.claim(batch);
         failpoints_.hit("after_claim");
         leases.hold(batch.open_claims());
     } catch (const std::exception& e) {
-        return batch_failed(batch, e, lane);
+        return batch_failed(batch, e);
     } catch (...) {
-        return batch_failed(batch, std::runtime_error("an exception that is not a std::exception"),
-                            lane);
+        return batch_failed(batch, std::runtime_error("an exception that is not a std::exception"));
     }
     return BatchEnd::went_through;
 }
@@ -83,16 +70,15 @@ BatchEnd BatchProtocol::apply(Batch& batch, LeaseKeeper& leases) {
             outside_->run(batch, handlers_);
             // What was put back behind a failed call does not run now: its
             // claims would NACK other workers' copies of its keys meanwhile.
-            lane_.claims.give_back_unrun(batch, leases);
+            claims_.give_back_unrun(batch, leases);
         }
         transactions_.run(batch);
     } catch (const std::exception& e) {
-        return batch_failed(batch, e, lane_);
+        return batch_failed(batch, e);
     } catch (...) {
         // Nothing exo throws gets here; a handler's foreign exception escaping a
         // step must not end the worker thread (and the process) all the same.
-        return batch_failed(batch, std::runtime_error("an exception that is not a std::exception"),
-                            lane_);
+        return batch_failed(batch, std::runtime_error("an exception that is not a std::exception"));
     }
     failpoints_.hit("after_pg_commit");
     dependency_failures_ = 0;
@@ -112,20 +98,19 @@ void BatchProtocol::settle(Batch& batch, LeaseKeeper& leases) {
     // are not renewed again: the keeper ignores these hold()s then.
     // What a committed transaction settled is completed even when later records
     // of the batch failed (batch_failed leaves it alone).
-    lane_.claims.complete(batch, leases);
+    claims_.complete(batch, leases);
     // Dead letters decided before a failure (a bad key, a record out of attempts)
     // are recorded whatever happened to the rest of the batch.
     dead_letters_.publish(batch, leases);
     leases.clear();
     // A batch in hand is always finished, even when stopping: its claims and offsets settle.
-    lane_.claims.release(batch);
+    claims_.release(batch);
     // Every first copy has its durable fate now: its later copies end with it.
     settle_repeated_keys(batch);
 }
 
-// On either thread; `lane` is that thread's. PostgreSQL failures and a
-// handler's come only from apply(), on the applying thread.
-BatchEnd BatchProtocol::batch_failed(Batch& batch, const std::exception& e, PerThread& lane) {
+// PostgreSQL failures and a handler's come only from apply().
+BatchEnd BatchProtocol::batch_failed(Batch& batch, const std::exception& e) {
     stats_.batch_failures++;
     const Failure failure = classify(e);
     const bool prepare_failed = failure == Failure::handler_unprepared;
@@ -133,10 +118,10 @@ BatchEnd BatchProtocol::batch_failed(Batch& batch, const std::exception& e, PerT
     if (pg_gone || prepare_failed) postgres_.drop();
     // Each dependency has its own backoff; a handler that cannot prepare is
     // retried slowly, at the longest.
-    std::chrono::milliseconds delay = lane.fate.delay(1);
-    if (pg_gone) delay = lane.fate.delay(postgres_.failed());
-    if (failure == Failure::redis_down) delay = lane.fate.delay(std::max(1, lane.redis.failures()));
-    if (failure == Failure::dependency_down) delay = lane.fate.delay(++dependency_failures_);
+    std::chrono::milliseconds delay = fate_.delay(1);
+    if (pg_gone) delay = fate_.delay(postgres_.failed());
+    if (failure == Failure::redis_down) delay = fate_.delay(std::max(1, redis_.failures()));
+    if (failure == Failure::dependency_down) delay = fate_.delay(++dependency_failures_);
     if (prepare_failed) delay = config_.pipeline.retry_backoff_max;
 
     const std::string why = printable_text(e.what());
@@ -156,7 +141,7 @@ BatchEnd BatchProtocol::batch_failed(Batch& batch, const std::exception& e, PerT
                   why);
     }
     if (pg_gone) postgres_.mark_outage_logged();
-    lane.fate.batch_failed(batch, failure, delay, why);
+    fate_.batch_failed(batch, failure, delay, why);
     return pauses_the_worker(failure) ? BatchEnd::paused : BatchEnd::failed;
 }
 

@@ -16,12 +16,9 @@
 // with backoff after failures, so a dependency down at start-up pauses the
 // worker instead of failing the process.
 //
-// Thread-safety: two threads at most. prepare() runs on the claiming thread;
-// apply() and settle() on the applying thread (the same thread when the
-// worker does not claim ahead). Each has its own PerThread: its fate policy, Redis
-// session and claims, so neither waits for the other's round trip.
+// Thread-safety: none; one thread (its worker slot's) runs every batch of a
+// protocol, prepare() to settle(), one batch after another.
 #include <atomic>
-#include <memory>
 #include <string>
 
 #include <spdlog/logger.h>
@@ -63,30 +60,27 @@ public:
     BatchProtocol(const BatchProtocol&) = delete;
     BatchProtocol& operator=(const BatchProtocol&) = delete;
 
-    // Opens the applying thread's PostgreSQL and Redis sessions before the first
-    // batch, as a pool kept full would: with many slots, the first records would
-    // otherwise wait while every slot forks, authenticates and prepares its
-    // PostgreSQL backend at once. On the applying thread, before apply(). Never
-    // throws: a PostgreSQL failure here is left, uncounted, for the first batch
-    // to meet and report; a Redis one is counted and logged as that batch would.
+    // Opens the PostgreSQL and Redis sessions before the first batch, as a pool
+    // kept full would: with many slots, the first records would otherwise wait
+    // while every slot forks, authenticates and prepares its PostgreSQL backend
+    // at once. Never throws: a PostgreSQL failure here is left, uncounted, for
+    // the first batch to meet and report; a Redis one is counted and logged as
+    // that batch would.
     void open_sessions();
-    // The same for the claiming thread's Redis session with pipeline.claim_ahead
-    // (nothing otherwise: it is the applying thread's). On the claiming thread.
-    void open_claiming_session();
     // Whether a bound handler has work outside its transaction
     // (exo/outside_transaction.hpp), and where apply() runs it: the worker's
     // outside threads, set before the first batch (until then: this thread).
     bool has_outside_work() const { return handlers_.any_outside(); }
     void use_outside_threads(OutsideWork& work) { outside_ = &work; }
     // Sections 5.1 and 5.2: keys, then claims (held by `leases` from then on).
-    // On the claiming thread. Never throws: a failure is the batch's (fate policy).
+    // Never throws: a failure is the batch's (fate policy).
     BatchEnd prepare(Batch& batch, LeaseKeeper& leases);
     // Section 5.3, the transaction step, for a batch prepare() let through,
     // after its records' work outside the transaction (5.9; the claims of the
     // records that put back give back at once, and `leases` stops renewing
-    // them). On the applying thread. Never throws.
+    // them). Never throws.
     BatchEnd apply(Batch& batch, LeaseKeeper& leases);
-    // prepare() and, if it went through, apply(): one thread does both.
+    // prepare() and, if it went through, apply().
     BatchEnd transact(Batch& batch, LeaseKeeper& leases);
     // Sections 5.4 and 5.6, whatever transact() answered: claims of settled
     // records completed, dead letters recorded, the other claims released,
@@ -94,39 +88,28 @@ public:
     // Never throws.
     void settle(Batch& batch, LeaseKeeper& leases);
 
-    // Whether Redis answered on the claiming / applying thread's last use of
-    // it, and PostgreSQL on the applying thread's. Each from its own thread.
-    bool claiming_redis_up() const { return claiming().redis.failures() == 0; }
-    bool redis_up() const { return lane_.redis.failures() == 0; }
+    // Whether Redis / PostgreSQL answered on their last use. From the
+    // protocol's thread.
+    bool redis_up() const { return redis_.failures() == 0; }
     bool postgres_up() const { return postgres_.failures() == 0; }
 
 private:
-    // What one thread of the protocol uses of its own: the fate policy (it
-    // draws jitter), a Redis session and the claims on it.
-    struct PerThread {
-        PerThread(const Config& config, const std::string& owner, PipelineStats& stats,
-                  spdlog::logger& log);
-        FatePolicy fate;
-        RedisSession redis;
-        Claims claims;
-    };
-    PerThread& claiming() { return ahead_ ? *ahead_ : lane_; }
-    const PerThread& claiming() const { return ahead_ ? *ahead_ : lane_; }
-    BatchEnd batch_failed(Batch& batch, const std::exception& e, PerThread& lane);
+    BatchEnd batch_failed(Batch& batch, const std::exception& e);
 
     const Config& config_;
     PipelineStats& stats_;
     Failpoints& failpoints_;
     spdlog::logger& log_;
     BindingHandlers handlers_;
-    PerThread lane_;                    // the applying thread's
-    std::unique_ptr<PerThread> ahead_;  // the claiming thread's; null: it is lane_
+    FatePolicy fate_;  // draws jitter: one per thread
+    RedisSession redis_;
+    Claims claims_;  // on redis_
     PostgresSession postgres_;
     DeadLetterPublisher dead_letters_;  // after the sessions it uses
     TransactionStep transactions_;
     OutsideWork on_this_thread_;               // no threads of its own
     OutsideWork* outside_ = &on_this_thread_;  // or the worker's, which outlives the protocol
-    // Batches in a row a handler's DependencyError put back (applying thread).
+    // Batches in a row a handler's DependencyError put back.
     int dependency_failures_ = 0;
 };
 

@@ -3,7 +3,7 @@
 // forgotten on any failure and reopened after a backoff. An outage is logged
 // once when it starts and once when it ends, not once per retry.
 //
-// Thread-safety: none; one thread of the worker (its lane's, BatchProtocol).
+// Thread-safety: none; one worker slot's thread (BatchProtocol).
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -29,8 +29,7 @@ public:
 
     // The claim store, connecting first if the backoff has passed; nullptr while
     // Redis is down, and always with claim.store: postgres (no connection is
-    // ever attempted, so no failure is counted). Never throws. Settling claims
-    // calls it too: with pipeline.claim_ahead another session took them.
+    // ever attempted, so no failure is counted). Never throws.
     ClaimStore* claims();
     // The claim store only if connected now; never connects.
     ClaimStore* connected() { return claims_ ? &*claims_ : nullptr; }

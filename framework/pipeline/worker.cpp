@@ -23,24 +23,19 @@ Worker::Worker(int index, WorkerContext context)
     : ctx_(std::move(context)),
       owner_(ctx_.owner_prefix + "/w" + std::to_string(index)),
       log_(worker_logger(index)),
-      inbox_(ctx_.config.pipeline.claim_ahead ? 1 : ctx_.config.pipeline.concurrency,
-             held_lane_cap(ctx_.config.pipeline),
+      inbox_(ctx_.config.pipeline.concurrency, held_lane_cap(ctx_.config.pipeline),
              ParkLimits{static_cast<std::size_t>(ctx_.config.pipeline.max_parked_per_partition),
                         ctx_.config.pipeline.max_parked_bytes_per_partition}) {
     const auto& p = ctx_.config.pipeline;
     for (int i = 0; i < p.concurrency; ++i) {
         // A claim is re-entrant for its owner: slots must never share one.
         auto owner = p.concurrency == 1 ? owner_ : owner_ + "." + std::to_string(i);
-        slots_.push_back(std::make_unique<Slot>(ctx_, owner, *log_));
+        slots_.push_back(std::make_unique<Slot>(ctx_, owner, log_));
     }
     if (slots_.front()->protocol.has_outside_work()) {
         outside_ = std::make_unique<OutsideWork>(p.outside_threads, ctx_.stats, *log_);
         for (auto& slot : slots_) slot->protocol.use_outside_threads(*outside_);
     }
-    const int keepers = p.claim_ahead ? 2 : p.concurrency;
-    for (int i = 0; i < keepers; ++i)
-        lease_keepers_.push_back(std::make_unique<LeaseKeeper>(
-            ctx_.config, slots_[p.claim_ahead ? 0 : i]->owner, ctx_.stats, log_));
 }
 
 Worker::~Worker() {
@@ -49,27 +44,16 @@ Worker::~Worker() {
 }
 
 void Worker::start() {
-    if (!ctx_.config.pipeline.claim_ahead) {
-        for (std::size_t i = 0; i < slots_.size(); ++i) {
-            Slot& slot = *slots_[i];
-            LeaseKeeper& leases = *lease_keepers_[i];
-            slot.thread = std::jthread(
-                [this, &slot, &leases](std::stop_token stop) { run(stop, slot, leases); });
-        }
-        return;
-    }
-    slots_.front()->thread = std::jthread([this] { run_applying(); });
-    claiming_ = std::jthread([this](std::stop_token stop) { run_claiming(stop); });
+    for (auto& slot : slots_)
+        slot->thread =
+            std::jthread([this, &slot = *slot](std::stop_token stop) { run(stop, slot); });
 }
 
 void Worker::request_stop() {
-    // The applying thread stops once the claiming thread did and nothing waits.
-    claiming_.request_stop();
     for (auto& slot : slots_) slot->thread.request_stop();
 }
 
 void Worker::join() {
-    if (claiming_.joinable()) claiming_.join();
     for (auto& slot : slots_)
         if (slot->thread.joinable()) slot->thread.join();
 }
@@ -79,7 +63,7 @@ bool Worker::healthy() const {
 }
 
 std::optional<std::chrono::steady_clock::time_point> Worker::busy_since() const {
-    Rep since = claiming_since_.load();
+    Rep since = kIdle;
     for (const auto& slot : slots_) {
         const Rep busy = slot->busy_since.load();
         if (busy != kIdle && (since == kIdle || busy < since)) since = busy;
@@ -89,93 +73,30 @@ std::optional<std::chrono::steady_clock::time_point> Worker::busy_since() const 
 }
 
 bool Worker::redis_up() const {
-    return redis_up_.load() && claiming_redis_up_.load();
+    return redis_up_.load();
 }
 
 bool Worker::postgres_up() const {
     return postgres_up_.load();
 }
 
-std::optional<Worker::Prepared> Worker::take_and_prepare(std::stop_token stop, Slot& slot,
-                                                         LeaseKeeper& leases,
-                                                         std::atomic<Rep>& since,
-                                                         std::atomic<bool>& redis_up) {
+void Worker::run(std::stop_token stop, Slot& slot) {
+    slot.protocol.open_sessions();
     const auto& p = ctx_.config.pipeline;
-    auto taken = inbox_.take_batch(static_cast<std::size_t>(p.batch_size), p.linger, stop);
-    if (taken.records.empty()) return std::nullopt;  // stopping
-    const auto now = std::chrono::steady_clock::now();
-    since = now.time_since_epoch().count();
-    Prepared prepared{taken.id, std::make_unique<Batch>(std::move(taken.records)),
-                      BatchEnd::went_through, &leases, now};
+    while (!stop.stop_requested()) {
+        auto taken = inbox_.take_batch(static_cast<std::size_t>(p.batch_size), p.linger, stop);
+        if (!taken.records.empty()) run_batch(slot, std::move(taken));  // empty: stopping
+    }
+}
+
+void Worker::run_batch(Slot& slot, WorkerInbox::Taken taken) {
+    slot.busy_since = std::chrono::steady_clock::now().time_since_epoch().count();
+    Batch batch(std::move(taken.records));  // never moves: its records point into it
+    LeaseKeeper& leases = slot.leases;
     ctx_.stats.batches++;
     leases.start_batch();
-    prepared.end = slot.protocol.prepare(*prepared.batch, leases);
-    redis_up = slot.protocol.claiming_redis_up();
-    return prepared;
-}
-
-void Worker::run(std::stop_token stop, Slot& slot, LeaseKeeper& leases) {
-    slot.protocol.open_sessions();
-    while (!stop.stop_requested())
-        if (auto prepared = take_and_prepare(stop, slot, leases, slot.busy_since, redis_up_)) {
-            const auto taken_at = prepared->taken_at;  // in hand since it was taken
-            apply_and_settle(slot, std::move(*prepared), taken_at);
-        }
-}
-
-void Worker::run_claiming(std::stop_token stop) {
-    Slot& slot = *slots_.front();
-    slot.protocol.open_claiming_session();
-    std::size_t turn = 0;
-    while (!stop.stop_requested()) {
-        {
-            // One prepared batch waits at most: its claims' leases run meanwhile.
-            std::unique_lock lock(handover_mutex_);
-            handover_changed_.wait(lock, stop, [&] { return !prepared_.has_value(); });
-        }
-        // The keeper not holding the batch being applied (batches alternate).
-        auto prepared = take_and_prepare(stop, slot, *lease_keepers_[turn % lease_keepers_.size()],
-                                         claiming_since_, claiming_redis_up_);
-        claiming_since_ = kIdle;
-        if (!prepared) continue;
-        ++turn;
-        {
-            std::lock_guard lock(handover_mutex_);
-            prepared_ = std::move(prepared);
-        }
-        handover_changed_.notify_all();
-    }
-    {
-        std::lock_guard lock(handover_mutex_);
-        claiming_done_ = true;
-    }
-    handover_changed_.notify_all();
-}
-
-void Worker::run_applying() {
-    Slot& slot = *slots_.front();
-    slot.protocol.open_sessions();
-    for (;;) {
-        std::optional<Prepared> next;
-        {
-            std::unique_lock lock(handover_mutex_);
-            handover_changed_.wait(lock, [&] { return prepared_.has_value() || claiming_done_; });
-            if (!prepared_) return;  // the claiming thread stopped and nothing waits
-            next = std::move(prepared_);
-            prepared_.reset();
-        }
-        handover_changed_.notify_all();
-        // In hand from now: it waited for this thread, not on a dependency.
-        apply_and_settle(slot, std::move(*next), std::chrono::steady_clock::now());
-    }
-}
-
-void Worker::apply_and_settle(Slot& slot, Prepared prepared,
-                              std::chrono::steady_clock::time_point since) {
-    slot.busy_since = since.time_since_epoch().count();
-    Batch& batch = *prepared.batch;
-    LeaseKeeper& leases = *prepared.leases;
-    BatchEnd end = prepared.end;
+    BatchEnd end = slot.protocol.prepare(batch, leases);
+    redis_up_ = slot.protocol.redis_up();  // what the claims saw, while the transaction runs
     if (end == BatchEnd::went_through) end = slot.protocol.apply(batch, leases);
     switch (end) {
         case BatchEnd::went_through:
@@ -195,7 +116,7 @@ void Worker::apply_and_settle(Slot& slot, Prepared prepared,
     // Counted once the inbox took them: a park refused at the bound is a dead letter.
     std::map<std::string, std::size_t> parked_by_topic;
     for (const auto& p : back.parked) ++parked_by_topic[p.record.record.topic.value];
-    const auto refused = inbox_.finish_batch(prepared.id, std::move(back.requeue), back.hold_until,
+    const auto refused = inbox_.finish_batch(taken.id, std::move(back.requeue), back.hold_until,
                                              std::move(back.parked));
     for (const auto& tp : refused) --parked_by_topic[tp.topic.value];
     for (const auto& [topic, n] : parked_by_topic)

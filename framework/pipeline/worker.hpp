@@ -9,27 +9,17 @@
 // its own thread with its own sessions. The inbox never gives two batches a
 // common lane (a partition, or one ordering key of it), and finished offsets
 // are committed below the lowest unfinished one, so lane order and the offsets
-// hold whichever batch finishes first.
-//
-// With pipeline.claim_ahead a worker has two threads: the
-// claiming thread takes the next batch and runs its keys and claims while the
-// applying thread runs the last one's transaction, complete and release; one
-// prepared batch waits at most. The inbox never gives the two batches a common
-// partition, and batches are applied and finished in the order taken, so
-// partition order and the offsets are as with one thread. Without it, one
-// thread does both, batch after batch.
+// hold whichever batch finishes first. A slot's thread runs each batch whole,
+// keys and claims through release, before it takes the next.
 //
 // Lifecycle: start() launches the threads; they run until stop is requested,
-// finishing the batches in hand (a prepared batch is applied, not dropped).
-// Members are declared so that the threads (in slots_ and claiming_) are
-// joined before the inbox and the keepers go: ~Worker() joins them first.
+// finishing the batches in hand. ~Worker() joins the slots' threads first,
+// before the inbox, the outside threads and each slot's keeper and protocol go.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -83,7 +73,7 @@ public:
     // The batches in hand also make no more calls outside their transaction
     // (OutsideWork::abandon_calls): what they have not called is put back.
     void abandon_leases() {
-        for (auto& keeper : lease_keepers_) keeper->abandon();
+        for (auto& slot : slots_) slot->leases.abandon();
         if (outside_) outside_->abandon_calls();
     }
     // True while the worker's dependencies answered on their last use, its
@@ -104,37 +94,26 @@ private:
 
     // One of the worker's batches in flight (pipeline.concurrency of them): a
     // thread, its protocol (its own Redis and PostgreSQL sessions and handler
-    // instances, under its own owner id, since a claim is re-entrant for its
-    // owner).
+    // instances) and the keeper renewing its batch's claims, under its own
+    // owner id, since a claim is re-entrant for its owner. Members are
+    // destroyed bottom up: the thread is joined before what it uses goes.
     struct Slot {
-        Slot(const WorkerContext& ctx, const std::string& owner, spdlog::logger& log)
+        Slot(const WorkerContext& ctx, const std::string& owner,
+             const std::shared_ptr<spdlog::logger>& log)
             : owner(owner),
               protocol(ctx.config, ctx.handlers, ctx.dead_letter_producer, ctx.stats,
-                       ctx.failpoints, owner, log, ctx.outbox_doorbell) {}
+                       ctx.failpoints, owner, *log, ctx.outbox_doorbell),
+              leases(ctx.config, owner, ctx.stats, log) {}
         std::string owner;
         BatchProtocol protocol;
-        std::atomic<Rep> busy_since{kIdle};  // applying (claim_ahead) or the whole batch
-        std::jthread thread;                 // claim_ahead: the applying thread
+        LeaseKeeper leases;
+        std::atomic<Rep> busy_since{kIdle};  // since its batch was taken; kIdle: none
+        std::jthread thread;
     };
 
-    // A batch whose keys and claims ran, waiting to be applied.
-    struct Prepared {
-        WorkerInbox::BatchId id;
-        std::unique_ptr<Batch> batch;  // never moves: its records point into it
-        BatchEnd end;                  // of prepare(): only went_through is applied
-        LeaseKeeper* leases;           // holds its claims until it is settled
-        std::chrono::steady_clock::time_point taken_at;
-    };
-
-    void run(std::stop_token stop, Slot& slot, LeaseKeeper& leases);  // prepare, apply, settle
-    void run_claiming(std::stop_token stop);  // claim ahead: take, prepare, hand over
-    void run_applying();                      // claim ahead: apply and settle what is handed over
-    // `since` and `redis_up`: where the claim step reports.
-    std::optional<Prepared> take_and_prepare(std::stop_token stop, Slot& slot, LeaseKeeper& leases,
-                                             std::atomic<Rep>& since, std::atomic<bool>& redis_up);
-    // `since`: when the batch counts as in hand for busy_since().
-    void apply_and_settle(Slot& slot, Prepared prepared,
-                          std::chrono::steady_clock::time_point since);
+    void run(std::stop_token stop, Slot& slot);  // take a batch, run it, again
+    // Keys, claims, the transaction step, then settle and hand back (one batch).
+    void run_batch(Slot& slot, WorkerInbox::Taken taken);
 
     WorkerContext ctx_;
     std::string owner_;
@@ -144,23 +123,11 @@ private:
     // no bound handler has any. Declared before slots_: their protocols use it.
     std::unique_ptr<OutsideWork> outside_;
     std::vector<std::unique_ptr<Slot>> slots_;
-    // One per batch in hand: per slot, or two for the one slot claiming ahead
-    // (the prepared batch's claims are renewed while it waits).
-    std::vector<std::unique_ptr<LeaseKeeper>> lease_keepers_;
     // What the worker's latest batch to end saw, whichever slot ran it: a slot
     // that ran no batch since an outage must not keep reporting it.
     std::atomic<bool> healthy_{true};
     std::atomic<bool> redis_up_{true};
     std::atomic<bool> postgres_up_{true};
-
-    // claim_ahead only: the claiming thread's state and the hand-over.
-    std::atomic<Rep> claiming_since_{kIdle};  // keys and claims
-    std::atomic<bool> claiming_redis_up_{true};
-    std::mutex handover_mutex_;
-    std::condition_variable_any handover_changed_;
-    std::optional<Prepared> prepared_;  // guarded by handover_mutex_
-    bool claiming_done_ = false;        // guarded by handover_mutex_
-    std::jthread claiming_;             // last: stopped and joined before what it uses goes
 };
 
 }  // namespace exo

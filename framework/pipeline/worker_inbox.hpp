@@ -7,8 +7,7 @@
 // overtakes them, and nothing of other lanes waits for them.
 //
 // Several batches may be out at once: the worker's threads (pipeline.concurrency)
-// each run one, or a claiming thread takes the next while the last commits
-// (pipeline.claim_ahead). No two share a lane, and they finish in any order:
+// each run one. No two share a lane, and they finish in any order:
 // the offsets of a partition are committed only below its lowest unfinished
 // record (core/offset_tracker.hpp), whichever batch finishes first.
 //

@@ -144,7 +144,7 @@ void Claims::complete(Batch& batch, LeaseKeeper& leases) {
         stats_.redis_round_trips += redis_.round_trips() - before;
         for (auto s : statuses)
             if (s == FinishStatus::lost) stats_.lost_completions++;
-        redis_.answered();  // the settling lane's own count (claim_ahead: it never claims)
+        redis_.answered();  // Redis answers again: a failed complete no longer reports it down
     } catch (const RedisError& e) {
         // The effects are committed and the dedup rows say so: a claim left
         // PROCESSING expires after its lease and the next owner finds the row.
