@@ -15,6 +15,9 @@ get_filename_component(source_dir "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
 if(NOT EXO_BUILD_DIR)
   message(FATAL_ERROR "usage: cmake -DEXO_BUILD_DIR=<build dir> -P cmake/CheckLayers.cmake")
 endif()
+# The compile commands name absolute paths: a relative build dir (from the
+# caller's working directory) would match none of them.
+get_filename_component(EXO_BUILD_DIR "${EXO_BUILD_DIR}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_BINARY_DIR}")
 set(manifest "${EXO_BUILD_DIR}/layers/layers.cmake")
 set(commands_file "${EXO_BUILD_DIR}/compile_commands.json")
 foreach(input IN ITEMS "${manifest}" "${commands_file}")
