@@ -47,7 +47,7 @@ Runs the exo pipeline against an in-process mock Kafka cluster (or the real one 
                          same consumer properties), each alone (or --steady-together);
                          exo-flaky-named, exo-flaky-unnamed (0.5% of records fail once, named
                          by index or not); postgres-bare-savepoints, proto-set-framework,
-                         proto-set-all (or --prototypes); an --extra name (exo[SPEC]);
+                         proto-set-all (or --prototypes); (an --extra runs whatever --only says);
                          the per-key concurrency scenarios (or keyed for all nine):
                          keyed-{client,server,outside}-partition-c1 (ordering partition,
                          concurrency 1), keyed-{client,server,outside}-partition
@@ -200,12 +200,13 @@ bool BenchOptions::wants(const std::string& scenario) const {
     auto named = [this](const char* name) {
         return std::find(only.begin(), only.end(), name) != only.end();
     };
+    // An --extra was asked for by name on the same command line: --only never drops it.
+    if (scenario.rfind("exo[", 0) == 0) return true;
     if (!only.empty())
         return in(only) || (scenario.rfind("keyed-", 0) == 0 && named("keyed")) ||
                ((scenario == "exo-steady" || scenario == "plain-steady") && named("steady"));
     if (scenario.rfind("proto-", 0) == 0 || scenario == "postgres-bare-savepoints")
         return prototypes;
-    if (scenario.rfind("exo[", 0) == 0) return true;  // an --extra
     return in(kDefaultScenarios) || (all && in(kAllScenarios));
 }
 
