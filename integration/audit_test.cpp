@@ -2,7 +2,8 @@
 // daemon's results on the real servers: duplicates, stale records (sequence
 // latest mode), dead letters (a payment above the ledger's max_amount, and a
 // payload that is not JSON, which derives no key), records produced after the
-// daemon stopped, and then a deleted and a forged dedup row.
+// daemon stopped, and then a deleted and a forged dedup row; and a key reused
+// for another event under on_key_reuse: log (issue 34 part 2).
 #include <doctest/doctest.h>
 
 #include <fstream>
@@ -152,4 +153,65 @@ TEST_CASE(
     CHECK(no_pg.output.find("exo audit: failed: PostgreSQL cannot be reached before the audit "
                             "started") != std::string::npos);
     CHECK(no_pg.output.find("start it or fix postgres.uri") != std::string::npos);
+}
+
+TEST_CASE(
+    "exo audit passes a byte-identical redelivery as a duplicate and fails on a key reused with a "
+    "different payload under on_key_reuse log, naming the key and both fingerprints") {
+    // key_reuse_test.cpp's event e5, sent for two accounts; fingerprints computed by
+    // python3 -c 'import hashlib; print(hashlib.sha256(b"<value>").hexdigest()[:32])'.
+    const std::string account_a =
+        R"({"eventId":"e5","accountId":"acc-A","type":"CREDIT","amount":5,"sequenceId":1})";
+    const std::string fingerprint_a = "103cd57e210e5859141b189db47ed70e";
+    const std::string account_b =
+        R"({"eventId":"e5","accountId":"acc-B","type":"CREDIT","amount":5,"sequenceId":1})";
+    const std::string fingerprint_b = "42ea9f3deaab7108d010b4a76e626452";
+    PipelineHarness h({.name = "ops_audit_reuse", .partitions = 1, .with_sequence = false});
+    h.mutable_config().bindings[0].on_key_reuse = exo::KeyReusePolicy::log;
+    auto produce = [&](const std::string& value) {
+        exo::KafkaProducer producer(exo::ProducerOptions{h.bootstrap(), {}});
+        producer.produce({h.topic(), 0, std::nullopt, value, {}});
+        producer.flush(30s);
+    };
+    // The audit's config as the daemon's: the policy is not what the audit reads,
+    // but an operator's file would say it.
+    const std::string config = write_config(h);
+    std::ofstream(config, std::ios::app) << "    on_key_reuse: log\n";
+    const std::vector<std::string> audit = {"audit",   "--config", config,
+                                            "--topic", h.topic(),  "--json"};
+
+    produce(account_a);  // 0 applied
+    produce(account_a);  // 1 a redelivery: a plain duplicate
+    consume_fixed(h);
+    REQUIRE(outcome(h, "e5") == "APPLIED");
+    auto clean = exo_cli(audit);
+    CHECK(clean.exit_code == 0);
+    json j = json_of(clean);
+    CHECK(j["applied"] == 1);
+    CHECK(j["duplicate"] == 1);
+    CHECK(j["key_reused"] == 0);
+    CHECK(j["accounted"] == true);
+
+    produce(account_b);  // 2 another event under e5: finished as a duplicate, never applied
+    consume_fixed(h);
+    auto reused = exo_cli(audit);
+    CHECK(reused.exit_code == 4);
+    j = json_of(reused);
+    CHECK(j["records"] == 3);
+    CHECK(j["applied"] == 1);
+    CHECK(j["duplicate"] == 1);
+    CHECK(j["key_reused"] == 1);
+    CHECK(j["unaccounted"] == 0);
+    CHECK(j["accounted"] == false);
+    REQUIRE(j["problems"].size() == 1);
+    CHECK(j["problems"][0]["verdict"] == "key_reused");
+    CHECK(j["problems"][0]["key"] == "e5");
+    CHECK(j["problems"][0]["offset"] == 2);
+    const std::string why = "key reused with a different payload: this copy " + fingerprint_b +
+                            ", the applied one " + fingerprint_a + " at " + h.topic() + "/0/0";
+    CHECK(j["problems"][0]["why"].get<std::string>().find(why) == 0);
+    auto text = exo_cli({"audit", "--config", config, "--topic", h.topic()});
+    CHECK(text.exit_code == 4);
+    CHECK(text.output.find("key reused " + h.topic() + "/0/2 key e5: " + why) != std::string::npos);
+    CHECK(text.output.find("1 key reused (never applied)") != std::string::npos);
 }

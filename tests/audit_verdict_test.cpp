@@ -23,7 +23,7 @@ AuditFacts record_at(std::int64_t offset, std::optional<std::int64_t> committed 
 }
 
 AuditRow row(const AuditFacts& f, const std::string& outcome) {
-    return {*f.key, outcome, f.at};
+    return {*f.key, outcome, f.at, ""};
 }
 
 AuditVerdict verdict(const AuditFacts& f) {
@@ -63,10 +63,65 @@ TEST_CASE("a record whose key's dedup row names it is applied or stale as the ro
 
 TEST_CASE("a record whose key's dedup row names another record is a duplicate") {
     auto f = record_at(9);
-    f.row = AuditRow{*f.key, "APPLIED", {"payments", 1, 4}};
+    f.row = AuditRow{*f.key, "APPLIED", {"payments", 1, 4}, ""};
     auto c = classify_record(f);
     CHECK(c.verdict == AuditVerdict::duplicate);
     CHECK(c.why == "its dedup row names payments/1/4");
+}
+
+TEST_CASE(
+    "a copy of an applied key is a reused key when both fingerprints are known and differ, else a "
+    "duplicate, and a letter naming it still accounts for it") {
+    const std::string a = "103cd57e210e5859141b189db47ed70e";
+    const std::string b = "42ea9f3deaab7108d010b4a76e626452";
+    struct Case {
+        const char* name;
+        std::string row_fingerprint, record_fingerprint;
+        bool letter;
+        AuditVerdict expected;
+    };
+    const Case cases[] = {
+        {"same fingerprint", a, a, false, AuditVerdict::duplicate},
+        {"different fingerprints", a, b, false, AuditVerdict::key_reused},
+        {"row's unknown (before 0013, or on_key_reuse ignore)", "", b, false,
+         AuditVerdict::duplicate},
+        {"record's unknown", a, "", false, AuditVerdict::duplicate},
+        {"both unknown", "", "", false, AuditVerdict::duplicate},
+        {"different, and a letter names the record", a, b, true, AuditVerdict::dead_lettered},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.name);
+        auto f = record_at(9);
+        f.row = AuditRow{*f.key, "APPLIED", {"payments", 1, 4}, c.row_fingerprint};
+        f.fingerprint = c.record_fingerprint;
+        f.letter = c.letter;
+        CHECK(verdict(f) == c.expected);
+    }
+    auto f = record_at(9);
+    f.row = AuditRow{*f.key, "APPLIED", {"payments", 1, 4}, a};
+    f.fingerprint = b;
+    const auto c = classify_record(f);
+    CHECK(c.why ==
+          "key reused with a different payload: this copy " + b + ", the applied one " + a +
+              " at payments/1/4; this record's event was never applied and no dead letter holds "
+              "it");
+}
+
+TEST_CASE("a reused key fails the tally, is counted and listed as a key reused problem") {
+    AuditTally t;
+    t.count(AuditVerdict::applied);
+    t.count(AuditVerdict::key_reused);
+    CHECK(t.key_reused == 1);
+    CHECK(t.records == 2);
+    CHECK_FALSE(t.accounted());
+    t.add_problem({{"payments", 0, 3}, "e5", "why", AuditVerdict::key_reused});
+    CHECK(problem_line(t.problems[0]) == "key reused payments/0/3 key e5: why\n");
+    const auto j = to_json(t);
+    CHECK(j["key_reused"] == 1);
+    CHECK(j["accounted"] == false);
+    CHECK(j["problems"][0]["verdict"] == "key_reused");
+    CHECK(to_text(t).find("1 key reused (never applied)") != std::string::npos);
+    CHECK(to_text(t).find("NOT everything is accounted for") != std::string::npos);
 }
 
 TEST_CASE("a DEAD_LETTERED row is accounted for only with its letter in the dead-letter topic") {
@@ -90,7 +145,7 @@ TEST_CASE("a letter naming a record accounts for it without a row, or with anoth
     keyless.letter = true;
     CHECK(verdict(keyless) == AuditVerdict::dead_lettered);
     auto replayed = record_at(3);
-    replayed.row = AuditRow{*replayed.key, "APPLIED", {"payments", 0, 40}};
+    replayed.row = AuditRow{*replayed.key, "APPLIED", {"payments", 0, 40}, ""};
     replayed.letter = true;
     CHECK(verdict(replayed) == AuditVerdict::dead_lettered);
 }
@@ -134,7 +189,8 @@ TEST_CASE("the tally fails on an unaccounted record or a row without its record,
     const auto j = to_json(t);
     CHECK(j["unaccounted"] == 1);
     CHECK(j["accounted"] == false);
-    CHECK(j["key_reuse"].get<std::string>().find("not checked") == 0);
+    CHECK(j["key_reused"] == 0);
+    CHECK(j["problems"].empty());
 }
 
 TEST_CASE("a problem line escapes a key's control characters") {

@@ -8,8 +8,11 @@
 //      letters, not by the range);
 //   2. each partition's range is read with an independent consumer (assigned,
 //      no group) in chunks of --chunk records (default 5,000); each chunk's keys are derived by
-//      the pipeline's own function and looked up in one statement; every
-//      record is classified (ops/audit_verdict.hpp) and forgotten;
+//      the pipeline's own function and looked up in one statement; each
+//      record's fingerprint is computed as the daemon computes it (a copy of an
+//      applied key whose fingerprint differs from the row's is a reused key, its
+//      event never applied); every record is classified (ops/audit_verdict.hpp)
+//      and forgotten;
 //   3. the dedup rows whose coordinates lie in the range are read through a
 //      cursor; one that no record of the range matched (a key hash per offset) names
 //      a record that is missing.
@@ -30,6 +33,7 @@
 #include "app/operator_setup.hpp"
 #include "core/key_derivation.hpp"
 #include "core/payload.hpp"
+#include "core/record_fingerprint.hpp"
 #include "kafka/group_progress.hpp"
 #include "kafka/topic_reader.hpp"
 #include "ops/audit_queries.hpp"
@@ -181,6 +185,17 @@ private:
             } catch (const PermanentError& e) {
                 f.no_key_reason = e.what();
             }
+            // As pipeline/passes/keys.cpp computes it, but whatever the binding's
+            // on_key_reuse: the audit is the independent check. A row without one
+            // (ignore, or written before sql/0013) leaves the comparison out.
+            if (f.key) {
+                try {
+                    f.fingerprint = record_fingerprint(binding_.key, r.value, *f.key);
+                } catch (const PermanentError&) {
+                    // Derived from the same text as the key, so not expected:
+                    // unknown, never taken for a reuse.
+                }
+            }
             offsets.seen[offsets.at(r.offset.value)] = true;
         }
         std::unordered_map<std::string, AuditRow> rows;
@@ -198,7 +213,8 @@ private:
                 offsets.matched[offsets.at(f.at.offset)] = SeenOffsets::hash(*f.key);
             const auto c = classify_record(f);
             tally_.count(c.verdict);
-            if (c.verdict == AuditVerdict::unaccounted) problem({f.at, f.key.value_or(""), c.why});
+            if (c.verdict == AuditVerdict::unaccounted || c.verdict == AuditVerdict::key_reused)
+                problem({f.at, f.key.value_or(""), c.why, c.verdict});
         }
     }
 

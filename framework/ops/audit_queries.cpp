@@ -10,7 +10,8 @@ namespace {
 AuditRow row_of(const pqxx::row& r) {
     return {r[0].as<std::string>(),
             r[1].as<std::string>(),
-            {r[2].as<std::string>(), r[3].as<int>(), r[4].as<std::int64_t>()}};
+            {r[2].as<std::string>(), r[3].as<int>(), r[4].as<std::int64_t>()},
+            r[5].is_null() ? std::string() : r[5].as<std::string>()};
 }
 
 }  // namespace
@@ -21,7 +22,8 @@ std::vector<AuditRow> find_audit_rows(pqxx::connection& connection, const std::s
     if (keys.empty()) return out;
     pqxx::read_transaction tx(connection);
     auto result = tx.exec_params(
-        "SELECT idempotency_key, outcome, topic, kafka_partition, kafka_offset FROM exo_processed"
+        "SELECT idempotency_key, outcome, topic, kafka_partition, kafka_offset, fingerprint"
+        " FROM exo_processed"
         " WHERE consumer_group = $1 AND idempotency_key = ANY($2::text[])",
         group, text_array(keys));
     out.reserve(result.size());
@@ -36,7 +38,8 @@ void scan_audit_rows(pqxx::connection& connection, const std::string& group,
     // Quoted by the connection, not bound: DECLARE takes no parameters.
     tx.exec0(
         "DECLARE exo_audit_rows NO SCROLL CURSOR FOR"
-        " SELECT idempotency_key, outcome, topic, kafka_partition, kafka_offset FROM exo_processed"
+        " SELECT idempotency_key, outcome, topic, kafka_partition, kafka_offset, fingerprint"
+        " FROM exo_processed"
         " WHERE consumer_group = " +
         tx.quote(group) + " AND topic = " + tx.quote(topic) +
         " AND kafka_partition = " + std::to_string(partition) + " AND kafka_offset BETWEEN " +

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/record_fingerprint.hpp"
 #include "core/text.hpp"
 
 namespace exo {
@@ -31,6 +32,8 @@ const char* to_string(AuditVerdict verdict) {
             return "dead_lettered";
         case AuditVerdict::duplicate:
             return "duplicate";
+        case AuditVerdict::key_reused:
+            return "key_reused";
         case AuditVerdict::not_reached:
             return "not_reached";
         case AuditVerdict::unaccounted:
@@ -56,8 +59,15 @@ AuditClassification classify_record(const AuditFacts& f) {
     }
     if (f.letter) return {AuditVerdict::dead_lettered, ""};
     if (f.row) {
-        // Key reuse (issue 34 part 2) is decided here once rows keep a fingerprint.
-        return {AuditVerdict::duplicate, "its dedup row names " + to_text(f.row->at)};
+        const auto& r = *f.row;
+        // Unknown on either side is never a reuse, as in the daemon
+        // (core/record_fingerprint.hpp key_reuse_verdict).
+        if (!r.fingerprint.empty() && !f.fingerprint.empty() && r.fingerprint != f.fingerprint)
+            return {AuditVerdict::key_reused,
+                    key_reuse_reason(f.fingerprint,
+                                     {r.fingerprint, r.at.topic, r.at.partition, r.at.offset}) +
+                        "; this record's event was never applied and no dead letter holds it"};
+        return {AuditVerdict::duplicate, "its dedup row names " + to_text(r.at)};
     }
     if (past_commit(f)) return {AuditVerdict::not_reached, ""};
     if (!f.key)
@@ -86,6 +96,9 @@ void AuditTally::count(AuditVerdict verdict) {
         case AuditVerdict::duplicate:
             ++duplicate;
             break;
+        case AuditVerdict::key_reused:
+            ++key_reused;
+            break;
         case AuditVerdict::not_reached:
             ++not_reached;
             break;
@@ -103,7 +116,8 @@ void AuditTally::add_problem(AuditProblem problem) {
 }
 
 std::string problem_line(const AuditProblem& p) {
-    return "unaccounted " + one_line_text(to_text(p.at)) +
+    const char* label = p.verdict == AuditVerdict::key_reused ? "key reused " : "unaccounted ";
+    return label + one_line_text(to_text(p.at)) +
            (p.key.empty() ? std::string(" (no key)") : " key " + one_line_text(p.key)) + ": " +
            one_line_text(p.why) + "\n";
 }
@@ -122,12 +136,12 @@ std::string to_text(const AuditTally& t) {
                 r.partition, r.gone_unconsumed);
     }
     out += fmt::format(
-        "{} record(s): {} applied, {} stale, {} duplicate, {} dead-lettered, {} not reached yet, "
-        "{} unaccounted\n",
-        t.records, t.applied, t.stale, t.duplicate, t.dead_lettered, t.not_reached, t.unaccounted);
+        "{} record(s): {} applied, {} stale, {} duplicate, {} key reused (never applied), {} "
+        "dead-lettered, {} not reached yet, {} unaccounted\n",
+        t.records, t.applied, t.stale, t.duplicate, t.key_reused, t.dead_lettered, t.not_reached,
+        t.unaccounted);
     out +=
         fmt::format("{} dedup row(s) in the range without their record\n", t.rows_without_record);
-    out += std::string("key reuse: ") + AuditTally::key_reuse + "\n";
     if (t.problems_left_off > 0)
         out += fmt::format("({} more problem(s) not listed)\n", t.problems_left_off);
     out += t.accounted() ? "every record is accounted for\n"
@@ -150,7 +164,8 @@ nlohmann::json to_json(const AuditTally& t) {
              {"partition", p.at.partition},
              {"offset", p.at.offset},
              {"key", p.key.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.key)},
-             {"why", p.why}});
+             {"why", p.why},
+             {"verdict", to_string(p.verdict)}});
     return {{"group", t.group},
             {"topic", t.topic},
             {"ranges", ranges},
@@ -158,11 +173,11 @@ nlohmann::json to_json(const AuditTally& t) {
             {"applied", t.applied},
             {"stale", t.stale},
             {"duplicate", t.duplicate},
+            {"key_reused", t.key_reused},
             {"dead_lettered", t.dead_lettered},
             {"not_reached", t.not_reached},
             {"unaccounted", t.unaccounted},
             {"rows_without_record", t.rows_without_record},
-            {"key_reuse", AuditTally::key_reuse},
             {"problems", problems},
             {"problems_left_off", t.problems_left_off},
             {"accounted", t.accounted()}};
