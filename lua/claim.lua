@@ -10,7 +10,8 @@
 -- or an error reply in that key's place (not a hash, unknown state): that key only
 -- failed, the other keys were still claimed. A bad argument fails the whole call
 -- before any key is touched.
--- One call takes many keys of any hash slot: it needs a single Redis, not Cluster.
+-- One call takes many keys: on Redis Cluster they must share a slot (the router
+-- sends one call per slot; redis/claim_store.hpp names the keys so that they do).
 -- Times come from the Redis server only: workers' clocks may disagree.
 if #ARGV ~= 2 then
     return redis.error_reply('ERR claim.lua: expected ARGV owner, lease_ms')

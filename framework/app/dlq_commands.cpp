@@ -17,6 +17,7 @@
 #include "ops/ops_report.hpp"
 #include "ops/replay.hpp"
 #include "pg/session.hpp"
+#include "pipeline/redis_session.hpp"
 
 namespace exo {
 namespace {
@@ -247,13 +248,13 @@ int dlq_replay(int argc, char** argv, const AppSetup& setup, ErrorOutput& errors
     int exit_code = 0;
     if (!entries.empty()) {
         // With claim.store: postgres there is no claim to forget and no Redis to open.
-        std::optional<RedisConnection> redis;
-        if (config.claim.in_redis()) redis.emplace(operator_redis(config.redis));
+        std::unique_ptr<RedisRouter> redis;
+        if (config.claim.in_redis()) redis = open_redis(config.redis);
         KafkaProducer producer(operator_producer(bootstrap, config.kafka));
-        DeadLetterReplayer replayer(
-            {config, *pg, redis ? &*redis : nullptr, reader, topics, producer, failpoints,
-             args.has("trust-unverified"),
-             [&](const std::string& text) { errors.print("dlq replay", text); }});
+        DeadLetterReplayer replayer({config, *pg, redis.get(), reader, topics, producer, failpoints,
+                                     args.has("trust-unverified"), [&](const std::string& text) {
+                                         errors.print("dlq replay", text);
+                                     }});
         if (selection.entity)
             entries = entity_in_order(std::move(entries), *selection.entity, config, *pg, replayer,
                                       results);

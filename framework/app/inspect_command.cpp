@@ -13,6 +13,7 @@
 #include "ops/dedup_queries.hpp"
 #include "ops/ops_report.hpp"
 #include "pg/session.hpp"
+#include "pipeline/redis_session.hpp"
 #include "redis/claim_store.hpp"
 #include "redis/redis_error.hpp"
 
@@ -52,9 +53,9 @@ std::optional<SequenceView> sequence_of(const Config& config, const DedupRow& ro
 
 void read_redis_claim(const Config& config, InspectReport& report) {
     try {
-        RedisConnection redis(operator_redis(config.redis));
-        report.claim =
-            read_claim(redis, claim_key(config.redis.key_prefix, report.group, report.key));
+        auto redis = open_redis(config.redis);
+        report.claim = read_claim(*redis, claim_key(key_layout(*redis), config.redis.key_prefix,
+                                                    report.group, report.key));
     } catch (const RedisError& e) {
         // What PostgreSQL says is still worth printing: it is the truth.
         report.claim_error = e.what();

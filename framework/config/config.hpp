@@ -12,6 +12,7 @@
 
 #include <exo/options.hpp>
 #include <exo/outbox.hpp>
+#include "core/host_port.hpp"
 #include "core/key_source.hpp"
 #include "core/record_fingerprint.hpp"
 #include "core/sequence_config.hpp"
@@ -54,6 +55,11 @@ struct RedisConfig {
     milliseconds connect_timeout{2000};
     milliseconds command_timeout{2000};  // per round trip (a pipeline counts once)
     std::string key_prefix = "exo";      // claim keys: <prefix>:<group>:<key>, each escaped
+    // Redis Cluster: the nodes exo asks for the slot map first (any of the
+    // cluster's nodes will do; list several in case one is down). Empty: the
+    // single server at host:port. With it, host, port and db are refused, and the
+    // claim keys carry a hash tag ({<group>:<bucket>}, redis/claim_store.hpp).
+    std::vector<HostPort> cluster;
 };
 
 enum class RedisDownPolicy { pause, postgres_only };

@@ -59,11 +59,22 @@ public:
 
     void redis(const RedisConfig& r) {
         begin("redis");
-        text("host", r.host);
-        number("port", r.port);
+        if (r.cluster.empty()) {
+            text("host", r.host);
+            number("port", r.port);
+        } else {
+            out_ << YAML::Key << "cluster" << YAML::Value << YAML::BeginSeq;
+            for (const auto& node : r.cluster) {
+                const bool ipv6 = node.host.find(':') != std::string::npos;
+                out_ << YAML::DoubleQuoted
+                     << literal((ipv6 ? "[" + node.host + "]" : node.host) + ":" +
+                                std::to_string(node.port));
+            }
+            out_ << YAML::EndSeq;
+        }
         text("username", r.username);
         text("password", secret(r.password));
-        number("db", r.db);
+        if (r.cluster.empty()) number("db", r.db);
         ms("connect_timeout_ms", r.connect_timeout);
         ms("command_timeout_ms", r.command_timeout);
         text("key_prefix", r.key_prefix);

@@ -1,13 +1,21 @@
 // redis, postgres and claim: where a record's outcome is kept, and for how long.
 #include "config/sections.hpp"
 
+#include <algorithm>
+
 #include "core/secrets.hpp"
 
 namespace exo::config_reading {
 
-const Keys kRedisKeys = {
-    "host",      "port", "username", "password", "db", "connect_timeout_ms", "command_timeout_ms",
-    "key_prefix"};
+const Keys kRedisKeys = {"host",
+                         "port",
+                         "username",
+                         "password",
+                         "db",
+                         "connect_timeout_ms",
+                         "command_timeout_ms",
+                         "key_prefix",
+                         "cluster"};
 const Keys kPostgresKeys = {"uri",
                             "dedup_retention_days",
                             "connect_timeout_ms",
@@ -36,6 +44,48 @@ void require_whole_seconds(const Reader& postgres, std::string_view key, millise
     value = fallback;
 }
 
+// redis.cluster: the startup nodes, "host:port" each, listed once. A cluster and
+// a single server cannot both be meant: host and port (and db, which a cluster
+// does not have) are refused beside it, naming the key to remove.
+void read_redis_cluster(const Reader& redis, RedisConfig& out) {
+    if (!redis.has("cluster")) return;
+    const YAML::Node node = redis.node("cluster");
+    const std::vector<Item> items = redis.list("cluster");  // records a value that is not a list
+    if (items.empty() && (node.IsNull() || node.IsSequence()))
+        redis.problem("cluster",
+                      "lists no node: give the cluster's nodes, e.g. cluster: [10.0.0.1:7000, "
+                      "10.0.0.2:7000], or remove the key to use one server (host, port)");
+    for (const Item& item : items) {
+        auto text = scalar_text(redis.context(), item.node, item.path, item.line,
+                                "a node as host:port, e.g. 10.0.0.1:7000");
+        if (!text) continue;
+        auto node_address = parse_host_port(*text);
+        if (!node_address) {
+            redis.context().add(
+                item.path, item.line,
+                "expected host:port (e.g. 10.0.0.1:7000 or [::1]:7000), got " + in_quotes(*text));
+            continue;
+        }
+        if (std::find(out.cluster.begin(), out.cluster.end(), *node_address) != out.cluster.end()) {
+            redis.context().add(item.path, item.line,
+                                in_quotes(*text) + " is already listed: list each node once");
+            continue;
+        }
+        out.cluster.push_back(std::move(*node_address));
+    }
+    for (const char* key : {"host", "port"})
+        if (redis.has(key))
+            redis.problem(key, "is a single server's address, but redis.cluster (line " +
+                                   std::to_string(redis.line_of("cluster")) +
+                                   ") names a Redis Cluster: remove redis." + key +
+                                   " to use the cluster, or redis.cluster to use one server");
+    if (redis.has("db"))
+        redis.problem("db",
+                      "selects a database, but Redis Cluster has database 0 only (redis.cluster, "
+                      "line " +
+                          std::to_string(redis.line_of("cluster")) + "): remove redis.db");
+}
+
 }  // namespace
 
 RedisConfig read_redis(const Reader& redis) {
@@ -54,6 +104,7 @@ RedisConfig read_redis(const Reader& redis) {
     redis.read("connect_timeout_ms", out.connect_timeout, kPositiveMs);
     redis.read("command_timeout_ms", out.command_timeout, kPositiveMs);
     redis.read("key_prefix", out.key_prefix, Text::non_empty);
+    read_redis_cluster(redis, out);
     return out;
 }
 

@@ -12,8 +12,8 @@ void throw_if_error(const RedisReply& reply, const std::string& doing) {
 
 }  // namespace
 
-std::optional<ClaimView> read_claim(RedisConnection& redis, const std::string& redis_key) {
-    auto replies = redis.pipeline({{"HGETALL", redis_key}, {"PTTL", redis_key}});
+std::optional<ClaimView> read_claim(RedisRouter& redis, const std::string& redis_key) {
+    auto replies = redis.pipeline_for_key(redis_key, {{"HGETALL", redis_key}, {"PTTL", redis_key}});
     throw_if_error(replies[0], "HGETALL " + redis_key);
     throw_if_error(replies[1], "PTTL " + redis_key);
     if (replies[0].elements.empty()) return std::nullopt;
@@ -37,8 +37,9 @@ std::optional<ClaimView> read_claim(RedisConnection& redis, const std::string& r
     return view;
 }
 
-void forget_claim(RedisConnection& redis, const std::string& redis_key) {
-    throw_if_error(redis.command({"DEL", redis_key}), "DEL " + redis_key);
+void forget_claim(RedisRouter& redis, const std::string& redis_key) {
+    throw_if_error(redis.pipeline_for_key(redis_key, {{"DEL", redis_key}}).front(),
+                   "DEL " + redis_key);
 }
 
 }  // namespace exo

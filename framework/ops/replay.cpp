@@ -191,7 +191,8 @@ ReplayResult DeadLetterReplayer::replay(const DeadLetterEntry& entry, bool dry_r
             break;  // the ticket exists: resume at step 2
     }
     if (s_.redis != nullptr)
-        forget_claim(*s_.redis, claim_key(s_.config.redis.key_prefix, group, key));
+        forget_claim(*s_.redis,
+                     claim_key(key_layout(*s_.redis), s_.config.redis.key_prefix, group, key));
     s_.failpoints.hit("replay_after_claim_forgotten");
     s_.producer.produce(out, kKafkaTimeout);
     s_.producer.flush(kKafkaTimeout);

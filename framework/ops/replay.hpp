@@ -34,14 +34,14 @@
 #include "kafka/topic_reader.hpp"
 #include "ops/dead_letter_topics.hpp"
 #include "ops/ops_records.hpp"
-#include "redis/redis_connection.hpp"
+#include "redis/redis_router.hpp"
 
 namespace exo {
 
 struct ReplayServices {
     const Config& config;
     pqxx::connection& postgres;
-    RedisConnection* redis;  // nullptr with claim.store: postgres: no claim to forget
+    RedisRouter* redis;  // nullptr with claim.store: postgres: no claim to forget
     TopicReader& reader;
     DeadLetterTopics& letters;
     KafkaProducer& producer;

@@ -13,7 +13,7 @@ namespace {
 // copies its target, and the connection cannot be copied.
 LeaseKeeper::Extend redis_extend(const Config& config, std::string owner) {
     struct Redis {
-        std::optional<RedisConnection> connection;
+        std::unique_ptr<RedisRouter> connection;
         std::optional<ClaimStore> store;
     };
     auto redis = std::make_shared<Redis>();
@@ -21,7 +21,7 @@ LeaseKeeper::Extend redis_extend(const Config& config, std::string owner) {
         try {
             if (!redis->store) {
                 const auto& rc = config.redis;
-                redis->connection.emplace(redis_options(rc));
+                redis->connection = open_redis(rc);
                 redis->store.emplace(*redis->connection, rc.key_prefix, config.kafka.group_id,
                                      owner);
             }

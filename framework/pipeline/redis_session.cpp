@@ -16,6 +16,11 @@ RedisOptions redis_options(const RedisConfig& rc) {
     return out;
 }
 
+std::unique_ptr<RedisRouter> open_redis(const RedisConfig& rc) {
+    if (rc.cluster.empty()) return std::make_unique<RedisRouter>(redis_options(rc));
+    return std::make_unique<RedisRouter>(redis_options(rc), rc.cluster);
+}
+
 RedisSession::RedisSession(const Config& config, std::string owner, spdlog::logger& log,
                            std::function<std::chrono::milliseconds(int)> backoff)
     : config_(config), owner_(std::move(owner)), log_(log), backoff_(std::move(backoff)) {}
@@ -27,7 +32,7 @@ ClaimStore* RedisSession::claims() {
     if (std::chrono::steady_clock::now() < retry_at_) return nullptr;
     try {
         const auto& rc = config_.redis;
-        redis_.emplace(redis_options(rc));
+        redis_ = open_redis(rc);
         claims_.emplace(*redis_, rc.key_prefix, config_.kafka.group_id, owner_);
         if (down_logged_) log_.info("Redis is reachable again");
         down_logged_ = false;

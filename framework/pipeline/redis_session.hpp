@@ -6,6 +6,7 @@
 // Thread-safety: none; one worker slot's thread (BatchProtocol).
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -14,12 +15,16 @@
 #include "config/config.hpp"
 #include "redis/claim_store.hpp"
 #include "redis/redis_connection.hpp"
+#include "redis/redis_router.hpp"
 
 namespace exo {
 
 // How every exo Redis connection (workers, the lease keeper, operator commands)
 // reaches Redis: the one place the redis section becomes connection options.
 RedisOptions redis_options(const RedisConfig& redis);
+// The router to the server or cluster the redis section names (redis.cluster).
+// Throws like RedisRouter's constructors.
+std::unique_ptr<RedisRouter> open_redis(const RedisConfig& redis);
 
 class RedisSession {
 public:
@@ -49,8 +54,8 @@ private:
     std::string owner_;
     spdlog::logger& log_;
     std::function<std::chrono::milliseconds(int)> backoff_;
-    // Destruction order: the claim store refers to the connection.
-    std::optional<RedisConnection> redis_;
+    // Destruction order: the claim store refers to the router.
+    std::unique_ptr<RedisRouter> redis_;
     std::optional<ClaimStore> claims_;
     std::chrono::steady_clock::time_point retry_at_{};
     int failures_ = 0;

@@ -1,11 +1,13 @@
 #include "redis/claim_store.hpp"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <utility>
 
 #include "core/embedded_file.hpp"
+#include "redis/cluster_slots.hpp"
 
 namespace exo {
 
@@ -43,40 +45,64 @@ struct PerKeyReplies {
 };
 
 // The reply for each of `keys` of `script` (named by `name`): one EVALSHA per
-// ClaimStore::max_keys_per_call keys, all pipelined in one round trip. A call is
-// {N, its N keys..., common..., the per-key arguments of its keys...}, as
-// lua/*.lua take them; `per_key` holds the same number of arguments for each key,
-// in key order. A call that failed as a whole (split_per_key) is reported in
-// `failed`, after every other call's replies are read. Throws what
-// RedisConnection::eval_many throws.
-PerKeyReplies eval_per_key(RedisConnection& redis, const std::string& script, const char* name,
+// ClaimStore::max_keys_per_call keys, all pipelined in one round trip per node.
+// On a cluster a call holds the keys of one slot only (Redis refuses a script
+// whose keys span slots), in batch order; on a single server the keys in order.
+// A call is {N, its N keys..., common..., the per-key arguments of its keys...},
+// as lua/*.lua take them; `per_key` holds the same number of arguments for each
+// key, in key order. A call that failed as a whole (split_per_key) is reported
+// in `failed`, after every other call's replies are read. Throws what
+// RedisRouter::eval_many throws.
+PerKeyReplies eval_per_key(RedisRouter& router, const std::string& script, const char* name,
                            const std::vector<std::string>& keys,
                            const std::vector<std::string>& common,
                            const std::vector<std::string>& per_key) {
     const std::size_t stride = keys.empty() ? 0 : per_key.size() / keys.size();
+    // The keys of each call (indices into `keys`) and its slot.
+    std::vector<std::vector<std::size_t>> members;
+    std::vector<int> slots;
+    auto add_calls = [&](const std::vector<std::size_t>& indices, int slot) {
+        for (std::size_t begin = 0; begin < indices.size();
+             begin += ClaimStore::max_keys_per_call) {
+            const std::size_t end = std::min(indices.size(), begin + ClaimStore::max_keys_per_call);
+            members.emplace_back(indices.begin() + begin, indices.begin() + end);
+            slots.push_back(slot);
+        }
+    };
+    if (!router.cluster()) {
+        std::vector<std::size_t> all(keys.size());
+        for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+        add_calls(all, 0);
+    } else {
+        std::map<int, std::vector<std::size_t>> by_slot;  // ordered: calls in a stable order
+        for (std::size_t i = 0; i < keys.size(); ++i) by_slot[key_hash_slot(keys[i])].push_back(i);
+        for (const auto& [slot, indices] : by_slot) add_calls(indices, slot);
+    }
     std::vector<std::vector<std::string>> calls;
-    for (std::size_t begin = 0; begin < keys.size(); begin += ClaimStore::max_keys_per_call) {
-        const std::size_t end = std::min(keys.size(), begin + ClaimStore::max_keys_per_call);
+    calls.reserve(members.size());
+    for (const auto& indices : members) {
         std::vector<std::string> call;
-        call.reserve(1 + (end - begin) * (1 + stride) + common.size());
-        call.push_back(std::to_string(end - begin));
-        call.insert(call.end(), keys.begin() + begin, keys.begin() + end);
+        call.reserve(1 + indices.size() * (1 + stride) + common.size());
+        call.push_back(std::to_string(indices.size()));
+        for (std::size_t i : indices) call.push_back(keys[i]);
         call.insert(call.end(), common.begin(), common.end());
-        call.insert(call.end(), per_key.begin() + begin * stride, per_key.begin() + end * stride);
+        for (std::size_t i : indices)
+            call.insert(call.end(), per_key.begin() + i * stride,
+                        per_key.begin() + (i + 1) * stride);
         calls.push_back(std::move(call));
     }
-    auto replies = redis.eval_many(script, calls);
+    auto replies = router.eval_many(script, calls, slots);
     PerKeyReplies out;
-    out.replies.reserve(keys.size());
+    out.replies.resize(keys.size());  // nil until answered: nothing is known
     for (std::size_t c = 0; c < replies.size(); ++c) {
-        const std::size_t begin = c * ClaimStore::max_keys_per_call;
-        const std::size_t count = std::min(keys.size() - begin, ClaimStore::max_keys_per_call);
+        const auto& indices = members[c];
         try {
-            for (auto& reply : split_per_key(name, std::move(replies[c]), count, keys[begin]))
-                out.replies.push_back(std::move(reply));
+            auto split =
+                split_per_key(name, std::move(replies[c]), indices.size(), keys[indices[0]]);
+            for (std::size_t j = 0; j < indices.size(); ++j)
+                out.replies[indices[j]] = std::move(split[j]);
         } catch (const RedisReplyError& e) {
             if (!out.failed) out.failed = e;
-            out.replies.resize(out.replies.size() + count);  // nil: nothing is known
         }
     }
     return out;
@@ -85,12 +111,12 @@ PerKeyReplies eval_per_key(RedisConnection& redis, const std::string& script, co
 // The Redis key and the token of each claim, in order: extend.lua's and
 // release.lua's keys and per-key arguments.
 std::pair<std::vector<std::string>, std::vector<std::string>> keys_and_tokens(
-    std::string_view prefix, std::string_view group, const std::vector<TokenRequest>& claims) {
+    const ClaimStore& store, const std::vector<TokenRequest>& claims) {
     std::pair<std::vector<std::string>, std::vector<std::string>> out;
     out.first.reserve(claims.size());
     out.second.reserve(claims.size());
     for (const auto& c : claims) {
-        out.first.push_back(claim_key(prefix, group, c.key));
+        out.first.push_back(store.redis_key(c.key));
         out.second.push_back(std::to_string(c.token.value));
     }
     return out;
@@ -110,7 +136,19 @@ std::vector<FinishStatus> parse_finish_replies(const char* script,
 
 ClaimStore::ClaimStore(RedisConnection& redis, std::string key_prefix, std::string group,
                        std::string owner)
-    : redis_(redis),
+    : own_router_(std::make_unique<RedisRouter>(redis)),
+      router_(*own_router_),
+      key_prefix_(std::move(key_prefix)),
+      group_(std::move(group)),
+      owner_(std::move(owner)),
+      claim_script_(embedded_script("claim.lua")),
+      extend_script_(embedded_script("extend.lua")),
+      complete_script_(embedded_script("complete.lua")),
+      release_script_(embedded_script("release.lua")) {}
+
+ClaimStore::ClaimStore(RedisRouter& router, std::string key_prefix, std::string group,
+                       std::string owner)
+    : router_(router),
       key_prefix_(std::move(key_prefix)),
       group_(std::move(group)),
       owner_(std::move(owner)),
@@ -120,7 +158,7 @@ ClaimStore::ClaimStore(RedisConnection& redis, std::string key_prefix, std::stri
       release_script_(embedded_script("release.lua")) {}
 
 std::string ClaimStore::redis_key(const std::string& idempotency_key) const {
-    return claim_key(key_prefix_, group_, idempotency_key);
+    return claim_key(key_layout(router_), key_prefix_, group_, idempotency_key);
 }
 
 namespace {
@@ -148,6 +186,54 @@ std::string claim_key_part(std::string_view part) {
     return out;
 }
 
+namespace {
+
+// Like append_key_part, and '{' and '}' too: in the cluster layout no part may
+// open a hash tag before exo's, or close it early.
+void append_cluster_key_part(std::string& out, std::string_view part) {
+    for (const char c : part) {
+        switch (c) {
+            case '%':
+                out += "%25";
+                break;
+            case ':':
+                out += "%3A";
+                break;
+            case '{':
+                out += "%7B";
+                break;
+            case '}':
+                out += "%7D";
+                break;
+            default:
+                out += c;
+        }
+    }
+}
+
+}  // namespace
+
+int claim_bucket(std::string_view key) {
+    return crc16(key) % cluster_buckets;
+}
+
+std::string claim_key(KeyLayout layout, std::string_view prefix, std::string_view group,
+                      std::string_view key) {
+    if (layout == KeyLayout::single) return claim_key(prefix, group, key);
+    const int bucket = claim_bucket(key);
+    std::string out;
+    out.reserve(prefix.size() + group.size() + key.size() + 8);
+    append_cluster_key_part(out, prefix);
+    out += ":{";
+    append_cluster_key_part(out, group);
+    out += ':';
+    out += static_cast<char>('0' + bucket / 10);
+    out += static_cast<char>('0' + bucket % 10);
+    out += "}:";
+    append_cluster_key_part(out, key);
+    return out;
+}
+
 std::string claim_key(std::string_view prefix, std::string_view group, std::string_view key) {
     std::string out;
     out.reserve(prefix.size() + group.size() + key.size() + 2);
@@ -165,7 +251,7 @@ std::vector<ClaimResult> ClaimStore::claim(const std::vector<std::string>& keys,
     std::vector<std::string> redis_keys;
     redis_keys.reserve(keys.size());
     for (const auto& key : keys) redis_keys.push_back(redis_key(key));
-    auto batch = eval_per_key(redis_, claim_script_, "claim.lua", redis_keys,
+    auto batch = eval_per_key(router_, claim_script_, "claim.lua", redis_keys,
                               {owner_, std::to_string(lease.count())}, {});
     if (batch.failed) {
         // The caller learns no token, so the other calls' claims would stay
@@ -197,8 +283,8 @@ std::vector<ClaimResult> ClaimStore::claim(const std::vector<std::string>& keys,
 std::vector<FinishStatus> ClaimStore::extend(const std::vector<TokenRequest>& claims,
                                              std::chrono::milliseconds lease) {
     require_positive(lease, "lease");
-    const auto [redis_keys, tokens] = keys_and_tokens(key_prefix_, group_, claims);
-    auto replies = eval_per_key(redis_, extend_script_, "extend.lua", redis_keys,
+    const auto [redis_keys, tokens] = keys_and_tokens(*this, claims);
+    auto replies = eval_per_key(router_, extend_script_, "extend.lua", redis_keys,
                                 {owner_, std::to_string(lease.count())}, tokens)
                        .all_or_throw();
     return parse_finish_replies("extend.lua", replies, redis_keys);
@@ -218,16 +304,16 @@ std::vector<FinishStatus> ClaimStore::complete(const std::vector<CompleteRequest
         per_key.push_back(final_state_name(r.outcome));
         per_key.push_back(r.fingerprint);
     }
-    auto replies = eval_per_key(redis_, complete_script_, "complete.lua", redis_keys,
+    auto replies = eval_per_key(router_, complete_script_, "complete.lua", redis_keys,
                                 {owner_, std::to_string(ttl.count())}, per_key)
                        .all_or_throw();
     return parse_finish_replies("complete.lua", replies, redis_keys);
 }
 
 std::vector<FinishStatus> ClaimStore::release(const std::vector<TokenRequest>& claims) {
-    const auto [redis_keys, tokens] = keys_and_tokens(key_prefix_, group_, claims);
+    const auto [redis_keys, tokens] = keys_and_tokens(*this, claims);
     auto replies =
-        eval_per_key(redis_, release_script_, "release.lua", redis_keys, {owner_}, tokens)
+        eval_per_key(router_, release_script_, "release.lua", redis_keys, {owner_}, tokens)
             .all_or_throw();
     return parse_finish_replies("release.lua", replies, redis_keys);
 }

@@ -3,9 +3,15 @@
 // idempotency key), changed only by the Lua scripts in lua/ (EVALSHA, reloaded
 // on NOSCRIPT). Every call takes a batch and costs one round trip: one EVALSHA
 // per max_keys_per_call keys, each script looping over its keys, because Redis
-// spends most of a one-key call on command dispatch and Lua entry. A call holds
-// keys of many hash slots, so the claims need a single Redis (a primary, with or
-// without replicas), not Redis Cluster.
+// spends most of a one-key call on command dispatch and Lua entry.
+//
+// On a single Redis a call holds keys of any slot. On Redis Cluster a script's
+// keys must share a hash slot, so the claim keys are laid out differently
+// (claim_key(KeyLayout::cluster, ...)): a hash tag of the group and a bucket of
+// the idempotency key, so a batch's keys fall in at most cluster_buckets slots;
+// the batch is sent as one call per slot (per max_keys_per_call keys), one
+// pipeline per master (redis_router.hpp). The bucket depends on the key alone,
+// so one idempotency key has one claim whatever partition carries it.
 //
 // Thread-safety: none; one ClaimStore per worker, like its RedisConnection.
 // Errors: every method throws RedisIoError when Redis cannot be reached (the
@@ -18,6 +24,7 @@
 // Replies are read by claim_reply.hpp, which says which ones are accepted.
 #include <chrono>
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +33,7 @@
 #include "core/outcome.hpp"
 #include "redis/claim_reply.hpp"  // ClaimResult, FinishStatus
 #include "redis/redis_connection.hpp"
+#include "redis/redis_router.hpp"
 
 namespace exo {
 
@@ -54,6 +62,24 @@ struct TokenRequest {
 std::string claim_key(std::string_view prefix, std::string_view group, std::string_view key);
 std::string claim_key_part(std::string_view part);
 
+// How claim keys are named. `single`: the key above, unchanged since the first
+// release (no migration for a single Redis). `cluster`:
+//     <prefix>:{<group>:<bucket>}:<key>
+// each part with '%', ':', '{' and '}' percent-encoded (so the first '{' is the
+// tag's and the group cannot end it), bucket = CRC16 of the idempotency key mod
+// cluster_buckets, two digits. Redis hashes only the tag, so all the keys of a
+// (group, bucket) share a slot.
+enum class KeyLayout { single, cluster };
+inline constexpr int cluster_buckets = 16;
+std::string claim_key(KeyLayout layout, std::string_view prefix, std::string_view group,
+                      std::string_view key);
+// The bucket (0..cluster_buckets-1) of an idempotency key in the cluster layout.
+int claim_bucket(std::string_view key);
+// The layout of the claim keys `router` reaches.
+inline KeyLayout key_layout(const RedisRouter& router) {
+    return router.cluster() ? KeyLayout::cluster : KeyLayout::single;
+}
+
 class ClaimStore {
 public:
     // At most this many keys per script call, so that one call (a few commands per
@@ -62,6 +88,9 @@ public:
     static constexpr std::size_t max_keys_per_call = 1000;
 
     // `owner` identifies this worker uniquely across processes and restarts.
+    // Calls go through `router` (a single server or a cluster), which must outlive the store.
+    ClaimStore(RedisRouter& router, std::string key_prefix, std::string group, std::string owner);
+    // A single server through `redis` (borrowed; it must outlive the store).
     ClaimStore(RedisConnection& redis, std::string key_prefix, std::string group,
                std::string owner);
 
@@ -80,7 +109,9 @@ public:
     std::string redis_key(const std::string& idempotency_key) const;
 
 private:
-    RedisConnection& redis_;
+    // Destruction order: router_ may refer to own_router_.
+    std::unique_ptr<RedisRouter> own_router_;  // set for a borrowed RedisConnection
+    RedisRouter& router_;
     std::string key_prefix_;
     std::string group_;
     std::string owner_;
