@@ -7,7 +7,7 @@
 -- string "OK" | "LOST" (not ours any more, or no key), or an error reply in that
 -- key's place (not a hash): that key only failed. A bad argument fails the whole
 -- call before any key is touched.
--- One call takes many keys of any hash slot: it needs a single Redis, not Cluster.
+-- One call takes many keys: on Redis Cluster they must share a slot (redis/claim_store.hpp).
 local owner = ARGV[1]
 local ttl_ms = tonumber(ARGV[2])
 if #ARGV ~= 2 + 4 * #KEYS then

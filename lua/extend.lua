@@ -5,7 +5,7 @@
 -- place (not a hash): that key only failed. A bad argument fails the whole call
 -- before any key is touched.
 -- A handler that outlives its lease calls this so nobody takes its key over.
--- One call takes many keys of any hash slot: it needs a single Redis, not Cluster.
+-- One call takes many keys: on Redis Cluster they must share a slot (redis/claim_store.hpp).
 local owner = ARGV[1]
 local lease_ms = tonumber(ARGV[2])
 if #ARGV ~= 2 + #KEYS then

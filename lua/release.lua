@@ -4,7 +4,7 @@
 -- that key's place (not a hash): that key only failed. A bad argument fails the
 -- whole call before any key is touched.
 -- After a failure or a revoke, so the next try need not wait for the lease to pass.
--- One call takes many keys of any hash slot: it needs a single Redis, not Cluster.
+-- One call takes many keys: on Redis Cluster they must share a slot (redis/claim_store.hpp).
 local owner = ARGV[1]
 if #ARGV ~= 1 + #KEYS then
     return redis.error_reply('ERR release.lua: expected ARGV owner and a token per key')

@@ -9,8 +9,9 @@
 #   scripts/redis-cluster.sh wait-ok DIR          wait until every live node says cluster_state:ok and agrees on the masters
 #
 # After `start`, `source DIR/cluster.env` exports EXO_REDIS_CLUSTER_NODES (host:port,...: the
-# startup nodes, masters first) and EXO_REDIS_CLUSTER_DIR. cluster-node-timeout is 2000 ms, so a
-# killed master's replica is promoted within a few seconds. Nodes keep no data on disk.
+# startup nodes, masters first) and EXO_REDIS_CLUSTER_DIR. cluster-node-timeout is 2000 ms and
+# every replica may be promoted however long its link was down (cluster-replica-validity-factor 0),
+# so a killed master's replica takes over within a few seconds. Nodes keep no data on disk.
 #
 # Environment: EXO_PORT_MIN/EXO_PORT_MAX  range the ports are picked from (default 20000-50000;
 # each node also uses its port + 10000 for the cluster bus).
@@ -63,6 +64,7 @@ node_launch() {
     mkdir -p "$dir"
     redis-server --daemonize yes --bind 127.0.0.1 --port "$port" --cluster-enabled yes \
         --cluster-config-file "$dir/nodes.conf" --cluster-node-timeout "$NODE_TIMEOUT_MS" \
+        --cluster-replica-validity-factor 0 \
         --save '' --appendonly no --dir "$dir" --pidfile "$dir/redis.pid" \
         --logfile "$dir/redis.log" >/dev/null 2>&1 || return 1
     local deadline=$((SECONDS + 15))
@@ -86,6 +88,10 @@ cluster_ok() {
         redis-cli -h 127.0.0.1 -p "$port" cluster info 2>/dev/null | grep -q '^cluster_state:ok' || return 1
         if [[ -n "$replicas" ]]; then
             [[ "$(redis-cli -h 127.0.0.1 -p "$port" cluster nodes 2>/dev/null | grep -cE ' (myself,)?slave ')" == "$replicas" ]] || return 1
+            # A replica takes part in failover once it has synced with its master.
+            if redis-cli -h 127.0.0.1 -p "$port" info replication 2>/dev/null | grep -q '^role:slave'; then
+                redis-cli -h 127.0.0.1 -p "$port" info replication | grep -q '^master_link_status:up' || return 1
+            fi
         fi
         view="$(redis-cli -h 127.0.0.1 -p "$port" cluster slots 2>/dev/null | tr '\n' ' ' | md5sum)" || return 1
         views+="$view"$'\n'
