@@ -160,11 +160,82 @@ TEST_SUITE("serial") {
             total += n;
         }
         CHECK(total == 1500);
+        // The lease keeper's extend and a release route the same way.
+        std::vector<exo::TokenRequest> held;
+        for (const auto& r : a.claim(numbered_keys("lease-", 300), 10s)) {
+            REQUIRE(r.status == exo::ClaimStatus::acquired);
+            held.push_back({"lease-" + std::to_string(held.size()), r.token});
+        }
+        for (auto s : a.extend(held, 20s)) CHECK(s == exo::FinishStatus::ok);
+        for (auto s : a.release(held)) CHECK(s == exo::FinishStatus::ok);
+        for (const auto& r : b.claim(numbered_keys("lease-", 300), 10s))
+            CHECK(r.status == exo::ClaimStatus::acquired);
         // exo inspect's view routes the same way.
         auto view = exo::read_claim(router, a.redis_key("order-7"));
         REQUIRE(view);
         CHECK(view->state == "COMPLETED");
         CHECK(view->result == "ok-order-7");
+    }
+
+    TEST_CASE(
+        "on a Redis Cluster a claim whose slot is being migrated follows ASK to the node that "
+        "has its key, and MOVED once the slot has moved") {
+        TestCluster cluster;
+        exo::RedisRouter router({}, cluster.nodes());
+        const std::string prefix = exo::testing::unique_name("ask");
+        exo::ClaimStore a(router, prefix, "billing", "owner-a");
+        exo::ClaimStore b(router, prefix, "billing", "owner-b");
+        const auto first = a.claim({"done"}, 10s);
+        REQUIRE(first[0].status == exo::ClaimStatus::acquired);
+        REQUIRE(a.complete({{"done", first[0].token, "result-1"}}, 60s)[0] ==
+                exo::FinishStatus::ok);
+        // Another key of the same bucket, so of the same slot, not claimed yet.
+        std::string fresh = "fresh-0";
+        for (int i = 1; exo::claim_bucket(fresh) != exo::claim_bucket("done"); ++i)
+            fresh = "fresh-" + std::to_string(i);
+
+        const std::string key = a.redis_key("done");
+        const int slot = exo::key_hash_slot(key);
+        const exo::HostPort source = cluster.master_of(slot);
+        exo::HostPort target;
+        for (const auto& m : router.slot_map().masters())
+            if (m != source) target = m;
+        exo::RedisConnection src(cluster.options_of(source));
+        exo::RedisConnection dst(cluster.options_of(target));
+        const std::string src_id = src.command({"CLUSTER", "MYID"}).str;
+        const std::string dst_id = dst.command({"CLUSTER", "MYID"}).str;
+        auto ok = [](const exo::RedisReply& r) {
+            INFO(r.str);
+            REQUIRE(r.type != exo::RedisReply::Type::error);
+        };
+        // What redis-cli --cluster reshard does for one slot, stopped half way:
+        // the slot is migrating, and its one key is already on the target.
+        ok(dst.command({"CLUSTER", "SETSLOT", std::to_string(slot), "IMPORTING", src_id}));
+        ok(src.command({"CLUSTER", "SETSLOT", std::to_string(slot), "MIGRATING", dst_id}));
+        ok(src.command({"MIGRATE", target.host, std::to_string(target.port), key, "0", "5000"}));
+
+        // The source answers ASK for each key (it has neither); the target serves
+        // a call after ASKING: the completed claim is a duplicate, the new key is
+        // ours. (One key per call: a call of several keys that the target has only
+        // some of is answered TRYAGAIN until the slot has moved; the router waits
+        // a little, then the batch is put back.)
+        CHECK_THROWS_WITH_AS(b.claim({"done", fresh}, 10s), doctest::Contains("TRYAGAIN"),
+                             exo::RedisReplyError);
+        const auto done = b.claim({"done"}, 10s);
+        CHECK(done[0].status == exo::ClaimStatus::duplicate);
+        CHECK(done[0].stored_result == "result-1");
+        CHECK(b.claim({fresh}, 10s)[0].status == exo::ClaimStatus::acquired);
+        CHECK(*router.slot_map().master(slot) == source);  // ASK does not change the map
+
+        // The slot moves for good: the source answers MOVED, the map is read again.
+        for (const auto& m : router.slot_map().masters()) {
+            exo::RedisConnection node(cluster.options_of(m));
+            ok(node.command({"CLUSTER", "SETSLOT", std::to_string(slot), "NODE", dst_id}));
+        }
+        const auto after = a.claim({"done", fresh}, 10s);
+        CHECK(after[0].status == exo::ClaimStatus::duplicate);
+        CHECK(after[1].status == exo::ClaimStatus::conflict);  // owner-b's, leased
+        CHECK(*router.slot_map().master(slot) == target);
     }
 
     TEST_CASE(
