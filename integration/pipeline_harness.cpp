@@ -173,6 +173,14 @@ void PipelineHarness::produce(const std::vector<PaymentMessage>& messages) {
     producer.flush(std::chrono::seconds(30));
 }
 
+namespace {
+std::vector<std::string> cluster_names(const std::vector<HostPort>& nodes) {
+    std::vector<std::string> out;
+    for (const auto& n : nodes) out.push_back(n.name());
+    return out;
+}
+}  // namespace
+
 std::string PipelineHarness::config_yaml() const {
     const auto& b = config_.bindings.front();
     std::string properties;  // as a test set them, e.g. a shorter session.timeout.ms
@@ -201,9 +209,13 @@ std::string PipelineHarness::config_yaml() const {
         "{}{}{}{}",
         bootstrap(), group_, properties,
         // Without Redis claims the Redis keys are refused (config_parser.cpp).
-        config_.claim.in_redis() ? fmt::format("redis: {{host: {}, port: {}, key_prefix: {}}}\n",
-                                               config_.redis.host, config_.redis.port, prefix_)
-                                 : std::string(),
+        !config_.claim.in_redis() ? std::string()
+        // A test that set redis.cluster (redis_cluster_test.cpp) runs on its cluster.
+        : config_.redis.cluster.empty()
+            ? fmt::format("redis: {{host: {}, port: {}, key_prefix: {}}}\n", config_.redis.host,
+                          config_.redis.port, prefix_)
+            : fmt::format("redis: {{cluster: [{}], key_prefix: {}}}\n",
+                          fmt::join(cluster_names(config_.redis.cluster), ", "), prefix_),
         uri_,
         config_.claim.in_redis()
             ? fmt::format("claim: {{lease_ms: {}}}\n", config_.claim.lease.count())

@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "child_process.hpp"
+#include "operations_cli.hpp"
 #include "ops/claim_view.hpp"
 #include "pipeline/redis_session.hpp"
 #include "pipeline_harness.hpp"
@@ -24,6 +26,10 @@
 using namespace std::chrono_literals;
 using exo::testing::PipelineHarness;
 using exo::testing::RunningDaemon;
+using exo::testing::ops::exo_cli;
+using exo::testing::ops::json;
+using exo::testing::ops::json_of;
+using exo::testing::ops::write_config;
 
 namespace {
 
@@ -265,6 +271,24 @@ TEST_SUITE("serial") {
         const exo::RedisRouter router({}, cluster.nodes());
         for (const auto& master : router.slot_map().masters())
             CHECK(keys_on(cluster, master, h.config().redis.key_prefix) > 0);
+    }
+
+    TEST_CASE("exo inspect reads a key's claim from the Redis Cluster node that holds it") {
+        TestCluster cluster;
+        PipelineHarness h({.name = "cl_inspect", .partitions = 1});
+        h.mutable_config().redis.cluster = cluster.nodes();
+        h.produce({exo::testing::payment("ok-1", "acc-1", 50, 1)});
+        {
+            RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());
+            REQUIRE(h.wait_until_consumed(60s));
+        }
+        const std::string config = write_config(h);
+        auto inspected = exo_cli({"inspect", "--config", config, "--key", "ok-1", "--json"});
+        CHECK(inspected.exit_code == 0);
+        json j = json_of(inspected);
+        CHECK(j["row"]["outcome"] == "APPLIED");
+        CHECK(j["claim"]["state"] == "COMPLETED");
+        CHECK(j["claim"]["token"] == std::to_string(j["row"]["fencing_token"].get<std::int64_t>()));
     }
 
     TEST_CASE(
