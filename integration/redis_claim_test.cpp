@@ -9,8 +9,10 @@
 #include <vector>
 
 #include "core/embedded_file.hpp"
+#include "ops/claim_view.hpp"
 #include "redis/claim_store.hpp"
 #include "redis/redis_connection.hpp"
+#include "redis/redis_router.hpp"
 #include "support.hpp"
 
 using namespace std::chrono_literals;
@@ -158,7 +160,13 @@ TEST_SUITE("redis claim") {
         auto rec = record();
         CHECK(rec["state"] == "COMPLETED");
         CHECK(rec["token"] == std::to_string(mine.token.value));
-        CHECK(rec.count("lease_until") == 0);
+        // lease_until stays behind (complete.lua: one HSET), read only while PROCESSING.
+        CHECK(rec.count("fp") == 1);  // none given: "" is "none" to claim.lua
+        CHECK(rec["fp"].empty());
+        exo::RedisRouter router(redis);
+        const auto view = exo::read_claim(router, a.redis_key(key));
+        REQUIRE(view);
+        CHECK_FALSE(view->lease_until_ms);  // exo inspect shows no lease for a settled claim
         CHECK(pttl() > 0);
         CHECK(pttl() <= kTtl.count());
         for (auto* store : {&a, &b}) {

@@ -3,7 +3,7 @@
 -- final_state: COMPLETED (result = the handler's result) or DEAD_LETTERED (result =
 -- the reason). fingerprint: of the copy the key's dedup row was written for
 -- (core/record_fingerprint.hpp), kept as field `fp` and answered by claim.lua
--- with DUPLICATE / DEAD_LETTERED; empty: none (the field is removed). Reply: an array with one entry per key, in KEYS order: the bulk
+-- with DUPLICATE / DEAD_LETTERED; empty: none (kept as ''). Reply: an array with one entry per key, in KEYS order: the bulk
 -- string "OK" | "LOST" (not ours any more, or no key), or an error reply in that
 -- key's place (not a hash): that key only failed. A bad argument fails the whole
 -- call before any key is touched.
@@ -42,13 +42,10 @@ local function complete(key, token, result, final_state, fp)
     end
 
     -- The token stays so a later takeover (after the TTL) still hands out a higher one.
-    redis.call('HSET', key, 'state', final_state, 'result', result)
-    if fp ~= '' then
-        redis.call('HSET', key, 'fp', fp)
-        redis.call('HDEL', key, 'lease_until')
-    else
-        redis.call('HDEL', key, 'lease_until', 'fp')
-    end
+    -- One HSET and no HDEL: each redis.call is a command dispatch, and Redis's CPU per
+    -- record is mostly these (docs/performance.md). lease_until stays behind, read
+    -- only while PROCESSING (claim.lua, ops/claim_view.cpp); fp '' is "none" to claim.lua.
+    redis.call('HSET', key, 'state', final_state, 'result', result, 'fp', fp)
     redis.call('PEXPIRE', key, ttl)
     return 'OK'
 end

@@ -26,7 +26,9 @@ std::optional<ClaimView> read_claim(RedisRouter& redis, const std::string& redis
     view.owner = fields["owner"];
     view.token = fields["token"];
     view.result = fields["result"];
-    if (auto it = fields.find("lease_until"); it != fields.end()) {
+    // A settled claim keeps its last lease_until (complete.lua writes no HDEL):
+    // a lease means something only while PROCESSING.
+    if (auto it = fields.find("lease_until"); it != fields.end() && view.state == "PROCESSING") {
         try {
             view.lease_until_ms = std::stoll(it->second);
         } catch (const std::exception&) {
