@@ -124,6 +124,15 @@ std::vector<std::string> numbered_keys(const std::string& stem, int n) {
     return keys;
 }
 
+// Until `daemon` has applied 500 records of `workload` and not all of them: mid-run.
+void wait_until_mid_run(const RunningDaemon& daemon, const exo::PaymentWorkload& workload) {
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (daemon.stats().applied < 500 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(10ms);
+    REQUIRE(daemon.stats().applied >= 500);
+    REQUIRE(daemon.stats().applied < workload.unique_events);
+}
+
 }  // namespace
 
 TEST_SUITE("serial") {
@@ -303,11 +312,7 @@ TEST_SUITE("serial") {
 
         RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());
         // Mid-run: some records applied, most not yet.
-        const auto deadline = std::chrono::steady_clock::now() + 60s;
-        while (daemon.stats().applied < 500 && std::chrono::steady_clock::now() < deadline)
-            std::this_thread::sleep_for(10ms);
-        REQUIRE(daemon.stats().applied >= 500);
-        REQUIRE(daemon.stats().applied < workload.unique_events);
+        wait_until_mid_run(daemon, workload);
         // The master of bucket 0's slot of this group: claims go there all run long.
         const int slot = exo::key_hash_slot(exo::claim_key(
             exo::KeyLayout::cluster, h.config().redis.key_prefix, h.config().kafka.group_id, "x"));
@@ -373,11 +378,7 @@ TEST_SUITE("serial") {
 
         h.produce(workload);
         RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());
-        const auto deadline = std::chrono::steady_clock::now() + 60s;
-        while (daemon.stats().applied < 500 && std::chrono::steady_clock::now() < deadline)
-            std::this_thread::sleep_for(10ms);
-        REQUIRE(daemon.stats().applied >= 500);
-        REQUIRE(daemon.stats().applied < workload.unique_events);
+        wait_until_mid_run(daemon, workload);
         // Small pipelines (--cluster-pipeline 10): the slot's keys move in several
         // steps, so claims meet the slot half moved (ASK, TRYAGAIN) and then moved (MOVED).
         const std::string log = "/tmp/" + exo::testing::unique_name("reshard") + ".log";

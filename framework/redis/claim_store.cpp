@@ -136,15 +136,14 @@ std::vector<FinishStatus> parse_finish_replies(const char* script,
 
 ClaimStore::ClaimStore(RedisConnection& redis, std::string key_prefix, std::string group,
                        std::string owner)
-    : own_router_(std::make_unique<RedisRouter>(redis)),
-      router_(*own_router_),
-      key_prefix_(std::move(key_prefix)),
-      group_(std::move(group)),
-      owner_(std::move(owner)),
-      claim_script_(embedded_script("claim.lua")),
-      extend_script_(embedded_script("extend.lua")),
-      complete_script_(embedded_script("complete.lua")),
-      release_script_(embedded_script("release.lua")) {}
+    : ClaimStore(std::make_unique<RedisRouter>(redis), std::move(key_prefix), std::move(group),
+                 std::move(owner)) {}
+
+ClaimStore::ClaimStore(std::unique_ptr<RedisRouter> own_router, std::string key_prefix,
+                       std::string group, std::string owner)
+    : ClaimStore(*own_router, std::move(key_prefix), std::move(group), std::move(owner)) {
+    own_router_ = std::move(own_router);
+}
 
 ClaimStore::ClaimStore(RedisRouter& router, std::string key_prefix, std::string group,
                        std::string owner)

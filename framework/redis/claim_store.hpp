@@ -109,6 +109,10 @@ public:
     std::string redis_key(const std::string& idempotency_key) const;
 
 private:
+    // The RedisConnection form: `own_router` wraps the connection and lives as long.
+    ClaimStore(std::unique_ptr<RedisRouter> own_router, std::string key_prefix, std::string group,
+               std::string owner);
+
     // Destruction order: router_ may refer to own_router_.
     std::unique_ptr<RedisRouter> own_router_;  // set for a borrowed RedisConnection
     RedisRouter& router_;
