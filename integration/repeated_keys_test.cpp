@@ -27,7 +27,6 @@
 #include "test_handlers.hpp"
 
 using namespace std::chrono_literals;
-using exo::Fate;
 using exo::Outcome;
 using exo::PaymentMessage;
 using exo::StoredOutcome;
@@ -142,18 +141,18 @@ TEST_CASE(
                             payment("b-1", "acc-b", 4, 1, 1)});
 
     const auto& first = at(*batch, 0);
-    CHECK(first.outcome == Outcome::applied);
+    CHECK(first.outcome() == Outcome::applied);
     CHECK(first.result == "r:result-1");
     for (std::size_t n : {1, 3}) {
         CAPTURE(n);
         const auto& later = at(*batch, n);
-        CHECK(later.fate == Fate::finished);
-        CHECK(later.outcome == Outcome::duplicate_in_batch);
+        CHECK(later.is_finished());
+        CHECK(later.outcome() == Outcome::duplicate_in_batch);
         CHECK(later.stored == StoredOutcome::applied);
         CHECK(later.result == "r:result-1");
     }
-    CHECK(at(*batch, 2).outcome == Outcome::applied);
-    CHECK(at(*batch, 4).outcome == Outcome::applied);
+    CHECK(at(*batch, 2).outcome() == Outcome::applied);
+    CHECK(at(*batch, 4).outcome() == Outcome::applied);
     // One transaction (its set-based start), nothing retried or NACKed.
     CHECK(bench.stats().set_based_transactions == 1);
     CHECK(bench.stats().retries == 0);
@@ -172,7 +171,7 @@ TEST_CASE(
     // The first copy's claim was completed with its result: a copy in a later
     // batch is Redis's duplicate, as before.
     auto again = bench.run({payment("result-1", "acc-a", 1, 1, 1)});
-    CHECK(at(*again, 0).outcome == Outcome::duplicate_redis);
+    CHECK(at(*again, 0).outcome() == Outcome::duplicate_redis);
     CHECK(at(*again, 0).result == "r:result-1");
 }
 
@@ -192,12 +191,13 @@ TEST_CASE(
     CHECK(ledger_rows(h, "c-1") == 0);
     int batches = 1;
     while (true) {
-        const bool first_finished = at(*batch, 0).fate == Fate::finished;
+        const bool first_finished = at(*batch, 0).is_finished();
         for (auto& record : *batch)
             if (record.key == "flaky-1" && &record != &at(*batch, 0)) {
                 // Never ahead of the first copy: finished only with it.
-                CHECK((record.fate == Fate::finished) == first_finished);
-                if (!first_finished) CHECK(record.fate == Fate::requeue);
+                CHECK((record.is_finished()) == first_finished);
+                if (!first_finished)
+                    CHECK(std::holds_alternative<exo::fate::Requeue>(record.fate()));
             }
         if (!first_finished) CHECK(ledger_rows(h, "flaky-1") == 0);
         auto back = exo::hand_back(*batch, bench.stats());
@@ -221,9 +221,9 @@ TEST_CASE(
     ProtocolBench bench(h);
     auto batch = bench.run({payment("n-1", "acc-n", 1, 1, 0), payment("n-1", "acc-n", 1, 1, 1),
                             payment("e-1", "acc-e", 2, 1, 1)});
-    CHECK(at(*batch, 0).fate == Fate::requeue);
-    CHECK(at(*batch, 1).fate == Fate::requeue);
-    CHECK(at(*batch, 2).outcome == Outcome::applied);
+    CHECK(std::holds_alternative<exo::fate::Requeue>(at(*batch, 0).fate()));
+    CHECK(std::holds_alternative<exo::fate::Requeue>(at(*batch, 1).fate()));
+    CHECK(at(*batch, 2).outcome() == Outcome::applied);
     CHECK(bench.stats().conflicts == 1);  // the first copy's NACK only
     auto back = exo::hand_back(*batch, bench.stats());
     CHECK(back.requeue.size() == 2);
@@ -231,8 +231,8 @@ TEST_CASE(
 
     other.release();
     batch = bench.rerun(std::move(back.requeue));
-    CHECK(at(*batch, 0).outcome == Outcome::applied);
-    CHECK(at(*batch, 1).outcome == Outcome::duplicate_in_batch);
+    CHECK(at(*batch, 0).outcome() == Outcome::applied);
+    CHECK(at(*batch, 1).outcome() == Outcome::duplicate_in_batch);
     CHECK(ledger_rows(h, "n-1") == 1);
     CHECK(h.balances() == Balances{{"acc-e", 2}, {"acc-n", 1}});
 }
@@ -245,9 +245,9 @@ TEST_CASE(
     auto batch =
         bench.run({payment("poison-1", "acc-p", 1, 1, 0), payment("poison-1", "acc-p", 1, 1, 1),
                    payment("g-1", "acc-g", 2, 1, 1)});
-    CHECK(at(*batch, 0).outcome == Outcome::dead_lettered);
+    CHECK(at(*batch, 0).outcome() == Outcome::dead_lettered);
     const auto& later = at(*batch, 1);
-    CHECK(later.outcome == Outcome::duplicate_in_batch);
+    CHECK(later.outcome() == Outcome::duplicate_in_batch);
     CHECK(later.stored == StoredOutcome::dead_lettered);
     CHECK(later.result == "poison record refused");
     CHECK(exo::hand_back(*batch, bench.stats()).finished.size() == 3);
@@ -255,7 +255,7 @@ TEST_CASE(
     CHECK(exo::testing::partition_end(h.bootstrap(), h.topic() + ".dlq") == 1);
     // What a copy in the next batch finds, as before: the same answer.
     auto again = bench.run({payment("poison-1", "acc-p", 1, 1, 1)});
-    CHECK(at(*again, 0).outcome == Outcome::duplicate_redis);
+    CHECK(at(*again, 0).outcome() == Outcome::duplicate_redis);
     CHECK(at(*again, 0).stored == later.stored);
     CHECK(at(*again, 0).result == later.result);
 }
@@ -313,12 +313,13 @@ TEST_CASE(
     REQUIRE(claim_step_done);
     REQUIRE(h2_given_back);
     CHECK(slow_rows == 0);
-    CHECK(at(*copy, 0).outcome == Outcome::applied);
+    CHECK(at(*copy, 0).outcome() == Outcome::applied);
     CHECK(second.stats().conflicts == 0);
 
-    for (std::size_t n : {0, 1, 2}) CHECK(at(*batch, n).fate == Fate::requeue);
+    for (std::size_t n : {0, 1, 2})
+        CHECK(std::holds_alternative<exo::fate::Requeue>(at(*batch, n).fate()));
     CHECK_FALSE(at(*batch, 2).token);
-    CHECK(at(*batch, 3).outcome == Outcome::applied);
+    CHECK(at(*batch, 3).outcome() == Outcome::applied);
     // h-3's own CONFLICT changed nothing: it already waited behind h-1.
     CHECK(bench.stats().conflicts == 1);
     CHECK(at(*batch, 0).pending.nacks == 1);
@@ -327,9 +328,9 @@ TEST_CASE(
     other.release();
     also.release();
     batch = bench.rerun(std::move(back.requeue));
-    CHECK(at(*batch, 0).outcome == Outcome::applied);
-    CHECK(at(*batch, 1).outcome == Outcome::applied);
-    CHECK(at(*batch, 2).outcome == Outcome::duplicate_redis);  // the other worker applied it
+    CHECK(at(*batch, 0).outcome() == Outcome::applied);
+    CHECK(at(*batch, 1).outcome() == Outcome::applied);
+    CHECK(at(*batch, 2).outcome() == Outcome::duplicate_redis);  // the other worker applied it
     CHECK(ledger_rows(h, "h-2") == 1);
     CHECK(h.balances() == Balances{{"acc-h", 1}, {"acc-s", 4}, {"acc-x", 2}, {"acc-y", 3}});
 }

@@ -110,7 +110,7 @@ public:
     static exo::TransactionRecords records_of(exo::Batch& batch) {
         exo::TransactionRecords records;
         for (auto& record : batch) {
-            REQUIRE(record.fate == exo::Fate::pending);
+            REQUIRE(record.is_pending());
             record.in_transaction = true;
             records.push_back(&record);
         }
@@ -123,8 +123,8 @@ public:
         auto done = batch(payments);
         REQUIRE(exo::run_careful_pass(context(), *connection_, *done, records_of(*done)).committed);
         for (const auto& record : *done)
-            REQUIRE_MESSAGE(record.outcome == exo::Outcome::applied,
-                            record.key << " was not applied: " << record.error);
+            REQUIRE_MESSAGE(record.outcome() == exo::Outcome::applied,
+                            record.key << " was not applied: " << record.why());
     }
 
     exo::PassContext context() { return {config_, *handlers_, stats_, *log_, *fate_}; }
@@ -200,11 +200,11 @@ TEST_CASE(
     const auto careful =
         exo::run_careful_pass(bench.context(), bench.connection(), *batch, records);
     CHECK(careful.committed);
-    CHECK(record_of(*batch, "ok-1").outcome == exo::Outcome::applied);
-    CHECK(record_of(*batch, "ok-3").outcome == exo::Outcome::applied);
+    CHECK(record_of(*batch, "ok-1").outcome() == exo::Outcome::applied);
+    CHECK(record_of(*batch, "ok-3").outcome() == exo::Outcome::applied);
     const auto& poison = record_of(*batch, "poison-2");
-    CHECK(poison.fate == exo::Fate::dead_letter);
-    CHECK(poison.error == "poison record refused");
+    CHECK(poison.is_dead_letter());
+    CHECK(poison.why() == "poison record refused");
     CHECK(poison.committed);
     // Only the poison record's savepoint rolled back: its dedup row is left to
     // the dead-letter step.
@@ -227,10 +227,10 @@ TEST_CASE(
     }
     CHECK(committed_by(bench, pass, *batch, records));
     const auto& dup = record_of(*batch, "dup-1");
-    CHECK(dup.fate == exo::Fate::finished);
-    CHECK(dup.outcome == exo::Outcome::duplicate_postgres);
+    CHECK(dup.is_finished());
+    CHECK(dup.outcome() == exo::Outcome::duplicate_postgres);
     CHECK_FALSE(dup.handler_ran);
-    CHECK(record_of(*batch, "new-2").outcome == exo::Outcome::applied);
+    CHECK(record_of(*batch, "new-2").outcome() == exo::Outcome::applied);
     CHECK(exo::testing::handle_calls - calls_before == 1);  // new-2's alone
     CHECK(bench.processed() ==
           std::map<std::string, std::string>{{"dup-1", "APPLIED"}, {"new-2", "APPLIED"}});
@@ -251,11 +251,11 @@ TEST_CASE(
     }
     CHECK(committed_by(bench, pass, *batch, records));
     const auto& gap = record_of(*batch, "gap-3");
-    CHECK(gap.fate == exo::Fate::park);
-    CHECK(gap.error == "waiting for an earlier sequence of acc-g");
-    CHECK(gap.delay <= 1000ms);
+    CHECK(std::holds_alternative<exo::fate::Park>(gap.fate()));
+    CHECK(gap.why() == "waiting for an earlier sequence of acc-g");
+    CHECK(std::get<exo::fate::Park>(gap.fate()).delay <= 1000ms);
     CHECK_FALSE(gap.pending.dead_letter);
-    CHECK(record_of(*batch, "ok-1").outcome == exo::Outcome::applied);
+    CHECK(record_of(*batch, "ok-1").outcome() == exo::Outcome::applied);
     CHECK(bench.processed() ==
           std::map<std::string, std::string>{{"seq-1", "APPLIED"}, {"ok-1", "APPLIED"}});
     CHECK(bench.count("SELECT count(*) FROM exo_sequence_gaps WHERE idempotency_key = 'gap-3'") ==
@@ -370,16 +370,16 @@ TEST_CASE(
         const auto& held = record_of(*batch, "e-2");
         CHECK(held.pending.nacks == 1);  // NACKed: another transaction holds its entity
         CHECK(held.pending.attempts == 0);
-        CHECK(held.error.find("is locked by another transaction") != std::string::npos);
+        CHECK(held.why().find("is locked by another transaction") != std::string::npos);
         CHECK(bench.stats().conflicts.load() == conflicts_before + 1);
     }
     for (const auto* key : {"e-2", "x-1", "e-3"}) {
         CAPTURE(key);
-        CHECK(record_of(*batch, key).fate == exo::Fate::requeue);
+        CHECK(std::holds_alternative<exo::fate::Requeue>(record_of(*batch, key).fate()));
         CHECK_FALSE(record_of(*batch, key).handler_ran);
     }
-    CHECK(record_of(*batch, "ok-1").outcome == exo::Outcome::applied);
-    CHECK(record_of(*batch, "ok-2").outcome == exo::Outcome::applied);
+    CHECK(record_of(*batch, "ok-1").outcome() == exo::Outcome::applied);
+    CHECK(record_of(*batch, "ok-2").outcome() == exo::Outcome::applied);
     // Nothing of the records put back stayed: x-1's dedup row, written before
     // the lane was known to be held, is gone again, and acc-x was not created.
     CHECK(bench.processed() == std::map<std::string, std::string>{

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pipeline/batch.hpp"
@@ -29,14 +30,14 @@ exo::BatchRecord& at(exo::Batch& batch, std::size_t n) {
     return *(batch.begin() + static_cast<std::ptrdiff_t>(n));
 }
 
-std::vector<exo::Fate> fates(const exo::Batch& batch) {
-    std::vector<exo::Fate> out;
-    for (const auto& record : batch) out.push_back(record.fate);
+std::vector<std::string_view> fates(const exo::Batch& batch) {
+    std::vector<std::string_view> out;
+    for (const auto& record : batch) out.push_back(exo::fate_name(record.fate()));
     return out;
 }
 
-constexpr auto pending = exo::Fate::pending;
-constexpr auto requeue = exo::Fate::requeue;
+constexpr std::string_view pending = exo::fate::Pending::name;
+constexpr std::string_view requeue = exo::fate::Requeue::name;
 
 }  // namespace
 
@@ -53,10 +54,10 @@ TEST_CASE(
     CHECK(nacked[0].failure == exo::Failure::contention);
     CHECK(nacked[0].why == "acc-e held");
     // Put back without delay or count: the NACK (FatePolicy::record_failed) is the caller's.
-    CHECK(at(batch, 0).delay == std::chrono::milliseconds(0));
+    CHECK(std::get<exo::fate::Requeue>(at(batch, 0).fate()).delay == std::chrono::milliseconds(0));
     CHECK(at(batch, 0).pending.nacks == 0);
     CHECK(at(batch, 0).pending.attempts == 0);
-    CHECK(at(batch, 2).error == "behind a held record of its lane");
+    CHECK(at(batch, 2).why() == "behind a held record of its lane");
 }
 
 TEST_CASE(
@@ -72,7 +73,7 @@ TEST_CASE("a held record no longer pending (decided already) is neither put back
     auto batch = batch_in_lanes({"e", "e"});
     at(batch, 0).finish(exo::Outcome::applied);
     CHECK(exo::put_back_held(batch, {{&at(batch, 0), "held"}}).empty());
-    CHECK(fates(batch) == std::vector{exo::Fate::finished, pending});
+    CHECK(fates(batch) == std::vector{exo::fate::Finished::name, pending});
 }
 
 TEST_CASE("the reason a held record goes back names its entity and handler") {

@@ -44,8 +44,8 @@ TEST_CASE(
         CAPTURE(expected.count());
         for (auto& record : batch) {
             fate.park_for_gap(record, "acc-1", 60s, waited);
-            CHECK(record.fate == exo::Fate::park);
-            CHECK(record.delay == expected);
+            CHECK(std::holds_alternative<exo::fate::Park>(record.fate()));
+            CHECK(std::get<exo::fate::Park>(record.fate()).delay == expected);
         }
     }
 }

@@ -5,7 +5,9 @@
 #include <doctest/doctest.h>
 
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -17,7 +19,6 @@
 #include "pipeline/record_limits.hpp"
 
 using namespace std::chrono_literals;
-using exo::Fate;
 using exo::Outcome;
 using exo::StoredOutcome;
 
@@ -77,20 +78,21 @@ TEST_CASE(
     const auto all = bindings();
     exo::key_pass(batch, all, 5ms);
 
-    std::vector<Fate> fates;
+    std::vector<std::string_view> fates;
     std::vector<std::string> keys;
     for (const auto& r : batch) {
-        fates.push_back(r.fate);
+        fates.push_back(exo::fate_name(r.fate()));
         keys.push_back(r.key);
     }
-    CHECK(fates == std::vector<Fate>{Fate::pending, Fate::awaits_first, Fate::pending,
-                                     Fate::pending, Fate::dead_letter, Fate::awaits_first,
-                                     Fate::pending});
+    CHECK(fates == std::vector<std::string_view>{"pending", "awaits_first", "pending", "pending",
+                                                 "dead_letter", "awaits_first", "pending"});
     CHECK(keys == std::vector<std::string>{"a", "a", "b", "c", "", "a", "d"});
     // Both later copies wait for the first, not for each other.
-    CHECK(at(batch, 1).first_copy == &at(batch, 0));
-    CHECK(at(batch, 5).first_copy == &at(batch, 0));
-    CHECK(at(batch, 0).first_copy == nullptr);
+    for (std::size_t later : {1, 5}) {
+        const auto* awaits = std::get_if<exo::fate::AwaitsFirst>(&at(batch, later).fate());
+        REQUIRE(awaits != nullptr);
+        CHECK(awaits->first == &at(batch, 0));
+    }
     CHECK(batch.open_claims().empty());  // nothing claimed yet
 }
 
@@ -139,8 +141,8 @@ TEST_CASE(
         exo::settle_repeated_keys(*batch);
         for (std::size_t n : {1, 3}) {
             const auto& later = at(*batch, n);
-            CHECK(later.fate == Fate::finished);
-            CHECK(later.outcome == Outcome::duplicate_in_batch);
+            CHECK(later.is_finished());
+            CHECK(later.outcome() == Outcome::duplicate_in_batch);
             CHECK(later.stored == c.stored);
             CHECK(later.result == c.result);
             CHECK_FALSE(later.token);  // it never claimed: nothing to complete or release
@@ -179,9 +181,11 @@ TEST_CASE(
         at(*batch, 2).finish(Outcome::applied);  // the record behind the later copy went on
         exo::settle_repeated_keys(*batch);
         const auto& later = at(*batch, 1);
-        CHECK(later.fate == Fate::requeue);
-        CHECK(later.delay == 0ms);
-        CHECK_FALSE(later.outcome);
+        CHECK(std::holds_alternative<exo::fate::Requeue>(later.fate()));
+        CHECK(std::get<exo::fate::Requeue>(later.fate()).delay == 0ms);
+        CHECK_FALSE(later.outcome());
+        // What the dead-letter step leaves of a letter it could not record.
+        if (at(*batch, 0).is_dead_letter()) at(*batch, 0).requeue(0ms, "not recorded this time");
         exo::PipelineStats stats({"payments"});
         const auto back = exo::hand_back(*batch, stats);
         bool later_finished = false;
@@ -208,11 +212,11 @@ TEST_CASE(
     CHECK(at(batch, 2).fingerprint != at(batch, 0).fingerprint);
     at(batch, 0).finish(Outcome::applied);  // keeps its own fingerprint as the row's
     exo::settle_repeated_keys(batch);
-    CHECK(at(batch, 1).fate == Fate::finished);
-    CHECK(at(batch, 1).outcome == Outcome::duplicate_in_batch);
-    CHECK(at(batch, 2).fate == Fate::requeue);
-    CHECK(at(batch, 2).delay == 0ms);
-    CHECK(at(batch, 2).error.find("payload differs") != std::string::npos);
+    CHECK(at(batch, 1).is_finished());
+    CHECK(at(batch, 1).outcome() == Outcome::duplicate_in_batch);
+    CHECK(std::holds_alternative<exo::fate::Requeue>(at(batch, 2).fate()));
+    CHECK(std::get<exo::fate::Requeue>(at(batch, 2).fate()).delay == 0ms);
+    CHECK(at(batch, 2).why().find("payload differs") != std::string::npos);
 }
 
 TEST_CASE(
@@ -232,7 +236,7 @@ TEST_CASE(
     at(*redis_answered, 0).finish_duplicate(Outcome::duplicate_redis, StoredOutcome::applied, "");
     at(*redis_answered, 0).stored_fingerprint = at(*redis_answered, 0).fingerprint;
     exo::settle_repeated_keys(*redis_answered);
-    CHECK(at(*redis_answered, 1).fate == Fate::requeue);
+    CHECK(std::holds_alternative<exo::fate::Requeue>(at(*redis_answered, 1).fate()));
 
     b[0].on_key_reuse = exo::KeyReusePolicy::ignore;
     auto ignored = fresh();
@@ -241,7 +245,7 @@ TEST_CASE(
     CHECK(at(*ignored, 1).fingerprint.empty());
     at(*ignored, 0).finish(Outcome::applied);
     exo::settle_repeated_keys(*ignored);
-    CHECK(at(*ignored, 1).outcome == Outcome::duplicate_in_batch);
+    CHECK(at(*ignored, 1).outcome() == Outcome::duplicate_in_batch);
 }
 
 TEST_CASE(
@@ -256,8 +260,29 @@ TEST_CASE(
     taken.push_back(std::move(p));
     exo::Batch batch(std::move(taken));
     exo::key_pass(batch, b, 5ms);
-    CHECK(at(batch, 0).fate == Fate::dead_letter);
-    CHECK(at(batch, 0).error.find("5 headers") != std::string::npos);
+    CHECK(at(batch, 0).is_dead_letter());
+    CHECK(at(batch, 0).why().find("5 headers") != std::string::npos);
     REQUIRE(at(batch, 0).pending.dead_letter);
     CHECK_FALSE(at(batch, 0).pending.dead_letter->record_key);
+}
+
+TEST_CASE(
+    "the hand-back refuses a batch that is not settled (a record still pending, awaiting its first "
+    "copy, or a dead letter not recorded) and moves nothing out of it, rather than requeue such "
+    "a record silently") {
+    exo::PipelineStats stats({"payments"});
+    auto unsettled = keyed_batch({{0, "a", 10}, {0, "a", 11}});
+    at(*unsettled, 0).finish(Outcome::applied);  // settle_repeated_keys not run
+    CHECK_THROWS_AS(exo::hand_back(*unsettled, stats), std::logic_error);
+
+    auto undecided = keyed_batch({{0, "a", 10}, {0, "b", 11}});
+    at(*undecided, 0).finish(Outcome::applied);  // offset 11 left pending
+    CHECK_THROWS_WITH_AS(exo::hand_back(*undecided, stats),
+                         doctest::Contains("offset 11 has no final fate (pending)"),
+                         std::logic_error);
+    CHECK(at(*undecided, 0).pending.record.value == "{\"eventId\":\"a\"}");  // left as it was
+
+    auto unrecorded = keyed_batch({{0, "a", 10}});
+    at(*unrecorded, 0).dead_letter("poison");  // its dead-letter step not run
+    CHECK_THROWS_AS(exo::hand_back(*unrecorded, stats), std::logic_error);
 }

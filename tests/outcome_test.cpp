@@ -43,17 +43,17 @@ TEST_CASE("a finished record stores what its own outcome says about its key") {
     auto d = item();
     d.finish(Outcome::dead_lettered);
     CHECK(d.stored == StoredOutcome::dead_lettered);
-    CHECK(d.fate == exo::Fate::finished);
+    CHECK(d.is_finished());
 }
 
 TEST_CASE("a duplicate of a dead-lettered key is a duplicate that keeps the key dead-lettered") {
     auto dup = item();
     dup.finish_duplicate(Outcome::duplicate_postgres, StoredOutcome::dead_lettered, "bad payload");
-    CHECK(dup.outcome == Outcome::duplicate_postgres);
+    CHECK(dup.outcome() == Outcome::duplicate_postgres);
     CHECK(dup.stored == StoredOutcome::dead_lettered);
     CHECK(dup.result == "bad payload");
     dup.reset_to_pending();
-    CHECK_FALSE(dup.outcome);
+    CHECK_FALSE(dup.outcome());
     CHECK(dup.stored == StoredOutcome::applied);
     CHECK(dup.result.empty());
 }

@@ -33,7 +33,6 @@
 #include "pipeline/passes/transaction_step.hpp"
 
 using namespace std::chrono_literals;
-using exo::Fate;
 
 namespace {
 
@@ -185,7 +184,7 @@ TEST_CASE(
         }));
     }
     for (auto& r : *batch) {
-        CHECK(r.fate == Fate::pending);
+        CHECK(r.is_pending());
         CHECK_FALSE(r.outside_failure);
         CHECK(handed(r) == "seen " + std::to_string(r.pending.record.offset.value));
     }
@@ -212,15 +211,15 @@ TEST_CASE(
     // The failed records: still pending, their failure kept for the transaction step.
     for (std::size_t n : {1u, 4u}) {
         INFO("record " << n);
-        CHECK(at(*batch, n).fate == Fate::pending);
+        CHECK(at(*batch, n).is_pending());
         CHECK(at(*batch, n).outside_failure);
     }
     CHECK_THROWS_AS(std::rethrow_exception(at(*batch, 1).outside_failure), exo::RetryableError);
     CHECK_THROWS_AS(std::rethrow_exception(at(*batch, 4).outside_failure), exo::PermanentError);
     for (std::size_t n : {3u, 5u, 6u}) {
         INFO("record " << n);
-        CHECK(at(*batch, n).fate == Fate::requeue);
-        CHECK(at(*batch, n).delay == 0ms);
+        CHECK(std::holds_alternative<exo::fate::Requeue>(at(*batch, n).fate()));
+        CHECK(std::get<exo::fate::Requeue>(at(*batch, n).fate()).delay == 0ms);
         CHECK_FALSE(at(*batch, n).outside_failure);
     }
     CHECK(handed(at(*batch, 0)) == "seen 0");
@@ -261,11 +260,11 @@ TEST_CASE(
     exo::take_carried_dead_letters(*batch);
     work.run(*batch, *f.handlers);
 
-    CHECK(at(*batch, 0).fate == Fate::dead_letter);
-    CHECK(at(*batch, 0).error == "bad payload");
-    CHECK(at(*batch, 2).fate == Fate::requeue);  // behind it in lane a
-    CHECK(at(*batch, 1).fate == Fate::pending);  // lane b is not held
-    CHECK(at(*batch, 3).fate == Fate::pending);
+    CHECK(at(*batch, 0).is_dead_letter());
+    CHECK(at(*batch, 0).why() == "bad payload");
+    CHECK(std::holds_alternative<exo::fate::Requeue>(at(*batch, 2).fate()));  // behind it in lane a
+    CHECK(at(*batch, 1).is_pending());                                        // lane b is not held
+    CHECK(at(*batch, 3).is_pending());
     CHECK(seen.calls == std::vector<std::string>{"b:1", "b:3"});
 }
 
@@ -323,17 +322,17 @@ TEST_CASE(
 
     CHECK(seen.calls == std::vector<std::string>{"a:0", "a:1"});
     CHECK(handed(at(*batch, 1)) == "seen 1");
-    CHECK(at(*batch, 1).fate == Fate::pending);  // called: on to its transaction
-    CHECK(at(*batch, 2).fate == Fate::requeue);
-    CHECK(at(*batch, 3).fate == Fate::requeue);
+    CHECK(at(*batch, 1).is_pending());  // called: on to its transaction
+    CHECK(std::holds_alternative<exo::fate::Requeue>(at(*batch, 2).fate()));
+    CHECK(std::holds_alternative<exo::fate::Requeue>(at(*batch, 3).fate()));
     CHECK(f.stats.outside_failures == 0);
 
     seen.on_call = nullptr;
     auto next = f.batch({f.record("a", 2), f.record("b", 3)});
     work.run(*next, *f.handlers);
     CHECK(seen.calls.size() == 4);
-    CHECK(at(*next, 0).fate == Fate::pending);
-    CHECK(at(*next, 1).fate == Fate::pending);
+    CHECK(at(*next, 0).is_pending());
+    CHECK(at(*next, 1).is_pending());
 }
 
 namespace {
@@ -451,7 +450,7 @@ TEST_CASE(
     for (auto* batch : {slow.get(), quick_alone.get(), quick.get()})
         for (auto& r : *batch) {
             INFO(*r.pending.record.key);
-            CHECK(r.fate == Fate::pending);
+            CHECK(r.is_pending());
             CHECK(handed(r) == "seen " + std::to_string(r.pending.record.offset.value));
         }
     CHECK(seen.calls.size() == 23);
@@ -519,7 +518,7 @@ TEST_CASE(
         const std::string call = *record.key + ":" + std::to_string(record.offset.value);
         INFO(call);
         const bool called = std::count(seen.calls.begin(), seen.calls.end(), call) == 1;
-        CHECK(r.fate == (called ? Fate::pending : Fate::requeue));
+        CHECK(exo::fate_name(r.fate()) == (called ? "pending" : "requeue"));
         CHECK(handed(r) == (called ? "seen " + std::to_string(record.offset.value) : "(nothing)"));
     }
 }

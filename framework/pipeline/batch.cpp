@@ -11,8 +11,7 @@ void Batch::hold_behind(const BatchRecord& record) {
     const auto& held = record.pending;
     for (std::size_t j = record.position + 1; j < records_.size(); ++j) {
         auto& behind = records_[j];
-        if (behind.fate == Fate::pending &&
-            behind.pending.record.partition == held.record.partition &&
+        if (behind.is_pending() && behind.pending.record.partition == held.record.partition &&
             behind.pending.record.topic == held.record.topic &&
             behind.pending.ordering_key == held.ordering_key)
             behind.requeue(std::chrono::milliseconds(0), "behind a held record of its lane");

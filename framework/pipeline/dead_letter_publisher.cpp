@@ -47,7 +47,7 @@ KafkaProducer& DeadLetterPublisher::producer() {
 void DeadLetterPublisher::publish(Batch& batch, LeaseKeeper& leases) {
     std::vector<BatchRecord*> dead;
     for (auto& item : batch)
-        if (item.fate == Fate::dead_letter) dead.push_back(&item);
+        if (item.is_dead_letter()) dead.push_back(&item);
     if (dead.empty()) return;
 
     // The DEAD_LETTERED row is written first and committed only after Kafka
@@ -115,7 +115,7 @@ void DeadLetterPublisher::publish(Batch& batch, LeaseKeeper& leases) {
         const std::string why = printable_text(e.what());
         const auto delay = pg_gone ? backoff_(postgres_.failed()) : milliseconds(0);
         for (auto* item : dead) {
-            if (item->fate != Fate::dead_letter) continue;  // already counted above
+            if (!item->is_dead_letter()) continue;  // already counted above
             if (pg_gone)
                 item->requeue(delay, why);  // a dependency outage: not the record's try
             else

@@ -39,7 +39,7 @@ public:
     DeadLetterPublisher(const DeadLetterPublisher&) = delete;
     DeadLetterPublisher& operator=(const DeadLetterPublisher&) = delete;
 
-    // Every record whose fate is Fate::dead_letter leaves finished (recorded, or
+    // Every record whose fate is fate::DeadLetter leaves finished (recorded, or
     // found recorded or applied already) or requeued (not recorded this time).
     // `leases` keeps renewing the claims while Kafka and PostgreSQL answer, and
     // lets go of the finished ones before they are marked in Redis

@@ -164,7 +164,7 @@ void OutsideWork::run(Batch& batch, const BindingHandlers& handlers) {
     {
         std::map<Lane, std::size_t> index;  // lane -> its place in `open.lanes`
         for (auto& record : batch) {
-            if (record.fate != Fate::pending) continue;
+            if (!record.is_pending()) continue;
             if (handlers.outside(*record.binding) == nullptr) continue;
             const auto [at, added] = index.try_emplace(record.pending.lane(), open.lanes.size());
             if (added) open.lanes.emplace_back();

@@ -22,7 +22,7 @@
 // (pipeline/record_step.hpp), so a failure here follows the failure matrix as
 // one of handle() would (after outside_failure() below). The records of a lane
 // behind a failed one run nothing here and are put back behind it
-// (Fate::requeue, no delay): its own fate, a retry or a dead letter, is
+// (fate::Requeue, no delay): its own fate, a retry or a dead letter, is
 // decided in the transaction.
 //
 // Thread-safety: run() from any of the worker's threads, concurrently.

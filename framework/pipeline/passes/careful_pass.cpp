@@ -29,7 +29,7 @@ void lock_entities_of(const PassContext& ctx, pqxx::transaction_base& tx, Batch&
     std::vector<BatchRecord*> stepped;  // steps[n] is stepped[n]'s
     values.reserve(records.size());     // never reallocates: the steps refer into it
     for (auto* record : records) {
-        if (record->fate != Fate::pending || !record->binding->sequence) continue;
+        if (!record->is_pending() || !record->binding->sequence) continue;
         try {
             values.push_back(extract_sequence(*record->binding->sequence, record->payload));
         } catch (const PermanentError&) {
@@ -87,10 +87,10 @@ PassResult run_careful_pass(const PassContext& ctx, pqxx::connection& connection
     lock_entities_of(ctx, tx, batch, records);
     BatchRecord* previous = nullptr;  // the record whose savepoint is open
     for (auto* record : records) {
-        if (record->fate != Fate::pending) continue;  // decided already, or held behind a record
+        if (!record->is_pending()) continue;  // decided already, or held behind a record
         savepoint(ctx, tx, batch, previous ? kNextSavepoint : kFirstSavepoint, previous);
         previous = record;
-        if (record->fate != Fate::pending) continue;  // held behind the record just blamed
+        if (!record->is_pending()) continue;  // held behind the record just blamed
         if (auto failed = run_record(ctx, tx, *record, GapUndo::rollback_to_savepoint, outbox)) {
             tx.exec(kRollbackRecord);
             ctx.stats.postgres_round_trips++;

@@ -29,7 +29,7 @@ void Claims::claim(Batch& batch) {
     std::vector<BatchRecord*> claiming;
     std::vector<std::string> keys;
     for (auto& record : batch)
-        if (record.fate == Fate::pending) {
+        if (record.is_pending()) {
             claiming.push_back(&record);
             keys.push_back(record.key);
         }
@@ -69,7 +69,7 @@ void Claims::claim(Batch& batch) {
                 break;
             case ClaimStatus::duplicate:
             case ClaimStatus::dead_lettered:
-                if (record.fate != Fate::pending) break;
+                if (!record.is_pending()) break;
                 if (config_.claim.verify_duplicates ||
                     redis_fingerprint_differs(record, r.stored_fingerprint)) {
                     // No token: the record goes to its transaction like a
@@ -97,7 +97,7 @@ void Claims::claim(Batch& batch) {
                     "the Redis claim of key '{}' failed ({}); its record fails this attempt and "
                     "is dead-lettered after max_attempts: delete or repair that Redis key",
                     record.key, r.error);
-                if (record.fate == Fate::pending)
+                if (record.is_pending())
                     fate_.record_failed(batch, record, Failure::retryable, r.error);
                 break;
             }
@@ -114,22 +114,21 @@ void Claims::claim(Batch& batch) {
     // repeated across partitions and big batches, a storm of NACKs feeding
     // itself. Given back now, in one more round trip (no lease keeper holds
     // this batch's claims yet).
-    give_back(batch, nullptr,
-              [](const BatchRecord& record) { return record.fate != Fate::pending; });
+    give_back(batch, nullptr, [](const BatchRecord& record) { return !record.is_pending(); });
 }
 
 void Claims::give_back_unrun(Batch& batch, LeaseKeeper& leases) {
-    give_back(batch, &leases,
-              [](const BatchRecord& record) { return record.fate == Fate::requeue; });
+    give_back(batch, &leases, [](const BatchRecord& record) {
+        return std::holds_alternative<fate::Requeue>(record.fate());
+    });
 }
 
 void Claims::complete(Batch& batch, LeaseKeeper& leases) {
     std::vector<CompleteRequest> requests;
     for (auto& record : batch) {
-        if (record.fate == Fate::finished && record.redis_said_duplicate)
-            report_contradiction(record);
-        if (record.fate != Fate::finished || !record.token) continue;
-        if (record.outcome == Outcome::duplicate_redis) continue;  // Redis said so itself
+        if (record.is_finished() && record.redis_said_duplicate) report_contradiction(record);
+        if (!record.is_finished() || !record.token) continue;
+        if (record.outcome() == Outcome::duplicate_redis) continue;  // Redis said so itself
         requests.push_back(
             {record.key, *record.token, record.result, record.stored, record.stored_fingerprint});
         record.token.reset();  // the claim is settled one way or the other
@@ -155,8 +154,8 @@ void Claims::complete(Batch& batch, LeaseKeeper& leases) {
 }
 
 void Claims::report_contradiction(const BatchRecord& record) {
-    if (record.outcome == Outcome::duplicate_postgres ||
-        record.outcome == Outcome::duplicate_in_batch || record.key_reused)
+    if (record.outcome() == Outcome::duplicate_postgres ||
+        record.outcome() == Outcome::duplicate_in_batch || record.key_reused)
         return;  // the dedup row agreed with Redis
     stats_.redis_duplicates_contradicted++;
     const auto& pr = record.pending.record;
@@ -165,7 +164,7 @@ void Claims::report_contradiction(const BatchRecord& record) {
         "Redis answered DUPLICATE for key '{}' but PostgreSQL has no dedup row for it, so the "
         "record ran ({}): someone wrote under the claim prefix, or this Redis holds another "
         "database's claims; check who can write to Redis (docs/operations.md, Security)",
-        record.key, to_string(*record.outcome));
+        record.key, to_string(*record.outcome()));
 }
 
 void Claims::release(Batch& batch) {

@@ -10,7 +10,7 @@ std::string entity_held_reason(const SequenceStep& step) {
 std::vector<NamedFailure> put_back_held(Batch& batch, std::vector<HeldRecord> held) {
     std::vector<NamedFailure> nacked;
     for (auto& [record, why] : held) {
-        if (record->fate != Fate::pending) continue;  // behind a held record of its lane
+        if (!record->is_pending()) continue;  // behind a held record of its lane
         record->requeue(std::chrono::milliseconds(0), why);
         batch.hold_behind(*record);
         nacked.push_back({record, Failure::contention, std::move(why)});

@@ -62,7 +62,7 @@ void FatePolicy::claim_conflict(Batch& batch, BatchRecord& record, milliseconds 
     // worker's batch holds many keys at once; counting each would make one
     // NACK look like hundreds, and lengthen the next wait of every record
     // behind it).
-    if (record.fate != Fate::pending) return;
+    if (!record.is_pending()) return;
     record.pending.nacks++;
     stats_.conflicts++;
     // The holder usually finishes long before its lease runs out: back off
@@ -97,7 +97,7 @@ void FatePolicy::batch_failed(Batch& batch, Failure failure, milliseconds wait,
         if (!record.in_transaction || record.committed) {
             // Settled before the transaction (a Redis duplicate, a bad key, a
             // CONFLICT), or by a transaction that committed: those answers stand.
-            if (record.fate == Fate::pending) record.requeue(wait, why);
+            if (record.is_pending()) record.requeue(wait, why);
             continue;
         }
         record.reset_to_pending();

@@ -26,7 +26,7 @@ void key_pass(Batch& batch, const std::vector<BindingConfig>& bindings,
     // never moves.
     std::unordered_map<std::string_view, const BatchRecord*> first_copies;
     for (auto& record : batch) {
-        if (record.fate != Fate::pending) continue;
+        if (!record.is_pending()) continue;
         const auto& r = record.pending.record;
         record.binding = binding_for(bindings, r.topic.value);
         if (record.binding == nullptr) {

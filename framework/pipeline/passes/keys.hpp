@@ -2,7 +2,7 @@
 // The key pass (docs/design.md section 5.1): each record of a batch gets its
 // binding and its idempotency key. A key that cannot be derived is bad input,
 // a dead letter; a later copy of a key already in the batch awaits its first
-// copy (Fate::awaits_first) and is settled with it after the batch
+// copy (fate::AwaitsFirst) and is settled with it after the batch
 // (repeated_keys.hpp): only the first claims and runs, because complete and
 // release act on (key, token), so two records sharing one claim would settle
 // each other's. Pure: no I/O.

@@ -26,7 +26,7 @@ std::optional<std::string> start_set_based(const PassContext& ctx, pqxx::transac
     std::vector<SequenceValue> values;  // the entities starting[n].sequence refers to
     values.reserve(records.size());     // never reallocates: the references stay valid
     for (auto* record : records) {
-        if (record->fate != Fate::pending) continue;
+        if (!record->is_pending()) continue;
         const auto& binding = *record->binding;
         std::optional<SequenceStep> step;
         if (binding.sequence) {
@@ -57,7 +57,7 @@ std::optional<std::string> start_set_based(const PassContext& ctx, pqxx::transac
         for (auto& nacked : put_back_held(batch, std::move(put_back)))
             entity_held.push_back(std::move(nacked));
         std::vector<bool> out(started.size());
-        for (std::size_t n = 0; n < started.size(); ++n) out[n] = started[n]->fate != Fate::pending;
+        for (std::size_t n = 0; n < started.size(); ++n) out[n] = !started[n]->is_pending();
         return out;
     };
     RecordsStart start;
@@ -120,7 +120,7 @@ PassResult run_pass(const PassContext& ctx, pqxx::connection& connection, Batch&
     // record the start found a duplicate or stale ends as that instead.)
     std::vector<NamedFailure> outside_failed;
     for (auto* record : records)
-        if (record->fate == Fate::pending && record->framework_started && record->outside_failure) {
+        if (record->is_pending() && record->framework_started && record->outside_failure) {
             auto failed = record_failure(record->outside_failure, record->binding->handler);
             outside_failed.push_back({record, failed.failure, std::move(failed.why)});
         }
@@ -142,7 +142,7 @@ PassResult run_pass(const PassContext& ctx, pqxx::connection& connection, Batch&
         return ran;
     };
     for (auto* record : records) {
-        if (record->fate != Fate::pending) continue;  // decided already, or held behind a record
+        if (!record->is_pending()) continue;  // decided already, or held behind a record
         if (record->framework_started && ctx.handlers.batch_handler(*record->binding)) {
             if (!run.empty() && run.front()->binding != record->binding)
                 if (auto ran = call_run(); !ran.applied)

@@ -6,8 +6,9 @@ namespace exo {
 
 void settle_repeated_keys(Batch& batch) {
     for (auto& record : batch) {
-        if (record.fate != Fate::awaits_first) continue;
-        const auto& first = *record.first_copy;
+        const auto* awaits = std::get_if<fate::AwaitsFirst>(&record.fate());
+        if (awaits == nullptr) continue;
+        const auto& first = *awaits->first;
         const auto reuse = key_reuse_verdict(first.stored_fingerprint, record.fingerprint,
                                              record.binding->on_key_reuse);
         if (first.settled_key() && (reuse == KeyReuse::none || reuse == KeyReuse::ignore))

@@ -1,6 +1,6 @@
 #pragma once
 // The settling of repeated keys (docs/design.md section 5.1): a later copy of a
-// key in one batch (Fate::awaits_first, from the key pass) ends as its first
+// key in one batch (fate::AwaitsFirst, from the key pass) ends as its first
 // copy did, once the batch's transactions and dead letters are done. Pure: no
 // I/O.
 #include "pipeline/batch.hpp"
@@ -19,7 +19,8 @@ namespace exo {
 // requeued, NACKed, parked, failed, or dead-lettered without a dedup row, so
 // nothing is known of the key yet, and its offset must not pass unapplied work.
 // Run after every step that can finish a record (settle): a record is finished
-// only once its outcome is durable.
+// only once its outcome is durable. Afterwards no record of the batch awaits
+// its first copy (hand_back's precondition).
 void settle_repeated_keys(Batch& batch);
 
 }  // namespace exo

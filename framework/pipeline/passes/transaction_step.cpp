@@ -8,10 +8,9 @@ namespace exo {
 
 void take_carried_dead_letters(Batch& batch) {
     for (auto& record : batch) {
-        if (record.fate != Fate::pending || !record.pending.dead_letter) continue;
+        if (!record.is_pending() || !record.pending.dead_letter) continue;
         // Already judged in an earlier try; only its dead-letter step failed.
-        record.fate = Fate::dead_letter;
-        record.error = record.pending.dead_letter->reason;
+        record.resume_dead_letter();
         // Nothing behind it runs before it is recorded: a stalled dead letter
         // stops its lane, it does not just hold back the offsets.
         batch.hold_behind(record);
@@ -24,7 +23,7 @@ void TransactionStep::run(Batch& batch) {
     // transaction's records before it, runs, and new ones start after it.
     TransactionRecords records;
     for (auto& record : batch) {
-        if (record.fate != Fate::pending) continue;
+        if (!record.is_pending()) continue;
         if (!record.pending.solo) {
             records.push_back(&record);
             continue;
@@ -53,7 +52,7 @@ void TransactionStep::run_records(Batch& batch, const TransactionRecords& record
         // record a batch handler named, the records held behind it) keep their fate.
         TransactionRecords live;
         for (auto* record : records)
-            if (record->fate == Fate::pending) live.push_back(record);
+            if (record->is_pending()) live.push_back(record);
         if (live.empty()) return;
         const auto pass = run_optimistic_pass(ctx_, postgres_.connection(), batch, records);
         if (!pass.committed)
@@ -91,12 +90,12 @@ void TransactionStep::run_records(Batch& batch, const TransactionRecords& record
     ctx_.log.warn("COMMIT of {} records failed ({}); running each in its own transaction",
                   records.size(), printable_text(careful.why));
     for (auto* record : records)
-        if (record->fate == Fate::finished || record->fate == Fate::park) {
+        if (record->is_finished() || std::holds_alternative<fate::Park>(record->fate())) {
             record->reset_to_pending();
             record->pending.solo = true;
         }
     for (auto* record : records)
-        if (record->fate == Fate::pending) run_records(batch, {record});
+        if (record->is_pending()) run_records(batch, {record});
 }
 
 }  // namespace exo
