@@ -15,8 +15,8 @@ namespace {
 constexpr const char* kRawDigest = "d252ba292ee513d166267f2b8e054161";
 // {"account":"A","id":"e5"}
 constexpr const char* kCanonicalWithoutSentAt = "427b6820df9266e5fe4b3e4bafd4e789";
-// {"account":"A","id":"e5","sentAt":1}
-constexpr const char* kCanonicalWhole = "361ac82ca31c3a31888093036d39377c";
+// {"/id":"e5"}: the canonical text of the fields form
+constexpr const char* kFieldsId = "6e5a9ce2eee62136614217a8e4a80ed2";
 
 KeySource hash_key(std::vector<std::string> fields, std::vector<std::string> exclude) {
     KeySource k;
@@ -46,14 +46,15 @@ TEST_CASE("a hash key's fingerprint is the canonical digest without its excluded
           kCanonicalWithoutSentAt);
 }
 
-TEST_CASE("a hash key with fields fingerprints the whole payload canonically") {
+TEST_CASE("a hash key with fields fingerprints only the listed fields, as its key hashes them") {
     const auto fields = hash_key({"/id"}, {});
-    CHECK(record_fingerprint(fields, R"({"sentAt":1, "id":"e5","account":"A"})") ==
-          kCanonicalWhole);
-    CHECK(record_fingerprint(fields, R"({"id":"e5","account":"B","sentAt":1})") != kCanonicalWhole);
+    CHECK(record_fingerprint(fields, R"({"sentAt":1, "id":"e5","account":"A"})") == kFieldsId);
+    // Outside the listed fields: the same event (a redelivery), not a reuse.
+    CHECK(record_fingerprint(fields, R"({"id":"e5","account":"B","sentAt":2})") == kFieldsId);
+    CHECK(record_fingerprint(fields, R"({"id":"e6","account":"A","sentAt":1})") != kFieldsId);
 }
 
-TEST_CASE("a hash key without fields lends its digest as the fingerprint, topic prefix or not") {
+TEST_CASE("a hash key lends its digest as the fingerprint, topic prefix or not") {
     const auto exclude = hash_key({}, {"/sentAt"});
     const std::string value = R"({"sentAt":1,"id":"e5","account":"A"})";
     // The key's own digest (python: the canonical text's sha256), as key derivation makes it.
@@ -61,9 +62,10 @@ TEST_CASE("a hash key without fields lends its digest as the fingerprint, topic 
         "427b6820df9266e5fe4b3e4bafd4e7890a5948e3b2cdf64d77bd782761711c70";
     CHECK(record_fingerprint(exclude, value, key_digest) == kCanonicalWithoutSentAt);
     CHECK(record_fingerprint(exclude, value, "payments/" + key_digest) == kCanonicalWithoutSentAt);
-    // With fields the key covers only them: the whole payload is hashed, the key unused.
-    const auto fields = hash_key({"/id"}, {});
-    CHECK(record_fingerprint(fields, value, key_digest) == kCanonicalWhole);
+    // python: sha256 of {"/id":"e5"}, the fields form's canonical text.
+    const std::string fields_digest =
+        "6e5a9ce2eee62136614217a8e4a80ed2387333983f0b67860f2ef8e8473194b2";
+    CHECK(record_fingerprint(hash_key({"/id"}, {}), value, fields_digest) == kFieldsId);
 }
 
 TEST_CASE("a different fingerprint is a reuse that the binding's policy answers") {

@@ -19,16 +19,12 @@ std::string fingerprint_of(std::string_view text) {
 std::string record_fingerprint(const KeySource& key, std::string_view value,
                                std::string_view derived_key) {
     if (key.kind != KeySourceKind::hash) return fingerprint_of(value);
-    // The key is "[<topic>/]<64 hex digits>" of the text hashed below when no
-    // `fields` narrow it (core/key_derivation.cpp).
+    // The key is "[<topic>/]<64 hex digits>" of the text hashed below
+    // (core/key_derivation.cpp).
     constexpr std::size_t kHexDigits = 64;
-    if (key.hash.fields.empty() && derived_key.size() >= kHexDigits)
+    if (derived_key.size() >= kHexDigits)
         return std::string(derived_key.substr(derived_key.size() - kHexDigits, 32));
-    // `fields` keys hash only the listed values: the fingerprint covers the
-    // whole payload. `exclude` keys hash the same text the key did.
-    HashKeySpec whole;
-    whole.exclude = key.hash.exclude;
-    return fingerprint_of(canonical_json(value, whole));
+    return fingerprint_of(canonical_json(value, key.hash));
 }
 
 KeyReuse key_reuse_verdict(std::string_view stored, std::string_view this_copy,

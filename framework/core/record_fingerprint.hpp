@@ -17,15 +17,15 @@ enum class KeyReusePolicy { dead_letter, log, ignore };
 
 // The first 32 lowercase hex digits (128 bits) of the SHA-256 of what
 // identifies the event:
-// - for `key: { hash: ... }` bindings, of the payload's canonical JSON minus the
-//   `exclude` pointers (core/canonical_json.hpp): a redelivery that differs only
-//   in excluded fields, or in key order and whitespace, is the same event. With
-//   `exclude` the key already is this digest, so a reuse cannot happen; with
-//   `fields` it is the whole payload's canonical digest.
+// - for `key: { hash: ... }` bindings, of what the key hashed (core/canonical_json.hpp):
+//   the listed `fields`, or the payload minus `exclude`. The binding says there
+//   what makes an event itself, so a copy that differs elsewhere (a timestamp, a
+//   trace id, key order) is a redelivery, never a reuse: the key is its own
+//   fingerprint, and a reuse cannot happen.
 // - for every other binding, of the value's bytes.
-// `derived_key`: the record's idempotency key when already derived. An
-// `exclude` (or whole-payload) hash key is this very digest, so it is read from
-// the key instead of serialising and hashing the payload a second time.
+// `derived_key`: the record's idempotency key when already derived. A hash key
+// is this very digest, so it is read from the key instead of serialising and
+// hashing the payload a second time.
 // Thread-safe. Throws PermanentError when a hash binding's payload is not
 // canonical JSON (its key could not be derived either, so this is not reached).
 std::string record_fingerprint(const KeySource& key, std::string_view value,
