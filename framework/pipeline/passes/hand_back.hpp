@@ -4,7 +4,8 @@
 // committed (and their outcomes are counted, now that they are durable);
 // requeued records (a dead letter its step could not record among them) go
 // back to the front of their lanes, which are held until the latest retry
-// time among them; parked records wait aside. Pure but for the statistics: the worker applies it to its inbox.
+// time among them; parked records wait aside. Pure but for the statistics: the worker applies it to
+// its inbox.
 #include <chrono>
 #include <map>
 #include <vector>
