@@ -314,8 +314,8 @@ TEST_SUITE("serial") {
         // Mid-run: some records applied, most not yet.
         wait_until_mid_run(daemon, workload);
         // The master of bucket 0's slot of this group: claims go there all run long.
-        const int slot = exo::key_hash_slot(exo::claim_key(
-            exo::KeyLayout::cluster, h.config().redis.key_prefix, h.config().kafka.group_id, "x"));
+        const int slot =
+            exo::key_hash_slot(exo::cluster_hash_tag(h.config().kafka.group_id, /*bucket=*/0));
         const exo::HostPort victim = cluster.master_of(slot);
         const auto failures_before = daemon.stats().batch_failures.load();
         cluster.kill_node(victim);
@@ -354,9 +354,7 @@ TEST_SUITE("serial") {
         int slot = -1;
         int offset = exo::kClusterSlots;
         for (int bucket = 0; bucket < exo::cluster_buckets; ++bucket) {
-            const int s =
-                exo::key_hash_slot("{" + exo::claim_key_part(group) + ":" +
-                                   (bucket < 10 ? "0" : "") + std::to_string(bucket) + "}");
+            const int s = exo::key_hash_slot(exo::cluster_hash_tag(group, bucket));
             int first = s;
             while (first > 0 && map.master(first - 1) != nullptr &&
                    *map.master(first - 1) == *map.master(s))

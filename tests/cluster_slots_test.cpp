@@ -163,6 +163,8 @@ TEST_SUITE("redis cluster routing") {
             "billing:" + std::string(bucket < 10 ? "0" : "") + std::to_string(bucket);
         CHECK(k == "exo:{" + tag + "}:eu%3A42");
         CHECK(key_hash_slot(k) == key_hash_slot(tag));
+        CHECK(cluster_hash_tag("billing", bucket) == "{" + tag + "}");
+        CHECK(cluster_hash_tag("g}{", 3) == "{g%7D%7B:03}");  // escaped as in the key
         // The bucket depends on the idempotency key only (not on a partition).
         CHECK(claim_bucket("eu:42") == static_cast<int>(crc16("eu:42") % cluster_buckets));
     }

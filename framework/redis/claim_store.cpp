@@ -216,19 +216,27 @@ int claim_bucket(std::string_view key) {
     return crc16(key) % cluster_buckets;
 }
 
-std::string claim_key(KeyLayout layout, std::string_view prefix, std::string_view group,
-                      std::string_view key) {
-    if (layout == KeyLayout::single) return claim_key(prefix, group, key);
-    const int bucket = claim_bucket(key);
+std::string cluster_hash_tag(std::string_view group, int bucket) {
     std::string out;
-    out.reserve(prefix.size() + group.size() + key.size() + 8);
-    append_cluster_key_part(out, prefix);
-    out += ":{";
+    out.reserve(group.size() + 6);
+    out += '{';
     append_cluster_key_part(out, group);
     out += ':';
     out += static_cast<char>('0' + bucket / 10);
     out += static_cast<char>('0' + bucket % 10);
-    out += "}:";
+    out += '}';
+    return out;
+}
+
+std::string claim_key(KeyLayout layout, std::string_view prefix, std::string_view group,
+                      std::string_view key) {
+    if (layout == KeyLayout::single) return claim_key(prefix, group, key);
+    std::string out;
+    out.reserve(prefix.size() + group.size() + key.size() + 8);
+    append_cluster_key_part(out, prefix);
+    out += ':';
+    out += cluster_hash_tag(group, claim_bucket(key));
+    out += ':';
     append_cluster_key_part(out, key);
     return out;
 }

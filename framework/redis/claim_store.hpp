@@ -75,6 +75,9 @@ std::string claim_key(KeyLayout layout, std::string_view prefix, std::string_vie
                       std::string_view key);
 // The bucket (0..cluster_buckets-1) of an idempotency key in the cluster layout.
 int claim_bucket(std::string_view key);
+// The hash tag of a (group, bucket) in the cluster layout, "{<group>:<bucket>}",
+// the only text Redis hashes: the slot of every claim of that bucket.
+std::string cluster_hash_tag(std::string_view group, int bucket);
 // The layout of the claim keys `router` reaches.
 inline KeyLayout key_layout(const RedisRouter& router) {
     return router.cluster() ? KeyLayout::cluster : KeyLayout::single;
