@@ -75,6 +75,23 @@ constexpr const char* kRowsSql =
     " AND x.seq >= h.seq ORDER BY x.seq LIMIT $3) r JOIN exo_outbox o ON o.id = r.id"
     " WHERE h.id = ANY($2::bigint[]) ORDER BY h.id, r.seq";
 
+// Whether the group has a unit with a failure not yet overcome: then a round
+// must leave parked units out, which the skip scan does.
+constexpr const char* kAnyFailedUnitSql =
+    "SELECT EXISTS (SELECT 1 FROM exo_outbox_units WHERE consumer_group = $1)";
+
+// The group's oldest pending rows in id order, locked, with their sizes. Within
+// a unit, id order is seq order: a unit's rows get their ids after its
+// exo_outbox_keys row is locked (outbox_writer.cpp), so a later transaction's
+// rows of a unit have larger ids than an earlier one's. FOR UPDATE without
+// SKIP LOCKED: a row another relay (or `exo outbox`) holds is waited for, never
+// stepped over, so no later row of its unit is taken before it; a row that
+// relay marked meanwhile is gone when the lock is granted and left out.
+constexpr const char* kOldestRowsSql =
+    "SELECT p.id, octet_length(o.value) + coalesce(octet_length(o.message_key), 0)"
+    " + octet_length(o.headers::text) FROM exo_outbox_pending p JOIN exo_outbox o ON o.id = p.id"
+    " WHERE p.consumer_group = $1 ORDER BY p.id LIMIT $2 FOR UPDATE OF p";
+
 constexpr const char* kValuesSql =
     "SELECT id, message_id::text, topic, message_key, value, headers::text,"
     " encode(ordering_key, 'hex'), seq FROM exo_outbox WHERE id = ANY($1::bigint[])";
@@ -148,10 +165,58 @@ std::vector<Candidate> lock_units(pqxx::transaction_base& tx, const std::string&
     return locked;
 }
 
+// The rows `chosen` (ids) with their values, in that order.
+std::vector<OutboxRow> read_rows(pqxx::transaction_base& tx,
+                                 const std::vector<std::int64_t>& chosen) {
+    std::map<std::int64_t, OutboxRow> by_id;
+    for (const auto& r : tx.exec_params(kValuesSql, int_array(chosen))) {
+        OutboxRow row;
+        row.id = r[0].as<std::int64_t>();
+        row.message_id = r[1].as<std::string>();
+        row.topic = r[2].as<std::string>();
+        if (!r[3].is_null()) row.key = bytes_of(r[3]);
+        row.value = bytes_of(r[4]);
+        row.headers = headers_from(r[5].as<std::string>());
+        row.ordering_key = r[6].as<std::string>();
+        row.seq = r[7].as<std::int64_t>();
+        by_id.emplace(row.id, std::move(row));
+    }
+    std::vector<OutboxRow> rows;
+    rows.reserve(chosen.size());
+    for (const auto id : chosen) rows.push_back(std::move(by_id.at(id)));
+    return rows;
+}
+
+// No unit of the group is parked: its oldest pending rows, in id order, within
+// the bounds (a prefix: the first row that does not fit ends the round's rows,
+// so no unit's later row goes before it).
+OutboxClaim claim_oldest_rows(pqxx::transaction_base& tx, const std::string& group,
+                              const OutboxClaimLimits& limits) {
+    std::vector<std::int64_t> chosen;
+    std::size_t bytes = 0;
+    for (const auto& r : tx.exec_params(kOldestRowsSql, group, limits.rows)) {
+        const auto size = r[1].as<std::size_t>();
+        if (!chosen.empty() && bytes + size > limits.bytes) break;
+        chosen.push_back(r[0].as<std::int64_t>());
+        bytes += size;
+    }
+    OutboxClaim claim;
+    if (chosen.empty()) return claim;
+    claim.rows = read_rows(tx, chosen);
+    std::set<OutboxUnit> seen;
+    for (const auto& row : claim.rows) {
+        OutboxUnit unit{row.topic, row.ordering_key};
+        if (seen.insert(unit).second) claim.units.emplace_back(std::move(unit), 0);
+    }
+    return claim;
+}
+
 }  // namespace
 
 OutboxClaim claim_outbox_rows(pqxx::transaction_base& tx, const std::string& group,
                               const OutboxClaimLimits& limits, OutboxUnit& cursor) {
+    if (!tx.exec_params(kAnyFailedUnitSql, group)[0][0].as<bool>())
+        return claim_oldest_rows(tx, group, limits);
     OutboxClaim claim;
     const auto candidates = lock_units(tx, group, cursor, limits.rows);
     if (candidates.empty()) return claim;
@@ -196,21 +261,7 @@ OutboxClaim claim_outbox_rows(pqxx::transaction_base& tx, const std::string& gro
         if (!any) break;
     }
     if (chosen.empty()) return claim;
-
-    std::map<std::int64_t, OutboxRow> by_id;
-    for (const auto& r : tx.exec_params(kValuesSql, int_array(chosen))) {
-        OutboxRow row;
-        row.id = r[0].as<std::int64_t>();
-        row.message_id = r[1].as<std::string>();
-        row.topic = r[2].as<std::string>();
-        if (!r[3].is_null()) row.key = bytes_of(r[3]);
-        row.value = bytes_of(r[4]);
-        row.headers = headers_from(r[5].as<std::string>());
-        row.ordering_key = r[6].as<std::string>();
-        row.seq = r[7].as<std::int64_t>();
-        by_id.emplace(row.id, std::move(row));
-    }
-    for (const auto id : chosen) claim.rows.push_back(std::move(by_id.at(id)));
+    claim.rows = read_rows(tx, chosen);
     return claim;
 }
 
