@@ -80,17 +80,28 @@ constexpr const char* kRowsSql =
 constexpr const char* kAnyFailedUnitSql =
     "SELECT EXISTS (SELECT 1 FROM exo_outbox_units WHERE consumer_group = $1)";
 
-// The group's oldest pending rows in id order, locked, with their sizes. Within
-// a unit, id order is seq order: a unit's rows get their ids after its
-// exo_outbox_keys row is locked (outbox_writer.cpp), so a later transaction's
-// rows of a unit have larger ids than an earlier one's. FOR UPDATE without
-// SKIP LOCKED: a row another relay (or `exo outbox`) holds is waited for, never
-// stepped over, so no later row of its unit is taken before it; a row that
-// relay marked meanwhile is gone when the lock is granted and left out.
+// The group's oldest pending rows in id order that no other relay holds,
+// locked, with their units and sizes. Within a unit, id order is seq order: a
+// unit's rows get their ids after its exo_outbox_keys row is locked
+// (outbox_writer.cpp), so a later transaction's rows of a unit have larger ids
+// than an earlier one's. A row another relay (or `exo outbox`) holds is
+// stepped over (SKIP LOCKED); the rows of its unit behind it are then left out
+// by kOvertakingSql.
 constexpr const char* kOldestRowsSql =
-    "SELECT p.id, octet_length(o.value) + coalesce(octet_length(o.message_key), 0)"
+    "SELECT p.id, p.topic, encode(p.ordering_key, 'hex'), p.seq,"
+    " octet_length(o.value) + coalesce(octet_length(o.message_key), 0)"
     " + octet_length(o.headers::text) FROM exo_outbox_pending p JOIN exo_outbox o ON o.id = p.id"
-    " WHERE p.consumer_group = $1 ORDER BY p.id LIMIT $2 FOR UPDATE OF p";
+    " WHERE p.consumer_group = $1 ORDER BY p.id LIMIT $2 FOR UPDATE OF p SKIP LOCKED";
+
+// Of the claimed units ($2 topics, $3 ordering keys in hex, $4 the lowest seq
+// claimed of each), those with an earlier pending row: one that SKIP LOCKED
+// stepped over, held by another relay. One descent of the unit index each. A
+// pending row of a unit is never invisible here while a later one is visible:
+// a unit's rows commit in seq order.
+constexpr const char* kOvertakingSql =
+    "SELECT u.t, u.k FROM unnest($2::text[], $3::text[], $4::bigint[]) AS u(t, k, s)"
+    " WHERE EXISTS (SELECT 1 FROM exo_outbox_pending x WHERE x.consumer_group = $1"
+    " AND x.topic = u.t AND x.ordering_key = decode(u.k, 'hex') AND x.seq < u.s)";
 
 constexpr const char* kValuesSql =
     "SELECT id, message_id::text, topic, message_key, value, headers::text,"
@@ -187,27 +198,52 @@ std::vector<OutboxRow> read_rows(pqxx::transaction_base& tx,
     return rows;
 }
 
-// No unit of the group is parked: its oldest pending rows, in id order, within
-// the bounds (a prefix: the first row that does not fit ends the round's rows,
-// so no unit's later row goes before it).
+// No unit of the group is parked: its oldest pending rows no other relay holds,
+// in id order, less the units whose earlier row another relay holds, within the
+// bounds (a prefix: the first row that does not fit ends the round's rows, so
+// no unit's later row goes before it).
 OutboxClaim claim_oldest_rows(pqxx::transaction_base& tx, const std::string& group,
                               const OutboxClaimLimits& limits) {
-    std::vector<std::int64_t> chosen;
-    std::size_t bytes = 0;
+    struct Oldest {
+        std::int64_t id;
+        OutboxUnit unit;
+        std::size_t size;
+    };
+    std::vector<Oldest> oldest;
+    std::map<OutboxUnit, std::int64_t> first_seq;  // of each unit, the lowest claimed
     for (const auto& r : tx.exec_params(kOldestRowsSql, group, limits.rows)) {
-        const auto size = r[1].as<std::size_t>();
-        if (!chosen.empty() && bytes + size > limits.bytes) break;
-        chosen.push_back(r[0].as<std::int64_t>());
-        bytes += size;
+        Oldest row{r[0].as<std::int64_t>(),
+                   {r[1].as<std::string>(), r[2].as<std::string>()},
+                   r[4].as<std::size_t>()};
+        first_seq.try_emplace(row.unit, r[3].as<std::int64_t>());  // id order: seq order
+        oldest.push_back(std::move(row));
     }
     OutboxClaim claim;
+    if (oldest.empty()) return claim;
+    std::vector<std::string> topics, keys;
+    std::vector<std::int64_t> seqs;
+    for (const auto& [unit, seq] : first_seq) {
+        topics.push_back(unit.topic);
+        keys.push_back(unit.ordering_key);
+        seqs.push_back(seq);
+    }
+    std::set<OutboxUnit> held_elsewhere;
+    for (const auto& r : tx.exec_params(kOvertakingSql, group, text_array(topics), text_array(keys),
+                                        int_array(seqs)))
+        held_elsewhere.insert({r[0].as<std::string>(), r[1].as<std::string>()});
+
+    std::vector<std::int64_t> chosen;
+    std::size_t bytes = 0;
+    std::set<OutboxUnit> seen;
+    for (const auto& row : oldest) {
+        if (held_elsewhere.contains(row.unit)) continue;
+        if (!chosen.empty() && bytes + row.size > limits.bytes) break;
+        chosen.push_back(row.id);
+        bytes += row.size;
+        if (seen.insert(row.unit).second) claim.units.emplace_back(row.unit, 0);
+    }
     if (chosen.empty()) return claim;
     claim.rows = read_rows(tx, chosen);
-    std::set<OutboxUnit> seen;
-    for (const auto& row : claim.rows) {
-        OutboxUnit unit{row.topic, row.ordering_key};
-        if (seen.insert(unit).second) claim.units.emplace_back(std::move(unit), 0);
-    }
     return claim;
 }
 
