@@ -69,9 +69,10 @@ Failpoints for crash tests: EXO_FAILPOINTS=after_pg_commit=kill[@N] (replay: rep
 replay_after_claim_forgotten, replay_after_produce).
 )";
 
-constexpr const char* kExoCommands[] = {"run",      "migrate", "check-config", "inspect",    "dlq",
-                                        "sequence", "outbox",  "audit",        "mock-kafka", "help",
-                                        "--help",   "-h",      "version",      "--version"};
+constexpr const char* kExoCommands[] = {"run",     "migrate",    "check-config", "config-docs",
+                                        "inspect", "dlq",        "sequence",     "outbox",
+                                        "audit",   "mock-kafka", "help",         "--help",
+                                        "-h",      "version",    "--version"};
 
 std::string help(const AppSetup& setup) {
     std::string text = kHelp;
@@ -115,6 +116,7 @@ int run_cli(int argc, char** argv, const AppSetup& setup) {
         if (command == "run") return run_command(argc, argv, setup, errors, stop.get_token());
         if (command == "migrate") return migrate_command(argc, argv, setup, errors);
         if (command == "check-config") return check_config_command(argc, argv, setup, errors);
+        if (command == "config-docs") return config_docs_command(argc, argv);
         if (command == "inspect") return inspect_command(argc, argv, setup, errors);
         if (command == "dlq") return dlq_command(argc, argv, setup, errors);
         if (command == "sequence") return sequence_command(argc, argv, setup, errors);

@@ -19,6 +19,10 @@ int run_command(int argc, char** argv, const AppSetup& setup, ErrorOutput& error
                 std::stop_token stop);
 int migrate_command(int argc, char** argv, const AppSetup& setup, ErrorOutput& errors);
 int check_config_command(int argc, char** argv, const AppSetup& setup, ErrorOutput& errors);
+// `exo config-docs [--write FILE]`, not in --help (a tool for exo's developers):
+// docs/configuration.md's key tables from the config schema, printed, or written
+// between FILE's markers.
+int config_docs_command(int argc, char** argv);
 int inspect_command(int argc, char** argv, const AppSetup& setup, ErrorOutput& errors);
 // `exo dlq list|replay`
 int dlq_command(int argc, char** argv, const AppSetup& setup, ErrorOutput& errors);

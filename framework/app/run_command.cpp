@@ -8,14 +8,17 @@
 
 #include <condition_variable>
 #include <cstdio>
+#include <fstream>
 #include <mutex>
 #include <optional>
 #include <pqxx/pqxx>
+#include <sstream>
 #include <thread>
 
 #include "app/arguments.hpp"
 #include "app/commands.hpp"
 #include "app/config_loading.hpp"
+#include "config/config_docs.hpp"
 #include "config/config_printer.hpp"
 #include "config/config_secrets.hpp"
 #include "core/backoff.hpp"
@@ -174,6 +177,26 @@ int check_config_command(int argc, char** argv, const AppSetup& setup, ErrorOutp
                     verdict.c_str(), effective_config_yaml(config).c_str());
         return 0;
     });
+}
+
+int config_docs_command(int argc, char** argv) {
+    Arguments args("config-docs", argc, argv, 2, {"write"});
+    const std::string tables = configuration_tables();
+    const std::optional<std::string> path = args.get("write");
+    if (!path) {
+        std::fputs(tables.c_str(), stdout);
+        return 0;
+    }
+    std::ifstream in(*path, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (!in) throw UsageError("cannot read " + *path);
+    const std::optional<std::string> updated = with_tables(text.str(), tables);
+    if (!updated) throw UsageError(*path + " has no generated-tables markers");
+    std::ofstream out(*path, std::ios::binary | std::ios::trunc);
+    out << *updated;
+    if (!out.flush()) throw std::runtime_error("cannot write " + *path);
+    return 0;
 }
 
 }  // namespace exo

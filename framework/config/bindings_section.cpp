@@ -8,14 +8,6 @@
 #include "kafka/kafka_names.hpp"
 
 namespace exo::config_reading {
-namespace {
-
-const Keys kBindingKeys = {
-    "topic",        "handler",           "key",     "sequence",    "ordering",
-    "max_attempts", "dead_letter_topic", "options", "on_key_reuse"};
-const Keys kKeySourceKeys = {"header", "json", "hash"};
-const Keys kHashKeys = {"fields", "exclude", "prefix_topic"};
-const Keys kSequenceKeys = {"entity", "value", "mode", "scope", "gap_timeout_ms"};
 
 const Choices<Ordering> kOrderings = {
     {"partition", Ordering::partition}, {"key", Ordering::key}, {"entity", Ordering::entity}};
@@ -26,6 +18,15 @@ const Choices<SequenceMode> kSequenceModes = {{"latest", SequenceMode::latest},
                                               {"strict", SequenceMode::strict}};
 const Choices<SequenceScope> kSequenceScopes = {{"shared", SequenceScope::shared},
                                                 {"group", SequenceScope::group}};
+
+namespace {
+
+const Keys kBindingKeys = {
+    "topic",        "handler",           "key",     "sequence",    "ordering",
+    "max_attempts", "dead_letter_topic", "options", "on_key_reuse"};
+const Keys kKeySourceKeys = {"header", "json", "hash"};
+const Keys kHashKeys = {"fields", "exclude", "prefix_topic"};
+const Keys kSequenceKeys = {"entity", "value", "mode", "scope", "gap_timeout_ms"};
 
 constexpr std::string_view kKeyForms =
     "{ header: NAME }, { json: /pointer }, { hash: { fields | exclude: [/pointer, ...] } } or "
@@ -321,3 +322,47 @@ std::vector<BindingConfig> read_bindings(const Reader& top,
 }
 
 }  // namespace exo::config_reading
+
+namespace exo::config_schema {
+
+// Written by hand beside the hand-written reader above: a binding is a list
+// element with nested key specs, not a flat table. The defaults come from the
+// structs and the Choices the reader uses.
+std::vector<DocRow> binding_doc_rows() {
+    using namespace config_reading;
+    const BindingConfig binding;
+    std::vector<DocRow> rows;
+    const auto row = [&](std::string_view key, std::string_view default_text,
+                         std::string_view meaning) {
+        rows.push_back(
+            {"bindings[]." + std::string(key), std::string(default_text), std::string(meaning)});
+    };
+    row("topic", "—", R"md(required, unique)md");
+    row("handler", "—",
+        R"md(a handler name registered with `app.handler(...)` (a wrong name's error lists the registered ones))md");
+    row("key", "—",
+        R"md(`{header: NAME}`, `{json: /pointer}` (RFC 6901), `{hash: {...}}` (below) or `coordinates`)md");
+    row("key.hash.fields", "—",
+        R"md(JSON pointers: the key is the SHA-256 (lowercase hex) of the canonical JSON of `{"<pointer>": value, ...}` (listing order does not matter). A payload lacking one is dead-lettered: `idempotency key: payload has no /x`)md");
+    row("key.hash.exclude", "—",
+        R"md(JSON pointers: the key is the SHA-256 of the canonical JSON of the whole payload without these values (what changes on redelivery: `[/sentAt, /traceId]`); a pointer absent from a payload is ignored. Not with `fields`; `hash: {}` hashes the whole payload. Lists may not be empty or repeat a pointer. The canonical form: docs/design.md, "Payload-derived keys")md");
+    row("key.hash.prefix_topic", HashKeySpec{}.prefix_topic ? "true" : "false",
+        R"md(the key is `<topic>/<hex digest>`: the same payload on two topics is two events)md");
+    row("sequence", "none",
+        R"md(`{entity: /pointer, value: /pointer, mode: latest\|strict, scope: shared\|group, gap_timeout_ms: 60000}`)md");
+    row("sequence.scope", name_of(kSequenceScopes, SequenceConfig{}.scope),
+        R"md(whose sequences the entities are: `shared`, one per (handler, entity) for every consumer group on the database, as before; `group`, this group's own (stored in `exo_sequences` as handler `<handler>@<group>`), so another group running the same handler on the same database neither reads nor moves them. The `group` scope is refused for a handler name containing `@`, and every sequenced binding of one handler must have the same scope. Switching an existing deployment: docs/operations.md, "Recovering a sequence that jumped")md");
+    row("ordering", name_of(kOrderings, binding.ordering),
+        R"md(which records of a partition run one after another: `partition` (all, in offset order), `key` (those with the same Kafka record key; records without a key share one lane), `entity` (those with the same `sequence.entity`; needs `sequence`). Different keys run concurrently with `pipeline.concurrency` above 1 (docs/design.md section 5.8; docs/handlers.md, "Ordering and concurrency"))md");
+    row("on_key_reuse", name_of(kKeyReusePolicies, binding.on_key_reuse),
+        R"md(what to do with a later copy of a key whose payload differs from the copy that was applied (a producer reused an event id). `dead_letter`: the copy is dead-lettered, without a dedup row, with the reason `key reused with a different payload: this copy <fp>, the applied one <fp> at <topic>/<partition>/<offset>`; `log`: a warning, and the copy is finished as a duplicate; `ignore`: a plain duplicate, and no fingerprint is computed or kept (its dedup rows have none: switching to another policy later cannot compare the keys they hold). Two copies in one batch are compared too: the later one with another fingerprint goes to its own claim, which decides. `dead_letter` and `log` count `exo_key_reuse_total{topic}`. A byte-identical redelivery is always a plain duplicate. The fingerprint is the first 128 bits of the SHA-256 of the value; for `key: {hash: ...}` it is the key's own digest (the listed `fields`, or the payload minus `exclude`): the binding says what makes an event itself, so a copy that differs elsewhere (a timestamp) is a redelivery, and a reuse cannot happen)md");
+    row("max_attempts", std::to_string(binding.max_attempts),
+        R"md(tries before a retryable failure is dead-lettered (a failed `COMMIT` or `SAVEPOINT` around the record counts as a try), and tries to record a dead letter before its partition stalls)md");
+    row("dead_letter_topic", "`<topic>.dlq`",
+        R"md(where dead letters go (not the topic itself))md");
+    row("options", "{}",
+        R"md(free `key: value` map handed to the handler's factory, so one handler class can serve several bindings with different settings. Values must be scalars (`${VAR}` expanded); the handler reads them with `exo::HandlerOptions`, and a missing or mistyped value is reported like any config error, with YAML path and line)md");
+    return rows;
+}
+
+}  // namespace exo::config_schema

@@ -73,26 +73,34 @@ void default_lane_concurrency(Config& config, const config_reading::Reader& pipe
     if (lanes) config.pipeline.concurrency = PipelineConfig::kLaneConcurrency;
 }
 
+// The mapping of `section` under `top`, opened with the section's keys.
+template <typename S>
+Reader open(const Reader& top, const config_schema::Section<S>& section) {
+    return top.map(section.name(), section.names());
+}
+
 Config read_config(Context& ctx, const YAML::Node& root, const std::vector<std::string>& handlers) {
-    using namespace config_reading;
+    using namespace config_schema;
     const Reader top(ctx, root, "", 0, kTopKeys);
     Config config;
     if (!top.is_map()) return config;
     // Each mapping is opened once (opening reports its unknown keys); claim,
     // postgres and pipeline are kept for the rules that span sections.
-    const Reader claim = top.map("claim", kClaimKeys);
-    const Reader postgres = top.map("postgres", kPostgresKeys);
-    const Reader pipeline = top.map("pipeline", kPipelineKeys);
-    config.kafka = read_kafka(top.map("kafka", kKafkaKeys));
-    config.redis = read_redis(top.map("redis", kRedisKeys));
-    config.postgres = read_postgres(postgres);
-    config.claim = read_claim(claim);
-    config.pipeline = read_pipeline(pipeline);
-    config.logging = read_logging(top.map("logging", kLoggingKeys));
-    config.observability = read_observability(top.map("observability", kObservabilityKeys));
-    config.outbox = read_outbox(top.map("outbox", kOutboxKeys), config.kafka);
-    config.retention = read_retention(top.map("retention", kRetentionKeys));
-    config.bindings = read_bindings(top, handlers);
+    const Reader claim = open(top, claim_section());
+    const Reader postgres = open(top, postgres_section());
+    const Reader pipeline = open(top, pipeline_section());
+    config.kafka = kafka_section().read(open(top, kafka_section()));
+    config.redis = redis_section().read(open(top, redis_section()));
+    config.postgres = postgres_section().read(postgres);
+    config.claim = claim_section().read(claim);
+    config.pipeline = pipeline_section().read(pipeline);
+    config.logging = logging_section().read(open(top, logging_section()));
+    config.observability = observability_section().read(open(top, observability_section()));
+    config.outbox = outbox_section().read(open(top, outbox_section()));
+    config.outbox.emit_limits = outbox_emit_limits(config.kafka);
+    config.retention = retention_section().read(open(top, retention_section()));
+    config.bindings = config_reading::read_bindings(top, handlers);
+    // The rules between sections.
     default_lane_concurrency(config, pipeline);
     // Without Redis there is no COMPLETED record for the dedup row to outlive.
     if (config.claim.in_redis()) check_retention(config, claim, postgres);

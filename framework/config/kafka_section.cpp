@@ -4,17 +4,19 @@
 #include <map>
 
 #include "config/sections.hpp"
+#include "core/secrets.hpp"
 #include "core/text.hpp"
 #include "kafka/kafka_names.hpp"
 
-namespace exo::config_reading {
-
-const Keys kKafkaKeys = {"bootstrap_servers", "mock", "group_id", "commit_interval_ms",
-                         "properties"};
-
+namespace exo::config_schema {
 namespace {
 
-const Keys kMockKeys = {"brokers", "topics", "bootstrap_file"};
+using config_reading::Context;
+using config_reading::Item;
+using config_reading::kPositive;
+using config_reading::kPositiveMs;
+using K = KafkaConfig;
+using M = MockKafkaConfig;
 
 // Why kafka.properties may not set `key`, or nullopt if it is the user's to set:
 // the properties the consumer reserves (kafka/kafka_names.hpp), and
@@ -58,10 +60,7 @@ std::optional<MockKafkaConfig::TopicSpec> read_mock_topic(Context& ctx, const It
     return spec;
 }
 
-MockKafkaConfig read_mock(const Reader& mock) {
-    MockKafkaConfig out;
-    mock.read("brokers", out.brokers, kPositive);
-    mock.read("bootstrap_file", out.bootstrap_file, Text::non_empty);
+void read_mock_topics(const Reader& mock, MockKafkaConfig& out) {
     std::map<std::string, int> first_line;  // topic name -> line declaring it
     for (const Item& item : mock.list("topics")) {
         std::optional<MockKafkaConfig::TopicSpec> topic = read_mock_topic(mock.context(), item);
@@ -74,7 +73,14 @@ MockKafkaConfig read_mock(const Reader& mock) {
         }
         out.topics.push_back(std::move(*topic));
     }
-    return out;
+}
+
+void print_mock_topics(YAML::Emitter& e, const MockKafkaConfig& m, const Config&) {
+    e << YAML::Key << "topics" << YAML::Value << YAML::BeginSeq;
+    for (const auto& t : m.topics)
+        e << YAML::DoubleQuoted
+          << yaml_writer::literal(t.name + ":" + std::to_string(t.partitions));
+    e << YAML::EndSeq;
 }
 
 std::map<std::string, std::string> read_properties(const Reader& properties) {
@@ -94,12 +100,40 @@ std::map<std::string, std::string> read_properties(const Reader& properties) {
     return out;
 }
 
-}  // namespace
+void read_properties_key(const Reader& kafka, KafkaConfig& out) {
+    out.properties = read_properties(kafka.map("properties", std::nullopt));
+}
 
-KafkaConfig read_kafka(const Reader& kafka) {
-    KafkaConfig out;
-    kafka.read("bootstrap_servers", out.bootstrap_servers, Text::non_empty);
-    if (kafka.has("mock")) out.mock = read_mock(kafka.map("mock", kMockKeys));
+void print_properties(YAML::Emitter& e, const KafkaConfig& k, const Config&) {
+    yaml_writer::begin_map(e, "properties", k.properties.empty());
+    for (const auto& [key, value] : k.properties)
+        yaml_writer::text(e, key,
+                          is_secret_key(key) ? yaml_writer::secret(value) : mask_uri(value));
+    yaml_writer::end_map(e);
+}
+
+void read_mock(const Reader& kafka, KafkaConfig& out) {
+    const Section<MockKafkaConfig>& mock = kafka_mock_section();
+    out.mock = mock.read(kafka.map("mock", mock.names()));
+}
+
+void print_mock(YAML::Emitter& e, const KafkaConfig& k, const Config& config) {
+    kafka_mock_section().print_as(e, "mock", *k.mock, config);
+}
+
+// The group is part of every dedup row's primary key (with a key of up to
+// kMaxStoredKeyBytes): it must be text PostgreSQL stores, short enough for the index.
+std::optional<std::string> storable_group(const KafkaConfig& k) {
+    if (!is_postgres_text(k.group_id)) return "must be valid UTF-8 without NUL characters";
+    if (k.group_id.size() > kMaxGroupIdBytes)
+        return "is " + std::to_string(k.group_id.size()) + " bytes; at most " +
+               std::to_string(kMaxGroupIdBytes) +
+               " fit beside an idempotency key in the dedup index";
+    return std::nullopt;
+}
+
+// Exactly one of bootstrap_servers and mock.
+void validate_kafka(const Reader& kafka, KafkaConfig&) {
     if (kafka.has("bootstrap_servers") && kafka.has("mock")) {
         kafka.problem(
             "mock",
@@ -111,21 +145,54 @@ KafkaConfig read_kafka(const Reader& kafka) {
             "required key is missing: give the brokers (bootstrap_servers: \"host:9092\"), or "
             "mock: { topics: [\"payments:4\"] } for the embedded test cluster");
     }
-    if (kafka.require("group_id", "name the consumer group, e.g. group_id: exo-ledger")) {
-        kafka.read("group_id", out.group_id, Text::non_empty);
-        // The group is part of every dedup row's primary key (with a key of up to
-        // kMaxStoredKeyBytes): it must be text PostgreSQL stores, short enough for
-        // the index.
-        if (!is_postgres_text(out.group_id))
-            kafka.problem("group_id", "must be valid UTF-8 without NUL characters");
-        else if (out.group_id.size() > kMaxGroupIdBytes)
-            kafka.problem("group_id", "is " + std::to_string(out.group_id.size()) +
-                                          " bytes; at most " + std::to_string(kMaxGroupIdBytes) +
-                                          " fit beside an idempotency key in the dedup index");
-    }
-    kafka.read("commit_interval_ms", out.commit_interval, kPositiveMs);
-    out.properties = read_properties(kafka.map("properties", std::nullopt));
-    return out;
 }
 
-}  // namespace exo::config_reading
+bool without_mock(const Config&, const KafkaConfig& k) {
+    return !k.mock;
+}
+
+}  // namespace
+
+const Section<MockKafkaConfig>& kafka_mock_section() {
+    static const Section<MockKafkaConfig> section(
+        "mock",
+        {
+            number("brokers", &M::brokers, kPositive, R"md(brokers of the mock cluster)md"),
+            custom<M>(
+                "topics", read_mock_topics, print_mock_topics, "[]",
+                R"md(topics to create, `"NAME:PARTITIONS"`; every binding's topic and DLQ topic, and each of `outbox.topics`, are created too)md"),
+            text("bootstrap_file", &M::bootstrap_file, Text::non_empty,
+                 R"md(write the mock cluster's address here (for producers))md")
+                .printed_if([](const Config&, const M& m) { return !m.bootstrap_file.empty(); })
+                .default_is("—"),
+        });
+    return section;
+}
+
+const Section<KafkaConfig>& kafka_section() {
+    static const Section<KafkaConfig> section(
+        "kafka",
+        {
+            text("bootstrap_servers", &K::bootstrap_servers, Text::non_empty,
+                 R"md(brokers; required unless `kafka.mock` is given (not both))md")
+                .printed_if(without_mock)
+                .default_is("—"),
+            custom<K>(
+                "mock", read_mock, print_mock, "absent",
+                R"md(run librdkafka's mock cluster inside the daemon instead of brokers (demo, tests): the keys `kafka.mock.*` below)md")
+                .printed_if([](const Config&, const K& k) { return k.mock.has_value(); }),
+            text("group_id", &K::group_id, Text::non_empty,
+                 R"md(consumer group. Exactly-once is per group)md")
+                .required("name the consumer group, e.g. group_id: exo-ledger")
+                .checked(storable_group),
+            ms("commit_interval_ms", &K::commit_interval, kPositiveMs,
+               R"md(how often finished offsets are committed (asynchronously: no record waits for the broker's answer; on revoke and shutdown synchronously); also once as soon as every record polled has finished (at most ten times an interval), so a caught-up consumer's lag reads 0 at once)md"),
+            custom<K>(
+                "properties", read_properties_key, print_properties, "{}",
+                R"md(extra librdkafka properties (e.g. `session.timeout.ms`, `partition.assignment.strategy: cooperative-sticky`, `security.protocol`). `group.id`, `bootstrap.servers`, `enable.auto.commit` and `enable.auto.offset.store` are exo's and refused. Secrets among them are masked in `check-config --print`)md"),
+        },
+        validate_kafka);
+    return section;
+}
+
+}  // namespace exo::config_schema

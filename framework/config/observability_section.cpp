@@ -6,10 +6,7 @@
 
 #include "config/sections.hpp"
 
-namespace exo::config_reading {
-
-const Keys kObservabilityKeys = {"listen"};
-
+namespace exo::config_schema {
 namespace {
 
 constexpr std::string_view kExample = "e.g. listen: \"127.0.0.1:9090\"";
@@ -79,20 +76,39 @@ std::variant<ObservabilityConfig::Listen, std::string> parse_listen(std::string_
     return ObservabilityConfig::Listen{std::string(host), number};
 }
 
-}  // namespace
-
-ObservabilityConfig read_observability(const Reader& observability) {
-    ObservabilityConfig out;
+void read_listen(const Reader& observability, ObservabilityConfig& out) {
     const std::optional<std::string> text =
         observability.scalar("listen", "an address as HOST:PORT (" + std::string(kExample) + ")");
-    if (!text) return out;
+    if (!text) return;
     auto parsed = parse_listen(*text);
     if (auto* problem = std::get_if<std::string>(&parsed)) {
         observability.problem("listen", in_quotes(*text) + ": " + *problem);
-        return out;
+        return;
     }
     out.listen = std::get<ObservabilityConfig::Listen>(std::move(parsed));
-    return out;
 }
 
-}  // namespace exo::config_reading
+void print_listen(YAML::Emitter& e, const ObservabilityConfig& o, const Config&) {
+    const bool ipv6 = o.listen->host.find(':') != std::string::npos;
+    yaml_writer::text(e, "listen",
+                      (ipv6 ? "[" + o.listen->host + "]" : o.listen->host) + ":" +
+                          std::to_string(o.listen->port));
+}
+
+}  // namespace
+
+// No listen key: no endpoint (printed "observability: {}").
+const Section<ObservabilityConfig>& observability_section() {
+    static const Section<ObservabilityConfig> section(
+        "observability",
+        {
+            custom<ObservabilityConfig>(
+                "listen", read_listen, print_listen, "absent: no endpoint",
+                R"md(`"HOST:PORT"` of the HTTP endpoint (`/metrics`, `/healthz`, `/readyz`, `/status`), e.g. `"127.0.0.1:9464"`, `"0.0.0.0:9464"` or `"[::1]:9464"`; a port in use fails `exo run` at once (exit 2))md")
+                .printed_if(
+                    [](const Config&, const ObservabilityConfig& o) { return o.enabled(); }),
+        });
+    return section;
+}
+
+}  // namespace exo::config_schema

@@ -10,10 +10,15 @@ namespace exo::config_reading {
 
 const Choices<bool> kSwitch = {{"true", true}, {"false", false}};
 
-const Keys kOutboxKeys = {"enabled",         "topics",           "batch_size",
-                          "max_round_bytes", "poll_interval_ms", "retention_days"};
+}  // namespace exo::config_reading
 
+namespace exo::config_schema {
 namespace {
+
+using config_reading::Item;
+using config_reading::kMaxDays;
+using config_reading::kPositiveMs;
+using O = OutboxConfig;
 
 // The relay's producer takes kafka.properties (the dead-letter producer's), so
 // its message.max.bytes is the limit an emit is checked against. A value that
@@ -28,21 +33,7 @@ std::size_t producer_max_message_bytes(const KafkaConfig& kafka) {
     return bytes;
 }
 
-}  // namespace
-
-OutboxConfig read_outbox(const Reader& outbox, const KafkaConfig& kafka) {
-    OutboxConfig out;
-    outbox.read("enabled", out.enabled, kSwitch);
-    // One produce and one UPDATE of this many rows per round; the relay holds
-    // their row locks while Kafka acknowledges them.
-    outbox.read("batch_size", out.batch_size, Bounds{1, 10000});
-    // What a round holds in memory (the values, read once) and hands librdkafka.
-    int round_bytes = static_cast<int>(out.max_round_bytes);
-    outbox.read("max_round_bytes", round_bytes, Bounds{1, 1024LL * 1024 * 1024});
-    out.max_round_bytes = static_cast<std::size_t>(round_bytes);
-    outbox.read("poll_interval_ms", out.poll_interval, kPositiveMs);
-    outbox.read_days("retention_days", out.retention, Bounds{0, kMaxDays});
-    out.emit_limits = EmitLimits(producer_max_message_bytes(kafka));
+void read_topics(const Reader& outbox, OutboxConfig& out) {
     std::map<std::string, int> first_line;  // topic name -> line declaring it
     for (const Item& item : outbox.list("topics")) {
         const auto topic =
@@ -60,7 +51,46 @@ OutboxConfig read_outbox(const Reader& outbox, const KafkaConfig& kafka) {
         }
         out.topics.push_back(*topic);
     }
-    return out;
 }
 
-}  // namespace exo::config_reading
+void print_topics(YAML::Emitter& e, const OutboxConfig& o, const Config&) {
+    e << YAML::Key << "topics" << YAML::Value << YAML::BeginSeq;
+    for (const auto& t : o.topics) e << YAML::DoubleQuoted << yaml_writer::literal(t);
+    e << YAML::EndSeq;
+}
+
+}  // namespace
+
+EmitLimits outbox_emit_limits(const KafkaConfig& kafka) {
+    return EmitLimits(producer_max_message_bytes(kafka));
+}
+
+const Section<OutboxConfig>& outbox_section() {
+    static const Section<OutboxConfig> section(
+        "outbox",
+        {
+            toggle(
+                "enabled", &O::enabled,
+                R"md(run an outbox relay in this daemon (every daemon may; they share the rows))md"),
+            custom<O>(
+                "topics", read_topics, print_topics, "[]",
+                R"md(the topics handlers emit to. At start-up each must exist (`exo run` waits, not ready, naming the missing ones, until they do; not checked when the brokers auto-create topics, only warned about when they do not say), and its `max.message.bytes` is read from the brokers: an emit whose size in a batch of its own (`outbox_wire_size` + 61) is over it is refused at `emit()`, and the relay's `batch.size` is kept under the smallest. An emit to a topic not listed is checked against the producer's `message.max.bytes` only)md"),
+            // One produce and one UPDATE of this many rows per round; the relay holds
+            // their row locks while Kafka acknowledges them.
+            number(
+                "batch_size", &O::batch_size, Bounds{1, 10000},
+                R"md(rows per relay round at most (claimed, produced, acknowledged and marked together); 1–10000. Each round costs a few statements and one wait for Kafka's acknowledgements, so a small value makes the relay fall behind a pipeline that emits (at 500 it published 2,961 rows/s where the pipeline wrote 4,456; at 2,000 it kept up))md"),
+            // What a round holds in memory (the values, read once) and hands librdkafka.
+            bytes(
+                "max_round_bytes", &O::max_round_bytes, Bounds{1, 1024LL * 1024 * 1024},
+                R"md(bytes of keys, values and headers per relay round at most (what the relay holds in memory and hands librdkafka); a round always takes at least one row; 1–1073741824)md"),
+            ms("poll_interval_ms", &O::poll_interval, kPositiveMs,
+               R"md(longest sleep between rounds: how long rows committed by another daemon (whose own relay is down or behind, or `outbox.enabled: false`) wait at most (a commit of this daemon that emitted wakes its relay at once))md"),
+            days(
+                "retention_days", &O::retention, Bounds{0, kMaxDays},
+                R"md(sent rows are kept this long after they were written, then pruned (`retention` below); 0: deleted as soon as they are published. Key counters (`exo_outbox_keys`) of units with no pending row left go once unused this long, and at least an hour)md"),
+        });
+    return section;
+}
+
+}  // namespace exo::config_schema

@@ -1,50 +1,62 @@
 #pragma once
-// The section readers: each turns one mapping of exo.yaml into its plain struct
-// (config.hpp), recording every problem in the Reader's context. read_config
-// (config_parser.cpp) opens each mapping once, with the keys listed here.
+// The sections of exo.yaml. Each scalar section is a table of keys (schema.hpp)
+// defined in its *_section.cpp: read_config (config_parser.cpp) opens each
+// mapping once with the table's names() and reads it with the table;
+// config_printer.cpp prints it and config_docs.cpp documents it with the same
+// table. `bindings`, a list of mappings with nested key specs, keeps a reader of
+// its own and a table of docs rows.
 #include <string>
 #include <vector>
 
 #include "config/config.hpp"
+#include "config/schema.hpp"
 #include "config/yaml_reader.hpp"
 
 namespace exo::config_reading {
 
-// The keys each top-level section accepts.
-extern const Keys kKafkaKeys;
-extern const Keys kRedisKeys;
-extern const Keys kPostgresKeys;
-extern const Keys kClaimKeys;
-extern const Keys kPipelineKeys;
-extern const Keys kLoggingKeys;
-extern const Keys kObservabilityKeys;
-extern const Keys kOutboxKeys;
-extern const Keys kRetentionKeys;
+// The spellings of every enum exo.yaml holds, used to read and to print them.
+extern const Choices<ClaimConfig::Store> kClaimStores;
+extern const Choices<RedisDownPolicy> kRedisDownPolicies;
+extern const Choices<LogFormat> kLogFormats;
+extern const Choices<Ordering> kOrderings;
+extern const Choices<KeyReusePolicy> kKeyReusePolicies;
+extern const Choices<SequenceMode> kSequenceModes;
+extern const Choices<SequenceScope> kSequenceScopes;
 
-// A key that is on or off: true | false.
-extern const Choices<bool> kSwitch;
+}  // namespace exo::config_reading
+
+namespace exo::config_schema {
 
 // kafka_section.cpp: brokers or the mock cluster, the group, librdkafka properties.
-KafkaConfig read_kafka(const Reader& kafka);
+const Section<KafkaConfig>& kafka_section();
+const Section<MockKafkaConfig>& kafka_mock_section();
 
 // store_sections.cpp: where outcomes are kept.
-RedisConfig read_redis(const Reader& redis);
-PostgresConfig read_postgres(const Reader& postgres);
-ClaimConfig read_claim(const Reader& claim);
+const Section<RedisConfig>& redis_section();
+const Section<PostgresConfig>& postgres_section();
+const Section<ClaimConfig>& claim_section();
 
-// process_sections.cpp: how the process runs.
-PipelineConfig read_pipeline(const Reader& pipeline);
-LoggingConfig read_logging(const Reader& logging);
+// process_sections.cpp: how the process runs and how much it says.
+const Section<PipelineConfig>& pipeline_section();
+const Section<LoggingConfig>& logging_section();
 
 // observability_section.cpp: the HTTP endpoint's address (absent: no endpoint).
-ObservabilityConfig read_observability(const Reader& observability);
+const Section<ObservabilityConfig>& observability_section();
 
-// outbox_section.cpp: the relay of emitted records; `kafka` for the producer's
-// message.max.bytes.
-OutboxConfig read_outbox(const Reader& outbox, const KafkaConfig& kafka);
+// outbox_section.cpp: the relay of emitted records.
+const Section<OutboxConfig>& outbox_section();
+// The emit limits the producer's message.max.bytes (kafka.properties) sets.
+EmitLimits outbox_emit_limits(const KafkaConfig& kafka);
 
 // retention_section.cpp: the pace of retention pruning.
-RetentionConfig read_retention(const Reader& retention);
+const Section<RetentionConfig>& retention_section();
+
+// bindings_section.cpp: the docs rows of a binding's keys (bindings[].*).
+std::vector<DocRow> binding_doc_rows();
+
+}  // namespace exo::config_schema
+
+namespace exo::config_reading {
 
 // bindings_section.cpp: `bindings:` of the top-level mapping `top` (required,
 // at least one, each topic once). `handlers` are the registered handler names.
