@@ -20,35 +20,14 @@ void table(std::string& out, std::string_view heading,
         out += "| `" + row.key + "` | " + row.default_text + " | " + row.meaning + " |\n";
 }
 
-template <typename S>
-void section(std::string& out, const config_schema::Section<S>& s) {
-    table(out, s.name(), s.doc_rows(s.name()));
-}
-
 }  // namespace
 
 std::string configuration_tables() {
-    using namespace config_schema;
     std::string out;
-    // kafka.mock's keys belong in kafka's table, after the key that opens them.
-    std::vector<DocRow> kafka = kafka_section().doc_rows("kafka");
-    std::vector<DocRow> mock = kafka_mock_section().doc_rows("kafka.mock");
-    for (auto it = kafka.begin(); it != kafka.end(); ++it) {
-        if (it->key == "kafka.mock") {
-            kafka.insert(it + 1, mock.begin(), mock.end());
-            break;
-        }
-    }
-    table(out, "kafka", kafka);
-    section(out, redis_section());
-    section(out, postgres_section());
-    section(out, claim_section());
-    section(out, pipeline_section());
-    section(out, logging_section());
-    section(out, observability_section());
-    section(out, outbox_section());
-    section(out, retention_section());
-    table(out, "bindings", binding_doc_rows());
+    config_schema::for_each_section([&](const auto& section, auto) {
+        table(out, section.name(), section.doc_rows(section.name()));
+    });
+    table(out, "bindings", config_schema::binding_doc_rows());
     out += "\n";
     return out;
 }

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <utility>
 
@@ -24,9 +25,6 @@ namespace {
 using config_reading::Context;
 using config_reading::Keys;
 using config_reading::Reader;
-
-const Keys kTopKeys = {"kafka",   "redis",         "postgres", "claim",     "pipeline",
-                       "logging", "observability", "outbox",   "retention", "bindings"};
 
 // docs/design.md section 2: the Redis COMPLETED record is a cache of the dedup row, so the row
 // must outlive it, or a redelivery after the row is gone would run again.
@@ -73,37 +71,37 @@ void default_lane_concurrency(Config& config, const config_reading::Reader& pipe
     if (lanes) config.pipeline.concurrency = PipelineConfig::kLaneConcurrency;
 }
 
-// The mapping of `section` under `top`, opened with the section's keys.
-template <typename S>
-Reader open(const Reader& top, const config_schema::Section<S>& section) {
-    return top.map(section.name(), section.names());
+// The top-level keys: every section's name, then bindings.
+Keys top_keys() {
+    Keys keys;
+    config_schema::for_each_section(
+        [&](const auto& section, auto) { keys.push_back(section.name()); });
+    keys.push_back("bindings");
+    return keys;
 }
 
 Config read_config(Context& ctx, const YAML::Node& root, const std::vector<std::string>& handlers) {
-    using namespace config_schema;
+    static const Keys kTopKeys = top_keys();
     const Reader top(ctx, root, "", 0, kTopKeys);
     Config config;
     if (!top.is_map()) return config;
-    // Each mapping is opened once (opening reports its unknown keys); claim,
-    // postgres and pipeline are kept for the rules that span sections.
-    const Reader claim = open(top, claim_section());
-    const Reader postgres = open(top, postgres_section());
-    const Reader pipeline = open(top, pipeline_section());
-    config.kafka = kafka_section().read(open(top, kafka_section()));
-    config.redis = redis_section().read(open(top, redis_section()));
-    config.postgres = postgres_section().read(postgres);
-    config.claim = claim_section().read(claim);
-    config.pipeline = pipeline_section().read(pipeline);
-    config.logging = logging_section().read(open(top, logging_section()));
-    config.observability = observability_section().read(open(top, observability_section()));
-    config.outbox = outbox_section().read(open(top, outbox_section()));
-    config.outbox.emit_limits = outbox_emit_limits(config.kafka);
-    config.retention = retention_section().read(open(top, retention_section()));
+    // Each mapping is opened once (opening reports its unknown keys), and kept
+    // for the rules that span sections.
+    std::map<std::string_view, Reader> sections;
+    config_schema::for_each_section([&](const auto& section, auto member) {
+        const Reader& mapping =
+            sections.emplace(section.name(), top.map(section.name(), section.names()))
+                .first->second;
+        config.*member = section.read(mapping);
+    });
     config.bindings = config_reading::read_bindings(top, handlers);
     // The rules between sections.
+    config.outbox.emit_limits = config_schema::outbox_emit_limits(config.kafka);
+    const Reader& claim = sections.at("claim");
+    const Reader& pipeline = sections.at("pipeline");
     default_lane_concurrency(config, pipeline);
     // Without Redis there is no COMPLETED record for the dedup row to outlive.
-    if (config.claim.in_redis()) check_retention(config, claim, postgres);
+    if (config.claim.in_redis()) check_retention(config, claim, sections.at("postgres"));
     check_claim_store(config, top, claim, pipeline);
     return config;
 }

@@ -89,16 +89,8 @@ std::string effective_config_yaml(const Config& config) {
     using namespace config_schema;
     YAML::Emitter out;
     out << YAML::BeginMap;
-    kafka_section().print(out, config.kafka, config);
-    // With claim.store: postgres the parser refuses the section (config_parser.cpp).
-    if (config.claim.in_redis()) redis_section().print(out, config.redis, config);
-    postgres_section().print(out, config.postgres, config);
-    claim_section().print(out, config.claim, config);
-    pipeline_section().print(out, config.pipeline, config);
-    logging_section().print(out, config.logging, config);
-    observability_section().print(out, config.observability, config);
-    outbox_section().print(out, config.outbox, config);
-    retention_section().print(out, config.retention, config);
+    for_each_section(
+        [&](const auto& section, auto member) { section.print(out, config.*member, config); });
     BindingPrinter(out).bindings(config.bindings);
     out << YAML::EndMap;
     return std::string(out.c_str()) + "\n";

@@ -180,7 +180,8 @@ const Section<KafkaConfig>& kafka_section() {
             custom<K>(
                 "mock", read_mock, print_mock, "absent",
                 R"md(run librdkafka's mock cluster inside the daemon instead of brokers (demo, tests): the keys `kafka.mock.*` below)md")
-                .printed_if([](const Config&, const K& k) { return k.mock.has_value(); }),
+                .printed_if([](const Config&, const K& k) { return k.mock.has_value(); })
+                .nesting(kafka_mock_section()),
             text("group_id", &K::group_id, Text::non_empty,
                  R"md(consumer group. Exactly-once is per group)md")
                 .required("name the consumer group, e.g. group_id: exo-ledger")

@@ -69,6 +69,9 @@ std::string_view name_of(const Choices<E>& choices, E value) {
     return "?";  // a value missing from its Choices: a table bug, shown rather than hidden
 }
 
+template <typename S>
+class Section;
+
 // One key of a section whose struct is S.
 template <typename S>
 struct Key {
@@ -90,6 +93,8 @@ struct Key {
     std::string_view default_override;  // non-empty: the docs' default column instead of `shown`
     std::string_view default_note;      // appended to the docs' default column
     std::string spellings;              // a choice's accepted values, for the docs
+    // The docs rows of a nested mapping's keys (kafka.mock), listed after this one.
+    std::function<std::vector<DocRow>(std::string_view prefix)> nested_rows;
 
     Key required(std::string_view hint) && {
         required_hint = hint;
@@ -111,6 +116,11 @@ struct Key {
         default_note = note;
         return std::move(*this);
     }
+    template <typename T>
+    Key nesting(const Section<T>& section) && {
+        nested_rows = [&section](std::string_view path) { return section.doc_rows(path); };
+        return std::move(*this);
+    }
 };
 
 // One section: its keys in the order messages list them, and its cross-key rules.
@@ -119,8 +129,11 @@ class Section {
 public:
     using Validate = void (*)(const Reader&, S&);
 
-    Section(std::string_view name, std::vector<Key<S>> keys, Validate validate = nullptr)
-        : name_(name), keys_(std::move(keys)), validate_(validate) {
+    // `printed`: when set, the section is printed only when it holds (a section
+    // another setting refuses).
+    Section(std::string_view name, std::vector<Key<S>> keys, Validate validate = nullptr,
+            bool (*printed)(const Config&) = nullptr)
+        : name_(name), keys_(std::move(keys)), validate_(validate), printed_(printed) {
         for (const Key<S>& key : keys_) names_.push_back(key.name);
     }
 
@@ -146,9 +159,10 @@ public:
         if (validate_) validate_(r, out);
     }
 
-    // "<name>: {...}" with every printed key, "<name>: {}" when none is.
+    // "<name>: {...}" with every printed key, "<name>: {}" when none is;
+    // nothing when the section is not printed.
     void print(YAML::Emitter& out, const S& value, const Config& config) const {
-        print_as(out, name_, value, config);
+        if (!printed_ || printed_(config)) print_as(out, name_, value, config);
     }
     void print_as(YAML::Emitter& out, std::string_view as, const S& value,
                   const Config& config) const {
@@ -173,8 +187,10 @@ public:
             if (!meaning.empty() && !key.doc.empty()) meaning += ": ";
             meaning += key.doc;
             if (!key.required_hint.empty()) meaning = "required; " + meaning;
-            rows.push_back({std::string(prefix) + "." + std::string(key.name), std::move(shown),
-                            std::move(meaning)});
+            const std::string path = std::string(prefix) + "." + std::string(key.name);
+            rows.push_back({path, std::move(shown), std::move(meaning)});
+            if (key.nested_rows)
+                for (DocRow& row : key.nested_rows(path)) rows.push_back(std::move(row));
         }
         return rows;
     }
@@ -183,6 +199,7 @@ private:
     std::string_view name_;
     std::vector<Key<S>> keys_;
     Validate validate_;
+    bool (*printed_)(const Config&);
     Keys names_;
 };
 
@@ -198,48 +215,48 @@ Key<S> named(std::string_view name, std::string_view doc) {
     return k;
 }
 
-// A row whose value is a whole number in the file: `read` reads the member,
-// `value` gives the number that is printed and shown.
-template <typename S, typename M, typename ReadFn, typename ValueFn>
-Key<S> whole(std::string_view name, M S::*member, std::string_view doc, ReadFn read,
-             ValueFn value) {
-    Key<S> k = named<S>(name, doc);
-    k.read = [=](const Reader& r, S& s) { read(r, s.*member); };
-    k.print = [=](YAML::Emitter& e, const S& s, const Config&) {
-        yaml_writer::number(e, name, static_cast<long long>(value(s.*member)));
-    };
-    k.shown = [=](const S& s) { return std::to_string(value(s.*member)); };
-    return k;
+// A value as the printer writes it: a whole number bare, text quoted.
+inline void write_value(YAML::Emitter& out, std::string_view key, long long value) {
+    yaml_writer::number(out, key, value);
+}
+inline void write_value(YAML::Emitter& out, std::string_view key, std::string_view value) {
+    yaml_writer::text(out, key, value);
+}
+inline std::string shown_value(long long value) {
+    return std::to_string(value);
+}
+inline std::string shown_value(std::string_view value) {
+    return std::string(value);
 }
 
-// A row whose value is text in the file, printed quoted: `read` reads the
-// member, `value` gives the text that is printed and shown.
-template <typename S, typename M, typename ReadFn, typename TextFn>
-Key<S> quoted(std::string_view name, M S::*member, std::string_view doc, ReadFn read,
-              TextFn value) {
+// A row of one scalar: `read` reads the member, `value` gives what is printed
+// and shown (a whole number, or text).
+template <typename S, typename M, typename ReadFn, typename ValueFn>
+Key<S> scalar(std::string_view name, M S::*member, std::string_view doc, ReadFn read,
+              ValueFn value) {
     Key<S> k = named<S>(name, doc);
     k.read = [=](const Reader& r, S& s) { read(r, s.*member); };
     k.print = [=](YAML::Emitter& e, const S& s, const Config&) {
-        yaml_writer::text(e, name, value(s.*member));
+        write_value(e, name, value(s.*member));
     };
-    k.shown = [=](const S& s) { return std::string(value(s.*member)); };
+    k.shown = [=](const S& s) { return shown_value(value(s.*member)); };
     return k;
 }
 
 // A whole number within `bounds`.
 template <typename S>
 Key<S> number(std::string_view name, int S::*member, Bounds bounds, std::string_view doc) {
-    return whole(
+    return scalar(
         name, member, doc, [=](const Reader& r, int& m) { r.read(name, m, bounds); },
-        [](int m) { return m; });
+        [](int m) { return static_cast<long long>(m); });
 }
 
 // A count of bytes within `bounds`, shown in MiB too.
 template <typename S>
 Key<S> bytes(std::string_view name, std::size_t S::*member, Bounds bounds, std::string_view doc) {
-    Key<S> k = whole(
+    Key<S> k = scalar(
         name, member, doc, [=](const Reader& r, std::size_t& m) { r.read(name, m, bounds); },
-        [](std::size_t m) { return m; });
+        [](std::size_t m) { return static_cast<long long>(m); });
     k.shown = [=](const S& s) { return shown_bytes(s.*member); };
     return k;
 }
@@ -248,27 +265,27 @@ Key<S> bytes(std::string_view name, std::size_t S::*member, Bounds bounds, std::
 template <typename S>
 Key<S> ms(std::string_view name, std::chrono::milliseconds S::*member, Bounds bounds,
           std::string_view doc) {
-    return whole(
+    return scalar(
         name, member, doc,
         [=](const Reader& r, std::chrono::milliseconds& m) { r.read(name, m, bounds); },
-        [](std::chrono::milliseconds m) { return m.count(); });
+        [](std::chrono::milliseconds m) { return static_cast<long long>(m.count()); });
 }
 
 // A duration in whole days within `bounds` (the name ends in _days).
 template <typename S>
 Key<S> days(std::string_view name, std::chrono::hours S::*member, Bounds bounds,
             std::string_view doc) {
-    return whole(
+    return scalar(
         name, member, doc,
         [=](const Reader& r, std::chrono::hours& m) { r.read_days(name, m, bounds); },
-        [](std::chrono::hours m) { return m.count() / 24; });
+        [](std::chrono::hours m) { return static_cast<long long>(m.count() / 24); });
 }
 
 // Text. `printed_as` masks it when printed (a secret), or nullptr.
 template <typename S>
 Key<S> text(std::string_view name, std::string S::*member, Text rule, std::string_view doc,
             std::string (*printed_as)(std::string_view) = nullptr) {
-    Key<S> k = quoted(
+    Key<S> k = scalar(
         name, member, doc, [=](const Reader& r, std::string& m) { r.read(name, m, rule); },
         [=](const std::string& m) { return printed_as ? printed_as(m) : m; });
     k.shown = [=](const S& s) { return shown_text(s.*member); };
@@ -280,7 +297,7 @@ template <typename S, typename E>
 Key<S> choice(std::string_view name, E S::*member, const Choices<E>& choices,
               std::string_view doc) {
     const Choices<E>* table = &choices;
-    Key<S> k = quoted(
+    Key<S> k = scalar(
         name, member, doc, [=](const Reader& r, E& m) { r.read(name, m, *table); },
         [=](E m) { return name_of(*table, m); });
     k.spellings = spellings_of(choices);
@@ -292,7 +309,7 @@ template <typename S>
 Key<S> one_of(std::string_view name, std::string S::*member,
               const Choices<std::string_view>& choices, std::string_view doc) {
     const Choices<std::string_view>* table = &choices;
-    Key<S> k = quoted(
+    Key<S> k = scalar(
         name, member, doc,
         [=](const Reader& r, std::string& m) {
             std::string_view value = m;

@@ -54,6 +54,22 @@ const Section<RetentionConfig>& retention_section();
 // bindings_section.cpp: the docs rows of a binding's keys (bindings[].*).
 std::vector<DocRow> binding_doc_rows();
 
+// Calls f(section, member) for every scalar section and the member of Config it
+// fills, in the order the file, the printer and the docs list them: the one
+// list of sections read_config, effective_config_yaml and the docs go through.
+template <typename F>
+void for_each_section(F&& f) {
+    f(kafka_section(), &Config::kafka);
+    f(redis_section(), &Config::redis);
+    f(postgres_section(), &Config::postgres);
+    f(claim_section(), &Config::claim);
+    f(pipeline_section(), &Config::pipeline);
+    f(logging_section(), &Config::logging);
+    f(observability_section(), &Config::observability);
+    f(outbox_section(), &Config::outbox);
+    f(retention_section(), &Config::retention);
+}
+
 }  // namespace exo::config_schema
 
 namespace exo::config_reading {

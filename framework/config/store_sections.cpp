@@ -181,7 +181,9 @@ const Section<RedisConfig>& redis_section() {
                 "key_prefix", &R::key_prefix, Text::non_empty,
                 R"md(claims are `<prefix>:<group_id>:<key>`, each part with `%` and `:` percent-encoded so no two (group, key) pairs share a claim)md"),
         },
-        validate_redis);
+        validate_redis,
+        // With claim.store: postgres the parser refuses the section (config_parser.cpp).
+        [](const Config& c) { return c.claim.in_redis(); });
     return section;
 }
 
