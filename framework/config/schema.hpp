@@ -7,8 +7,20 @@
 // docs/configuration.md (config_docs.cpp). A default is never written in a row:
 // it is the struct's (config.hpp), read from a default-constructed one.
 //
+// A row, e.g.
+//     ms("linger_ms", &PipelineConfig::linger, kNonNegativeMs, R"md(how long ...)md")
+// reads pipeline.linger_ms as whole milliseconds within the bounds, prints it
+// as a number and documents it with its default (5). Modifiers say the rest:
+// .required(hint), .checked(rule on the value), .printed_if(predicate),
+// .default_plus(note); removed(name, message, doc) is a key refused with what
+// replaced it; custom(...) a key with a reader and printer of its own (lists,
+// nested mappings, addresses).
+//
 // A section's rules between keys live in its table's `validate`, run once every
-// key is read; rules between sections in config_parser.cpp.
+// key is read; rules between sections in config_parser.cpp. Reading records
+// problems in the Reader's context (yaml_reader.hpp) and throws nothing else.
+// Each table is a function-local static, built once on first use (thread-safe)
+// and never changed.
 #include <yaml-cpp/yaml.h>
 
 #include <chrono>
