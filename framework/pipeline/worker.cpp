@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
+#include <stdexcept>
+
 namespace exo {
 namespace {
 
@@ -89,6 +92,25 @@ void Worker::run(std::stop_token stop, Slot& slot) {
     }
 }
 
+HandBack Worker::hand_back_or_abort(Batch& batch) {
+    try {
+        return hand_back(batch, ctx_.stats);
+    } catch (const std::logic_error& e) {
+        // A step left a record without a final fate: a bug in exo, not a
+        // record's failure. Going on could commit an offset past unapplied
+        // work, so the process stops; the log names the batch first (an
+        // exception escaping the thread would only reach stderr).
+        const auto& first = batch.begin()->pending.record;
+        log_->critical(
+            "a batch of {} records from {}[{}] offset {} ended with a record without a final "
+            "fate: {}; stopping the process (nothing past the batch was committed; please "
+            "report this with the log)",
+            batch.size(), first.topic.value, first.partition.value, first.offset.value, e.what());
+        log_->flush();
+        std::abort();
+    }
+}
+
 void Worker::run_batch(Slot& slot, WorkerInbox::Taken taken) {
     slot.busy_since = std::chrono::steady_clock::now().time_since_epoch().count();
     Batch batch(std::move(taken.records));  // never moves: its records point into it
@@ -110,7 +132,7 @@ void Worker::run_batch(Slot& slot, WorkerInbox::Taken taken) {
     }
     slot.protocol.settle(batch, leases);
 
-    auto back = hand_back(batch, ctx_.stats);
+    auto back = hand_back_or_abort(batch);
     for (const auto& lane : back.unstalled) inbox_.clear_stalled(lane);
     if (!back.finished.empty()) ctx_.on_finished(back.finished);
     // Counted once the inbox took them: a park refused at the bound is a dead letter.

@@ -114,6 +114,9 @@ private:
     void run(std::stop_token stop, Slot& slot);  // take a batch, run it, again
     // Keys, claims, the transaction step, then settle and hand back (one batch).
     void run_batch(Slot& slot, WorkerInbox::Taken taken);
+    // hand_back(); a broken precondition (a record without a final fate, a bug)
+    // is logged with the batch's coordinates and aborts the process.
+    HandBack hand_back_or_abort(Batch& batch);
 
     WorkerContext ctx_;
     std::string owner_;
