@@ -142,14 +142,14 @@ TEST_CASE(
 
     const auto& first = at(*batch, 0);
     CHECK(first.outcome() == Outcome::applied);
-    CHECK(first.result == "r:result-1");
+    CHECK(first.result() == "r:result-1");
     for (std::size_t n : {1, 3}) {
         CAPTURE(n);
         const auto& later = at(*batch, n);
         CHECK(later.is_finished());
         CHECK(later.outcome() == Outcome::duplicate_in_batch);
-        CHECK(later.stored == StoredOutcome::applied);
-        CHECK(later.result == "r:result-1");
+        CHECK(later.stored() == StoredOutcome::applied);
+        CHECK(later.result() == "r:result-1");
     }
     CHECK(at(*batch, 2).outcome() == Outcome::applied);
     CHECK(at(*batch, 4).outcome() == Outcome::applied);
@@ -172,7 +172,7 @@ TEST_CASE(
     // batch is Redis's duplicate, as before.
     auto again = bench.run({payment("result-1", "acc-a", 1, 1, 1)});
     CHECK(at(*again, 0).outcome() == Outcome::duplicate_redis);
-    CHECK(at(*again, 0).result == "r:result-1");
+    CHECK(at(*again, 0).result() == "r:result-1");
 }
 
 TEST_CASE(
@@ -248,16 +248,16 @@ TEST_CASE(
     CHECK(at(*batch, 0).outcome() == Outcome::dead_lettered);
     const auto& later = at(*batch, 1);
     CHECK(later.outcome() == Outcome::duplicate_in_batch);
-    CHECK(later.stored == StoredOutcome::dead_lettered);
-    CHECK(later.result == "poison record refused");
+    CHECK(later.stored() == StoredOutcome::dead_lettered);
+    CHECK(later.result() == "poison record refused");
     CHECK(exo::hand_back(*batch, bench.stats()).finished.size() == 3);
     CHECK(processed(h).at("poison-1") == "DEAD_LETTERED/poison record refused");
     CHECK(exo::testing::partition_end(h.bootstrap(), h.topic() + ".dlq") == 1);
     // What a copy in the next batch finds, as before: the same answer.
     auto again = bench.run({payment("poison-1", "acc-p", 1, 1, 1)});
     CHECK(at(*again, 0).outcome() == Outcome::duplicate_redis);
-    CHECK(at(*again, 0).stored == later.stored);
-    CHECK(at(*again, 0).result == later.result);
+    CHECK(at(*again, 0).stored() == later.stored());
+    CHECK(at(*again, 0).result() == later.result());
 }
 
 TEST_CASE(

@@ -254,7 +254,7 @@ TEST_CASE(
     CHECK(std::holds_alternative<exo::fate::Park>(gap.fate()));
     CHECK(gap.why() == "waiting for an earlier sequence of acc-g");
     CHECK(std::get<exo::fate::Park>(gap.fate()).delay <= 1000ms);
-    CHECK_FALSE(gap.pending.dead_letter);
+    CHECK_FALSE(gap.verdict());
     CHECK(record_of(*batch, "ok-1").outcome() == exo::Outcome::applied);
     CHECK(bench.processed() ==
           std::map<std::string, std::string>{{"seq-1", "APPLIED"}, {"ok-1", "APPLIED"}});

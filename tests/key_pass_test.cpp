@@ -106,11 +106,7 @@ TEST_CASE(
         std::string result;
     };
     const std::vector<Case> cases{
-        {"applied",
-         [](exo::BatchRecord& r) {
-             r.result = "receipt-1";
-             r.finish(Outcome::applied);
-         },
+        {"applied", [](exo::BatchRecord& r) { r.finish(Outcome::applied, "receipt-1"); },
          StoredOutcome::applied, "receipt-1"},
         {"stale", [](exo::BatchRecord& r) { r.finish(Outcome::stale); }, StoredOutcome::stale, ""},
         {"a duplicate of a dead-lettered key (Redis)",
@@ -126,8 +122,7 @@ TEST_CASE(
         {"dead-lettered with its dedup row",
          [](exo::BatchRecord& r) {
              r.dead_letter("poison");
-             r.result = "poison";  // what the dead-letter step stores
-             r.finish(Outcome::dead_lettered);
+             r.finish(Outcome::dead_lettered, "poison");  // what the dead-letter step stores
          },
          StoredOutcome::dead_lettered, "poison"},
     };
@@ -143,8 +138,8 @@ TEST_CASE(
             const auto& later = at(*batch, n);
             CHECK(later.is_finished());
             CHECK(later.outcome() == Outcome::duplicate_in_batch);
-            CHECK(later.stored == c.stored);
-            CHECK(later.result == c.result);
+            CHECK(later.stored() == c.stored);
+            CHECK(later.result() == c.result);
             CHECK_FALSE(later.token);  // it never claimed: nothing to complete or release
         }
         exo::PipelineStats stats({"payments"});
@@ -233,8 +228,9 @@ TEST_CASE(
     };
     auto redis_answered = fresh();
     exo::key_pass(*redis_answered, b, 5ms);
-    at(*redis_answered, 0).finish_duplicate(Outcome::duplicate_redis, StoredOutcome::applied, "");
-    at(*redis_answered, 0).stored_fingerprint = at(*redis_answered, 0).fingerprint;
+    at(*redis_answered, 0)
+        .finish_duplicate(Outcome::duplicate_redis, StoredOutcome::applied, "",
+                          at(*redis_answered, 0).fingerprint);
     exo::settle_repeated_keys(*redis_answered);
     CHECK(std::holds_alternative<exo::fate::Requeue>(at(*redis_answered, 1).fate()));
 
@@ -262,8 +258,8 @@ TEST_CASE(
     exo::key_pass(batch, b, 5ms);
     CHECK(at(batch, 0).is_dead_letter());
     CHECK(at(batch, 0).why().find("5 headers") != std::string::npos);
-    REQUIRE(at(batch, 0).pending.dead_letter);
-    CHECK_FALSE(at(batch, 0).pending.dead_letter->record_key);
+    REQUIRE(at(batch, 0).verdict());
+    CHECK_FALSE(at(batch, 0).verdict()->record_key);
 }
 
 TEST_CASE(

@@ -36,13 +36,13 @@ exo::BatchRecord item() {
 TEST_CASE("a finished record stores what its own outcome says about its key") {
     auto a = item();
     a.finish(Outcome::applied);
-    CHECK(a.stored == StoredOutcome::applied);
+    CHECK(a.stored() == StoredOutcome::applied);
     auto s = item();
     s.finish(Outcome::stale);
-    CHECK(s.stored == StoredOutcome::stale);
+    CHECK(s.stored() == StoredOutcome::stale);
     auto d = item();
     d.finish(Outcome::dead_lettered);
-    CHECK(d.stored == StoredOutcome::dead_lettered);
+    CHECK(d.stored() == StoredOutcome::dead_lettered);
     CHECK(d.is_finished());
 }
 
@@ -50,10 +50,10 @@ TEST_CASE("a duplicate of a dead-lettered key is a duplicate that keeps the key 
     auto dup = item();
     dup.finish_duplicate(Outcome::duplicate_postgres, StoredOutcome::dead_lettered, "bad payload");
     CHECK(dup.outcome() == Outcome::duplicate_postgres);
-    CHECK(dup.stored == StoredOutcome::dead_lettered);
-    CHECK(dup.result == "bad payload");
+    CHECK(dup.stored() == StoredOutcome::dead_lettered);
+    CHECK(dup.result() == "bad payload");
     dup.reset_to_pending();
     CHECK_FALSE(dup.outcome());
-    CHECK(dup.stored == StoredOutcome::applied);
-    CHECK(dup.result.empty());
+    CHECK(dup.stored() == StoredOutcome::applied);
+    CHECK(dup.result().empty());
 }

@@ -2,6 +2,7 @@
 #include "core/log_context.hpp"
 
 #include <pqxx/pqxx>
+#include <utility>
 
 #include "core/log_context.hpp"
 #include "core/text.hpp"
@@ -54,7 +55,8 @@ void DeadLetterPublisher::publish(Batch& batch, LeaseKeeper& leases) {
     // acknowledged the dead letter: a row PostgreSQL refuses is found before
     // anything is produced, and a produce that fails leaves no row behind.
     std::vector<BatchRecord*> produced;
-    std::vector<BatchRecord*> known;  // the dedup row already existed: nothing to produce
+    // The dedup row already existed: nothing to produce, it finishes as that row says.
+    std::vector<std::pair<BatchRecord*, ExistingRow>> known;
     try {
         ExplicitTransaction transaction(postgres_.connection());
         auto& tx = transaction.statements();
@@ -68,7 +70,7 @@ void DeadLetterPublisher::publish(Batch& batch, LeaseKeeper& leases) {
                 item->requeue(backoff_(1), "the dead-letter step ran out of time");
                 continue;
             }
-            const auto& verdict = *item->pending.dead_letter;
+            const auto& verdict = *item->verdict();
             tx.exec("SAVEPOINT exo_dead_letter");
             try {
                 if (!item->key.empty() && verdict.record_key) {
@@ -80,10 +82,7 @@ void DeadLetterPublisher::publish(Batch& batch, LeaseKeeper& leases) {
                     if (existing) {
                         // Applied by another copy meanwhile, or dead-lettered by an
                         // earlier try whose acknowledgement we lost: done either way.
-                        item->stored = existing->outcome;
-                        item->result = existing->result;
-                        item->stored_fingerprint = existing->applied.fingerprint;
-                        known.push_back(item);
+                        known.emplace_back(item, std::move(*existing));
                         tx.exec("RELEASE SAVEPOINT exo_dead_letter");
                         continue;
                     }
@@ -125,27 +124,29 @@ void DeadLetterPublisher::publish(Batch& batch, LeaseKeeper& leases) {
     }
 
     std::vector<CompleteRequest> requests;
-    auto settle = [&](BatchRecord* item, bool was_produced) {
+    // `existing`: the dedup row it found instead of producing; nullptr: it was produced.
+    auto settle = [&](BatchRecord* item, ExistingRow* existing) {
         const auto& r = item->pending.record;
-        const auto& verdict = *item->pending.dead_letter;
+        const auto& verdict = *item->verdict();
         LogContext log_context(r.topic, r.partition, r.offset, item->key, &item->pending.trace);
-        if (was_produced) {
+        if (existing == nullptr) {
             log_.error("dead-lettered {}[{}]@{} (key '{}'): {}", r.topic.value, r.partition.value,
                        r.offset.value, item->key, verdict.reason);
-            item->finish(Outcome::dead_lettered);
             // What its dedup row stores, and a later copy of its key gets back.
-            item->result = printable_text(verdict.reason);
+            item->finish(Outcome::dead_lettered, printable_text(verdict.reason));
         } else {
-            item->finish_duplicate(Outcome::duplicate_postgres, item->stored, item->result);
+            item->finish_duplicate(Outcome::duplicate_postgres, existing->outcome,
+                                   std::move(existing->result),
+                                   std::move(existing->applied.fingerprint));
         }
         if (item->token && verdict.record_key) {
-            requests.push_back(
-                {item->key, *item->token, item->result, item->stored, item->stored_fingerprint});
+            requests.push_back({item->key, *item->token, item->result(), item->stored(),
+                                item->stored_fingerprint()});
             item->token.reset();
         }
     };
-    for (auto* item : produced) settle(item, true);
-    for (auto* item : known) settle(item, false);
+    for (auto* item : produced) settle(item, nullptr);
+    for (auto& [item, existing] : known) settle(item, &existing);
     if (requests.empty()) return;
     leases.hold(batch.open_claims());  // let go first: its renewals' LOST is then ours
     ClaimStore* claims = redis_.claims();
@@ -159,7 +160,7 @@ void DeadLetterPublisher::publish(Batch& batch, LeaseKeeper& leases) {
 }
 
 OutgoingRecord DeadLetterPublisher::produce(const BatchRecord& item) {
-    const auto& verdict = *item.pending.dead_letter;
+    const auto& verdict = *item.verdict();
     const std::string topic =
         item.binding ? item.binding->dead_letter_topic : item.pending.record.topic.value + ".dlq";
     // One dead letter at a time, waiting for its acknowledgement: a failure is

@@ -21,6 +21,8 @@ struct DeadLetterVerdict {
     bool record_key = true;
     // A strict-sequence gap timed out: its exo_sequence_gaps row goes with it.
     bool clears_gap = false;
+
+    friend bool operator==(const DeadLetterVerdict&, const DeadLetterVerdict&) = default;
 };
 
 // The records that run one after another (bindings[].ordering): a partition's
@@ -41,7 +43,8 @@ struct FinishedOffset {
 };
 
 // A polled record on its way through the pipeline, with what the retries so
-// far have learned about it.
+// far have learned about it: the part of its state that lives across batches
+// (batch_record.hpp: the parts that live for one batch and one transaction try).
 struct PendingRecord {
     Record record;
     // Its lane's key, decided once by the daemon from the binding's ordering.
@@ -60,9 +63,13 @@ struct PendingRecord {
     // back in its lane's queue gives its place up.
     bool parked = false;
     std::chrono::steady_clock::time_point polled_at = std::chrono::steady_clock::now();
-    std::optional<DeadLetterVerdict> dead_letter{};  // set: only the dead-letter step is left
-    int dead_letter_failures = 0;                    // tries to record the verdict that failed
-    bool stalled = false;  // dead_letter_failures reached the bound: reported once
+    // A verdict it carries into its next batch, where only the dead-letter step
+    // is left: judged before any batch (too many headers at poll, a park the
+    // inbox refused) or by a batch whose dead-letter step failed
+    // (BatchRecord::leave_batch). A batch's own verdict is BatchRecord's until then.
+    std::optional<DeadLetterVerdict> dead_letter{};
+    int dead_letter_failures = 0;  // tries to record the verdict that failed
+    bool stalled = false;          // dead_letter_failures reached the bound: reported once
     // Its batch's COMMIT failed without saying which record was at fault: run it
     // in a transaction of its own, so a failure is its own and counts for it alone.
     bool solo = false;

@@ -91,8 +91,7 @@ RunResult call_batch_handler(const PassContext& ctx, pqxx::transaction_base& tx,
         ctx.stats.postgres_round_trips++;
     }
     for (std::size_t n = 0; n < run.size(); ++n) {
-        run[n]->result = std::move(detail::ContextAccess::result(entries[n]));
-        run[n]->finish(Outcome::applied);
+        run[n]->finish(Outcome::applied, std::move(detail::ContextAccess::result(entries[n])));
     }
     return RunResult::ran();
 }

@@ -82,9 +82,10 @@ void Claims::claim(Batch& batch) {
                                         r.status == ClaimStatus::duplicate
                                             ? StoredOutcome::applied
                                             : StoredOutcome::dead_lettered,
-                                        r.stored_result);
-                // What a later copy in the batch is compared with (repeated_keys.hpp).
-                record.stored_fingerprint = r.stored_fingerprint;
+                                        r.stored_result,
+                                        // What a later copy in the batch is compared
+                                        // with (repeated_keys.hpp).
+                                        r.stored_fingerprint);
                 break;
             case ClaimStatus::failed: {
                 // This key alone: its record fails, counted and bounded, its
@@ -129,8 +130,8 @@ void Claims::complete(Batch& batch, LeaseKeeper& leases) {
         if (record.is_finished() && record.redis_said_duplicate) report_contradiction(record);
         if (!record.is_finished() || !record.token) continue;
         if (record.outcome() == Outcome::duplicate_redis) continue;  // Redis said so itself
-        requests.push_back(
-            {record.key, *record.token, record.result, record.stored, record.stored_fingerprint});
+        requests.push_back({record.key, *record.token, record.result(), record.stored(),
+                            record.stored_fingerprint()});
         record.token.reset();  // the claim is settled one way or the other
     }
     if (requests.empty()) return;
@@ -155,7 +156,7 @@ void Claims::complete(Batch& batch, LeaseKeeper& leases) {
 
 void Claims::report_contradiction(const BatchRecord& record) {
     if (record.outcome() == Outcome::duplicate_postgres ||
-        record.outcome() == Outcome::duplicate_in_batch || record.key_reused)
+        record.outcome() == Outcome::duplicate_in_batch || record.key_reused())
         return;  // the dedup row agreed with Redis
     stats_.redis_duplicates_contradicted++;
     const auto& pr = record.pending.record;

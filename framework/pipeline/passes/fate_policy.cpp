@@ -94,7 +94,7 @@ void FatePolicy::batch_failed(Batch& batch, Failure failure, milliseconds wait,
     // attempt of each of them.
     const bool counted = counts_as_attempt(failure);
     for (auto& record : batch) {
-        if (!record.in_transaction || record.committed) {
+        if (!record.in_transaction || record.committed()) {
             // Settled before the transaction (a Redis duplicate, a bad key, a
             // CONFLICT), or by a transaction that committed: those answers stand.
             if (record.is_pending()) record.requeue(wait, why);

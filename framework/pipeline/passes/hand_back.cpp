@@ -68,13 +68,13 @@ HandBack hand_back(Batch& batch, PipelineStats& stats) {
                 },
                 [&](const fate::Park& park) {
                     // Counted by the worker once the inbox took it (it may refuse it).
-                    out.parked.push_back({std::move(record.pending), now + park.delay});
+                    out.parked.push_back({record.leave_batch(), now + park.delay});
                 },
                 [&](const fate::Requeue& requeued) {
                     // Back to the front of its lane, held until the latest retry time.
                     auto& until = out.hold_until[record.pending.lane()];
                     until = std::max(until, now + requeued.delay);
-                    out.requeue.push_back(std::move(record.pending));
+                    out.requeue.push_back(record.leave_batch());
                 },
             },
             *fate++);

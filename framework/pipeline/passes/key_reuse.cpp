@@ -11,7 +11,7 @@ void finish_postgres_duplicate(BatchRecord& record, ExistingRow row, PipelineSta
     if (verdict == KeyReuse::dead_letter || verdict == KeyReuse::log) {
         const auto& r = record.pending.record;
         stats.key_reused(r.topic.value);
-        record.key_reused = true;
+        record.note_key_reused();
         auto why = key_reuse_reason(record.fingerprint, row.applied);
         if (verdict == KeyReuse::dead_letter) {
             // No dedup row: the key has the applied copy's, which stays the answer.
@@ -22,8 +22,8 @@ void finish_postgres_duplicate(BatchRecord& record, ExistingRow row, PipelineSta
         log.warn("{}[{}]@{} (key '{}'): {}; finished as a duplicate (on_key_reuse: log)",
                  r.topic.value, r.partition.value, r.offset.value, record.key, why);
     }
-    record.finish_duplicate(Outcome::duplicate_postgres, row.outcome, std::move(row.result));
-    record.stored_fingerprint = std::move(row.applied.fingerprint);
+    record.finish_duplicate(Outcome::duplicate_postgres, row.outcome, std::move(row.result),
+                            std::move(row.applied.fingerprint));
 }
 
 }  // namespace exo

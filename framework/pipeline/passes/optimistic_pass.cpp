@@ -81,10 +81,9 @@ std::optional<std::string> start_set_based(const PassContext& ctx, pqxx::transac
         }
         switch (*decided.verdict) {
             case SequenceVerdict::apply:
-                record.framework_started = true;  // only its handler is left to run
+                record.note_framework_started();  // only its handler is left to run
                 break;
             case SequenceVerdict::stale:
-                record.result.clear();
                 record.finish(Outcome::stale);
                 break;
             case SequenceVerdict::gap: {
@@ -120,7 +119,7 @@ PassResult run_pass(const PassContext& ctx, pqxx::connection& connection, Batch&
     // record the start found a duplicate or stale ends as that instead.)
     std::vector<NamedFailure> outside_failed;
     for (auto* record : records)
-        if (record->is_pending() && record->framework_started && record->outside_failure) {
+        if (record->is_pending() && record->framework_started() && record->outside_failure) {
             auto failed = record_failure(record->outside_failure, record->binding->handler);
             outside_failed.push_back({record, failed.failure, std::move(failed.why)});
         }
@@ -143,7 +142,7 @@ PassResult run_pass(const PassContext& ctx, pqxx::connection& connection, Batch&
     };
     for (auto* record : records) {
         if (!record->is_pending()) continue;  // decided already, or held behind a record
-        if (record->framework_started && ctx.handlers.batch_handler(*record->binding)) {
+        if (record->framework_started() && ctx.handlers.batch_handler(*record->binding)) {
             if (!run.empty() && run.front()->binding != record->binding)
                 if (auto ran = call_run(); !ran.applied)
                     return roll_back(transaction, ctx.stats, ran.why, std::move(ran.named));

@@ -19,7 +19,7 @@ std::optional<RecordFailure> run_record(const PassContext& ctx, pqxx::transactio
     // Read before anything is written: a bad sequence field is the record's
     // fault alone and needs no rollback.
     std::optional<SequenceValue> seq;
-    if (binding.sequence && !record.framework_started) {
+    if (binding.sequence && !record.framework_started()) {
         try {
             seq = extract_sequence(*binding.sequence, record.payload);
         } catch (const PermanentError& e) {
@@ -47,8 +47,8 @@ std::optional<RecordFailure> run_record(const PassContext& ctx, pqxx::transactio
                                     &record.handed_over,
                                     record.outside_failure,
                                     &record.fingerprint};
-        auto step = record.framework_started ? run_handler_step(tx, input)
-                                             : run_record_step(tx, input, undo);
+        auto step = record.framework_started() ? run_handler_step(tx, input)
+                                               : run_record_step(tx, input, undo);
         ctx.stats.postgres_round_trips += static_cast<std::uint64_t>(step.round_trips);
         if (step.outcome == Outcome::applied) ctx.stats.handler_ran(binding.topic, handler_took);
         if (step.outcome == Outcome::duplicate_postgres) {
@@ -56,8 +56,7 @@ std::optional<RecordFailure> run_record(const PassContext& ctx, pqxx::transactio
                 record, ExistingRow{step.stored, std::move(step.result), std::move(step.applied)},
                 ctx.stats, ctx.log);
         } else if (step.outcome) {
-            record.result = std::move(step.result);
-            record.finish(*step.outcome);
+            record.finish(*step.outcome, std::move(step.result));
         } else if (!step.gap_expired.empty()) {
             record.dead_letter(std::move(step.gap_expired), /*record_key=*/false,
                                /*clears_gap=*/true);
@@ -103,7 +102,7 @@ PassResult commit_records(const PassContext& ctx, ExplicitTransaction& transacti
         if (classify(e) == Failure::postgres_down) throw;  // the dedup rows decide on the retry
         return PassResult::rolled_back(e.what());
     }
-    for (auto* record : records) record->committed = true;
+    for (auto* record : records) record->note_committed();
     if (outbox.emitted() && ctx.outbox_doorbell) ctx.outbox_doorbell->ring();
     return PassResult::done();
 }
