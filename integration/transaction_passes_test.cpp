@@ -205,7 +205,7 @@ TEST_CASE(
     const auto& poison = record_of(*batch, "poison-2");
     CHECK(poison.is_dead_letter());
     CHECK(poison.why() == "poison record refused");
-    CHECK(poison.committed);
+    CHECK(poison.committed());
     // Only the poison record's savepoint rolled back: its dedup row is left to
     // the dead-letter step.
     CHECK(bench.processed() ==
