@@ -35,8 +35,9 @@ void OffsetTracker::finish(const TopicPartition& tp, Offset offset) {
     if (it != partitions_.end()) it->second.finish(offset);
 }
 
-std::vector<CommitPoint> OffsetTracker::committable(const std::vector<TopicPartition>* only) const {
-    std::vector<CommitPoint> out;
+std::vector<OffsetToCommit> OffsetTracker::committable(
+    const std::vector<TopicPartition>* only) const {
+    std::vector<OffsetToCommit> out;
     auto add = [&](const TopicPartition& tp, const PartitionOffsets& p) {
         if (auto next = p.committable()) out.push_back({tp, *next});
     };
@@ -49,16 +50,16 @@ std::vector<CommitPoint> OffsetTracker::committable(const std::vector<TopicParti
     return out;
 }
 
-std::optional<CommitPoint> OffsetTracker::committable_at(const TopicPartition& tp,
-                                                         Offset position) const {
+std::optional<OffsetToCommit> OffsetTracker::committable_at(const TopicPartition& tp,
+                                                            Offset position) const {
     auto it = partitions_.find(tp);
     if (it == partitions_.end()) return std::nullopt;
     auto next = it->second.committable_at(position);
     if (!next) return std::nullopt;
-    return CommitPoint{tp, *next};
+    return OffsetToCommit{tp, *next};
 }
 
-void OffsetTracker::mark_committed(const std::vector<CommitPoint>& points) {
+void OffsetTracker::mark_committed(const std::vector<OffsetToCommit>& points) {
     for (const auto& p : points)
         if (auto it = partitions_.find(p.partition); it != partitions_.end())
             it->second.mark_committed(p.next);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <exo/types.hpp>
+#include "core/offset_to_commit.hpp"
 
 namespace exo {
 
@@ -52,21 +53,17 @@ private:
     std::optional<std::int64_t> committed_next_;
 };
 
-struct CommitPoint {
-    TopicPartition partition;
-    Offset next;
-};
-
 class OffsetTracker {
 public:
     void track(const TopicPartition& tp, Offset offset) { partitions_[tp].track(offset); }
     // Finishing a record of a partition no longer tracked (revoked) is ignored.
     void finish(const TopicPartition& tp, Offset offset);
     // Offsets that moved since they were last marked committed (all, or only `only`).
-    std::vector<CommitPoint> committable(const std::vector<TopicPartition>* only = nullptr) const;
+    std::vector<OffsetToCommit> committable(
+        const std::vector<TopicPartition>* only = nullptr) const;
     // PartitionOffsets::committable_at for a tracked partition.
-    std::optional<CommitPoint> committable_at(const TopicPartition& tp, Offset position) const;
-    void mark_committed(const std::vector<CommitPoint>& points);
+    std::optional<OffsetToCommit> committable_at(const TopicPartition& tp, Offset position) const;
+    void mark_committed(const std::vector<OffsetToCommit>& points);
     void forget(const TopicPartition& tp) { partitions_.erase(tp); }
     std::size_t unfinished(const TopicPartition& tp) const;
     std::int64_t unfinished_window(const TopicPartition& tp) const;

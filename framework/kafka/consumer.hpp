@@ -19,6 +19,7 @@
 #include <vector>
 
 #include <exo/record.hpp>
+#include "core/offset_to_commit.hpp"
 #include "kafka/kafka_error.hpp"
 #include "kafka/rdkafka_handles.hpp"
 
@@ -34,11 +35,6 @@ public:
     // commit their offsets (synchronously, via commit()) before returning. `lost`
     // is true when the group already gave them to someone else: committing then fails.
     virtual void on_revoked(const std::vector<TopicPartition>& partitions, bool lost) = 0;
-};
-
-struct OffsetToCommit {
-    TopicPartition partition;
-    Offset next;  // the next offset to read: last finished + 1
 };
 
 struct ConsumerOptions {

@@ -332,14 +332,11 @@ void Daemon::commit_when_due(std::size_t in_flight) {
 
 void Daemon::on_commit_answered(const std::vector<OffsetToCommit>& accepted) {
     if (commit_schedule_) commit_schedule_->answered();
-    std::vector<CommitPoint> points;
-    points.reserve(accepted.size());
-    for (const auto& o : accepted) points.push_back({o.partition, o.next});
     // A partition revoked since is not tracked and is ignored; one assigned again
     // since is marked at most where the broker's offset already was (a commit only
     // moves forward, and the revoke committed at least this much).
     std::lock_guard lock(offsets_mutex_);
-    offsets_.mark_committed(points);
+    offsets_.mark_committed(accepted);
 }
 
 bool Daemon::commit_finished(bool synchronous, const std::vector<TopicPartition>* only) {
@@ -358,7 +355,7 @@ bool Daemon::commit_finished(bool synchronous, const std::vector<TopicPartition>
     std::vector<std::pair<TopicPartition, Offset>> positions;
     for (const auto& tp : idle)
         if (auto position = consumer_->settled_position(tp)) positions.emplace_back(tp, *position);
-    std::vector<CommitPoint> points;
+    std::vector<OffsetToCommit> points;
     {
         std::lock_guard lock(offsets_mutex_);
         points = offsets_.committable(only);
@@ -366,7 +363,7 @@ bool Daemon::commit_finished(bool synchronous, const std::vector<TopicPartition>
             auto past = offsets_.committable_at(tp, position);
             if (!past) continue;
             auto it = std::find_if(points.begin(), points.end(),
-                                   [&](const CommitPoint& p) { return p.partition == tp; });
+                                   [&](const OffsetToCommit& p) { return p.partition == tp; });
             if (it != points.end())
                 it->next = past->next;
             else
@@ -374,11 +371,8 @@ bool Daemon::commit_finished(bool synchronous, const std::vector<TopicPartition>
         }
     }
     if (points.empty()) return false;
-    std::vector<OffsetToCommit> offsets;
-    offsets.reserve(points.size());
-    for (const auto& p : points) offsets.push_back({p.partition, p.next});
     try {
-        consumer_->commit(offsets, synchronous);
+        consumer_->commit(points, synchronous);
     } catch (const KafkaError& e) {
         // Not marked committed: the same offsets are tried again next time. A
         // redelivery meanwhile is harmless (duplicates are caught).
