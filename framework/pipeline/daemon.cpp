@@ -269,55 +269,29 @@ std::size_t Daemon::bytes_in_flight() const {
 }
 
 void Daemon::update_pauses(std::size_t total, std::size_t total_bytes) {
-    const auto& pipeline = config_.pipeline;
-    const auto limit = static_cast<std::size_t>(pipeline.max_queued_per_partition);
-    const auto total_limit = static_cast<std::size_t>(pipeline.max_in_flight);
-    const auto bytes_limit = pipeline.max_queued_bytes_per_partition;
-    const auto total_bytes_limit = pipeline.max_in_flight_bytes;
-    // Spilled records cost an offset each; this many a partition's held keys
-    // may spill before the partition is paused after all.
-    const auto spill_limit = limit * kSpilledPerQueued;
-    // Hysteresis, as per partition: paused at either limit, resumed when both
-    // are at half. A pause never holds back what is queued already, so a record
-    // larger than a bound alone pauses its partition until it is done, no longer.
-    if (total >= total_limit || total_bytes >= total_bytes_limit) over_total_ = true;
-    if (total <= total_limit / 2 && total_bytes <= total_bytes_limit / 2) over_total_ = false;
     const auto now = Clock::now();
-    std::vector<TopicPartition> to_pause, to_resume;
+    std::map<TopicPartition, PartitionLoad> loads;
     for (const auto& tp : assigned_) {
         auto& inbox = worker_for(tp).inbox();
-        auto in_flight = inbox.queued(tp) + inbox.in_batch(tp);
-        auto bytes = inbox.queued_bytes(tp) + inbox.in_batch_bytes(tp);
-        std::size_t spilled_held = 0;
-        // Held keys' own records do not count (worker_inbox.hpp): one key's
-        // retries must not pause the partition's other keys. Walked only when
-        // it can matter.
-        if (in_flight > limit / 2 || bytes > bytes_limit / 2 || inbox.spilled(tp) > 0) {
+        PartitionLoad load{inbox.queued(tp) + inbox.in_batch(tp),
+                           inbox.queued_bytes(tp) + inbox.in_batch_bytes(tp), 0};
+        // Held keys' own records do not count (worker_inbox.hpp): walked only
+        // when it can matter.
+        if (pauses_.near_bound(load.records, load.bytes) || inbox.spilled(tp) > 0) {
             const auto held = inbox.held_keys(tp);
-            in_flight -= std::min(in_flight, held.queued);
-            bytes -= std::min(bytes, held.queued_bytes);
-            spilled_held = held.spilled;
+            load.records -= std::min(load.records, held.queued);
+            load.bytes -= std::min(load.bytes, held.queued_bytes);
+            load.spilled_held = held.spilled;
             if (held.read_again_from && read_again_.open(tp, *held.read_again_from, now)) {
                 consumer_->rewind(tp, *held.read_again_from);
                 stats_.reads_again++;
             }
         }
-        const bool over = in_flight >= limit || bytes >= bytes_limit ||
-                          spilled_held >= spill_limit || over_total_;
-        const bool under = in_flight <= limit / 2 && bytes <= bytes_limit / 2 &&
-                           spilled_held <= spill_limit / 2 && !over_total_;
-        bool paused = paused_.contains(tp);
-        if (!paused && over) to_pause.push_back(tp);
-        if (paused && under) to_resume.push_back(tp);
+        loads.emplace(tp, load);
     }
-    if (!to_pause.empty()) {
-        consumer_->pause(to_pause);
-        paused_.insert(to_pause.begin(), to_pause.end());
-    }
-    if (!to_resume.empty()) {
-        consumer_->resume(to_resume);
-        for (const auto& tp : to_resume) paused_.erase(tp);
-    }
+    const auto changes = pauses_.update(total, total_bytes, loads);
+    if (!changes.pause.empty()) consumer_->pause(changes.pause);
+    if (!changes.resume.empty()) consumer_->resume(changes.resume);
 }
 
 void Daemon::commit_when_due(std::size_t in_flight) {
@@ -415,7 +389,7 @@ void Daemon::on_assigned(const std::vector<TopicPartition>& partitions) {
     // arrives unpaused: only our own bookkeeping needs resetting.
     assigned_.insert(partitions.begin(), partitions.end());
     for (const auto& tp : partitions) {
-        paused_.erase(tp);
+        pauses_.forget(tp);
         read_again_.forget(tp);
     }
     publish_status(true);
@@ -430,7 +404,7 @@ void Daemon::on_revoked(const std::vector<TopicPartition>& partitions, bool lost
     for (const auto& tp : partitions) {
         offsets_.forget(tp);
         assigned_.erase(tp);
-        paused_.erase(tp);
+        pauses_.forget(tp);
         read_again_.forget(tp);
     }
     if (lost) joined_ = false;  // the group moved on without this member
@@ -469,7 +443,7 @@ void Daemon::publish_status(bool now) {
         auto& inbox = worker_for(tp).inbox();
         PartitionStatus p;
         p.partition = tp;
-        p.paused = paused_.contains(tp);
+        p.paused = pauses_.paused(tp);
         p.stalled = inbox.stalled(tp);
         p.queued = inbox.queued(tp);
         const auto parked = inbox.parked_load(tp);

@@ -30,6 +30,7 @@
 #include "outbox/outbox_relay.hpp"
 #include "pipeline/commit_schedule.hpp"
 #include "pipeline/handler_registry.hpp"
+#include "pipeline/pause_policy.hpp"
 #include "pipeline/read_again.hpp"
 #include "pipeline/retention_pruner.hpp"
 #include "pipeline/worker.hpp"
@@ -93,20 +94,13 @@ private:
     OffsetTracker offsets_;  // guarded by offsets_mutex_
 
     std::set<TopicPartition> assigned_;  // poll thread only
-    std::set<TopicPartition> paused_;    // poll thread only
     // Records finished (the workers count them), and, poll thread only, when the
     // next commit is due.
     std::atomic<std::uint64_t> finished_records_{0};
     std::optional<CommitSchedule> commit_schedule_;
-    // Poll thread only: pipeline.max_in_flight or max_in_flight_bytes reached, all paused.
-    bool over_total_ = false;
+    PausePolicy pauses_{PauseLimits::of(config_.pipeline)};  // poll thread only
     // Held keys' spilled records (worker_inbox.hpp) read again: poll thread only.
     ReadAgain read_again_;
-    // A partition whose held keys spilled this many offsets per record of
-    // max_queued_per_partition is paused after all: memory stays bounded (an
-    // offset costs some 60 bytes: its place in the lane and in the offset
-    // tracker) when a hot key is held for long.
-    static constexpr std::size_t kSpilledPerQueued = 100;
     std::map<std::string, const BindingConfig*> binding_of_;  // by topic
     bool joined_ = false;                                 // poll thread only: an assignment came
     std::optional<ConsumerStatistics> kafka_statistics_;  // poll thread only: the last reading
