@@ -31,7 +31,7 @@ std::vector<HandlerContext> entries_of(pqxx::transaction_base& tx, const PassCon
 // What a BatchRecordFailed's cause means; throws what pauses the worker.
 RecordFailure cause_of(const BatchRecordFailed& e, const std::string& handler) {
     if (!e.cause()) return {Failure::retryable, printable_text(e.what())};
-    return record_failure(e.cause(), handler);
+    return failure_of(e.cause(), handler);
 }
 
 }  // namespace
@@ -63,13 +63,9 @@ RunResult call_batch_handler(const PassContext& ctx, pqxx::transaction_base& tx,
             "to find it",
             binding.handler, e.index(), run.size());
         return RunResult::failed(why);
-    } catch (const std::exception& e) {
-        if (pauses_the_worker(classify(e))) throw;  // the whole batch waits for the dependency
-        // Which record failed is unknown: the careful pass runs each alone.
-        return RunResult::failed(printable_text(e.what()));
     } catch (...) {
-        return RunResult::failed("handler '" + binding.handler +
-                                 "' threw an exception that is not a std::exception");
+        // Which record failed is unknown: the careful pass runs each alone.
+        return RunResult::failed(failure_of(std::current_exception(), binding.handler).why);
     }
     ctx.stats.handler_ran(binding.topic, took, run.size());
     std::vector<std::string> keys;

@@ -2,7 +2,6 @@
 
 #include <exo/errors.hpp>
 #include "core/key_derivation.hpp"
-#include "core/text.hpp"
 #include "pg/record_start.hpp"
 #include "pipeline/passes/batch_handler_call.hpp"
 #include "pipeline/passes/entity_holds.hpp"
@@ -63,9 +62,9 @@ std::optional<std::string> start_set_based(const PassContext& ctx, pqxx::transac
     RecordsStart start;
     try {
         start = start_records(tx, ctx.config.kafka.group_id, starting, leave_out);
-    } catch (const std::exception& e) {
-        if (pauses_the_worker(classify(e))) throw;  // the whole batch waits for the dependency
-        return printable_text(e.what());            // the careful pass meets it record by record
+    } catch (...) {
+        // The careful pass meets it record by record.
+        return failure_of(std::current_exception()).why;
     }
     ctx.stats.postgres_round_trips += static_cast<std::uint64_t>(start.round_trips);
     ctx.stats.set_based_transactions++;
@@ -120,7 +119,7 @@ PassResult run_pass(const PassContext& ctx, pqxx::connection& connection, Batch&
     std::vector<NamedFailure> outside_failed;
     for (auto* record : records)
         if (record->is_pending() && record->framework_started() && record->outside_failure) {
-            auto failed = record_failure(record->outside_failure, record->binding->handler);
+            auto failed = failure_of(record->outside_failure, record->binding->handler);
             outside_failed.push_back({record, failed.failure, std::move(failed.why)});
         }
     if (!outside_failed.empty()) {

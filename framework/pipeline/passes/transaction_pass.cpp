@@ -66,24 +66,24 @@ std::optional<RecordFailure> run_record(const PassContext& ctx, pqxx::transactio
         }
         return std::nullopt;
     } catch (...) {
-        return record_failure(std::current_exception(), binding.handler);
+        return failure_of(std::current_exception(), binding.handler);
     }
 }
 
-RecordFailure record_failure(const std::exception_ptr& thrown, const std::string& handler) {
+RecordFailure failure_of(const std::exception_ptr& thrown, const std::string& handler) {
     try {
         std::rethrow_exception(thrown);
     } catch (const std::exception& e) {
         const Failure failure = classify(e);
         if (pauses_the_worker(failure)) throw;  // the whole batch waits for the dependency
-        return RecordFailure{failure, failure == Failure::aborted_transaction
+        return RecordFailure{failure, failure == Failure::aborted_transaction && !handler.empty()
                                           ? swallowed_error_reason(handler)
                                           : printable_text(e.what())};
     } catch (...) {
         // Not a std::exception: nothing says what it means, so it is retried.
-        return RecordFailure{Failure::retryable, "handler '" + handler +
-                                                     "' threw an exception that is not a "
-                                                     "std::exception"};
+        return RecordFailure{Failure::retryable,
+                             (handler.empty() ? "a step" : "handler '" + handler + "'") +
+                                 " threw an exception that is not a std::exception"};
     }
 }
 
@@ -91,16 +91,16 @@ PassResult commit_records(const PassContext& ctx, ExplicitTransaction& transacti
                           const TransactionRecords& records, TransactionOutbox& outbox) {
     try {
         ctx.stats.postgres_round_trips += static_cast<std::uint64_t>(outbox.flush());
-    } catch (const std::exception& e) {
-        if (pauses_the_worker(classify(e))) throw;  // the whole batch waits for the dependency
-        return roll_back(transaction, ctx.stats, printable_text(e.what()));
+    } catch (...) {
+        return roll_back(transaction, ctx.stats, failure_of(std::current_exception()).why);
     }
     ctx.stats.postgres_round_trips += 2;  // BEGIN and COMMIT
     try {
         transaction.commit(ctx.failpoints);
-    } catch (const std::exception& e) {
-        if (classify(e) == Failure::postgres_down) throw;  // the dedup rows decide on the retry
-        return PassResult::rolled_back(e.what());
+    } catch (...) {
+        // A lost connection rethrows (the outcome is unknown): the dedup rows
+        // decide on the retry.
+        return PassResult::rolled_back(failure_of(std::current_exception()).why);
     }
     for (auto* record : records) record->note_committed();
     if (outbox.emitted() && ctx.outbox_doorbell) ctx.outbox_doorbell->ring();

@@ -21,6 +21,7 @@
 #include "pipeline/binding_handlers.hpp"
 #include "pipeline/failure_matrix.hpp"
 #include "pipeline/passes/fate_policy.hpp"
+#include "pipeline/passes/retry_ladder.hpp"
 #include "pipeline/record_step.hpp"
 
 namespace exo {
@@ -49,6 +50,7 @@ struct NamedFailure {
 // How a pass ended. Not committed: the transaction was rolled back and `why`
 // says why; the verdicts the pass took are the caller's to forget.
 struct PassResult {
+    Rung rung = Rung::optimistic;  // the attempt's (AttemptExecutor::run)
     bool committed = false;
     std::string why;
     // The optimistic pass only: a batch handler named the record it failed on,
@@ -65,11 +67,14 @@ struct PassResult {
     // NACKs them (FatePolicy::record_failed), once, after it forgot a
     // rolled-back pass's verdicts.
     std::vector<NamedFailure> entity_held;
+    // The records that were pending when the attempt started: what a
+    // rolled-back attempt's verdicts are forgotten for (AttemptExecutor).
+    TransactionRecords ran;
 
-    static PassResult done() { return {true, {}, std::nullopt, {}, {}}; }
+    static PassResult done() { return {Rung::optimistic, true, {}, std::nullopt, {}, {}, {}}; }
     static PassResult rolled_back(std::string why,
                                   std::optional<NamedFailure> named = std::nullopt) {
-        return {false, std::move(why), std::move(named), {}, {}};
+        return {Rung::optimistic, false, std::move(why), std::move(named), {}, {}, {}};
     }
 };
 
@@ -80,9 +85,14 @@ struct RecordFailure {
     std::string why;
 };
 
-// What a record's failure `thrown` (a handler's, or PostgreSQL's in its step)
-// means for it. Rethrows what pauses the worker (pauses_the_worker).
-RecordFailure record_failure(const std::exception_ptr& thrown, const std::string& handler);
+// The one place where a failure thrown in an attempt becomes a value: what
+// `thrown` (a handler's, PostgreSQL's in a record's step or around the
+// records, the outside work's) means, and why, as logs and dead letters say it.
+// `handler`: whose code ran, blamed when it swallowed a database error or threw
+// something that is no std::exception; empty for the framework's own
+// statements (their message says why). Rethrows what pauses the worker
+// (pauses_the_worker): the whole batch waits for the dependency.
+RecordFailure failure_of(const std::exception_ptr& thrown, const std::string& handler = {});
 
 // One record's part in the transaction (pipeline/record_step.hpp), its answer
 // made the record's fate: finished, parked for a gap, or a dead letter. A

@@ -1,30 +1,35 @@
 #pragma once
-// The transaction step (docs/design.md section 5.3): the batch's pending
-// records in PostgreSQL transactions, in partition order. The transaction's
-// records run optimistically first; a record a batch handler names is taken
-// out and the rest run optimistically again (at most kMaxExclusions times);
-// any other failure runs them carefully, a savepoint per record; a COMMIT that
-// fails without naming a record runs each once more in a transaction of its
-// own, so the one that fails COMMIT pays alone. In either pass a record whose
-// sequence entity another transaction holds locked is NACKed at once, with the
-// records of its lane behind it, and the others go on in the same transaction.
+// The transaction step (docs/design.md#transaction-retry-ladder): the batch's
+// pending records in PostgreSQL transactions, in partition order, each
+// transaction's records down the retry ladder (retry_ladder.hpp: optimistic,
+// optimistic without a record a batch handler names, careful, each record
+// alone after a COMMIT that names none) by its executor (attempt_executor.hpp).
+// In either pass a record whose sequence entity another transaction holds
+// locked is NACKed at once, with the records of its lane behind it, and the
+// others go on in the same transaction.
 //
 // Thread-safety: none; the worker's thread only.
+#include <functional>
+
 #include "pipeline/batch.hpp"
 #include "pipeline/passes/transaction_pass.hpp"
 #include "pipeline/postgres_session.hpp"
 
 namespace exo {
 
-// How many records batch handlers may name in one transaction's records before
-// they run carefully.
-inline constexpr int kMaxExclusions = 8;
-
 // Records whose dead-letter verdict an earlier try took (only their dead-letter
 // step failed) go straight to the dead-letter step, and the pending records of
 // their lane behind them wait for the next batch. Done before anything of the
 // batch runs: none of them runs handler code in this batch.
 void take_carried_dead_letters(Batch& batch);
+
+// Every pending record of `batch` in PostgreSQL transactions, in partition
+// order, each transaction's records down the ladder (run_ladder): a record that
+// must run alone (pending.solo) ends the transaction's records before it, runs,
+// and new ones start after it. `connection` is asked for only when a
+// transaction runs. Throws what run_ladder throws.
+void run_transactions(const PassContext& ctx, Batch& batch,
+                      const std::function<pqxx::connection&()>& connection);
 
 class TransactionStep {
 public:
@@ -36,8 +41,6 @@ public:
     void run(Batch& batch);
 
 private:
-    void run_records(Batch& batch, const TransactionRecords& records);
-
     PassContext ctx_;
     PostgresSession& postgres_;
 };
