@@ -1,11 +1,11 @@
-// exo::testing::HandlerKit (exo/testing.hpp): one record at a time through the
-// steps a worker runs for a record of its careful pass (pipeline/passes/: the
-// key pass, run_record, FatePolicy::record_failed and record_contended, the
-// dead-letter step),
-// on the framework's own key derivation, statements and error classification.
-// What the worker does per batch (claims, the optimistic run, producing dead
-// letters, offsets) is left out; the file comment of exo/testing.hpp says how
-// that shows.
+// exo::testing::HandlerKit (exo/testing.hpp): records in a batch through the
+// steps a worker runs for a batch's transaction, on the pipeline's own code:
+// the key pass, the outside work, the transaction step's retry ladder (its
+// planner and executor, pipeline/passes/retry_ladder.hpp and
+// attempt_executor.hpp), the fate policy, the settling of repeated keys and the
+// dead-letter step's dedup row. What the worker does around that (claims,
+// producing dead letters, offsets) is left out; the file comment of
+// exo/testing.hpp says how that shows.
 #include <exo/testing.hpp>
 
 #include <spdlog/spdlog.h>
@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <list>
 #include <map>
 #include <ostream>
 #include <pqxx/pqxx>
@@ -22,47 +23,24 @@
 #include <exo/errors.hpp>
 #include <exo/outside_transaction.hpp>
 #include "config/config.hpp"
-#include "core/context_access.hpp"
-#include "core/key_derivation.hpp"
 #include "core/text.hpp"
-#include "core/trace_context.hpp"
 #include "pg/explicit_transaction.hpp"
 #include "pg/framework_statements.hpp"
 #include "pg/migrations.hpp"
 #include "pg/pg_errors.hpp"
 #include "pg/session.hpp"
+#include "pipeline/binding_handlers.hpp"
 #include "pipeline/failure_matrix.hpp"
+#include "pipeline/handler_registry.hpp"
 #include "pipeline/outside_work.hpp"
+#include "pipeline/passes/fate_policy.hpp"
+#include "pipeline/passes/keys.hpp"
+#include "pipeline/passes/repeated_keys.hpp"
+#include "pipeline/passes/transaction_step.hpp"
 #include "pipeline/record_connection.hpp"
-#include "pipeline/record_step.hpp"
 
 namespace exo::testing {
 namespace {
-
-// The worker's savepoint statements: each record runs inside one, so a failure
-// rolls back the record alone.
-constexpr const char* kSavepoint = "SAVEPOINT exo_record";
-constexpr const char* kReleaseSavepoint = "RELEASE SAVEPOINT exo_record";
-
-// The daemon's reasons (pipeline/passes/), so a test reads what an operator
-// would read in the dead letter.
-
-std::string not_a_std_exception(const std::string& handler) {
-    return "handler '" + handler + "' threw an exception that is not a std::exception";
-}
-
-// What one delivery decided, before a dead letter is recorded.
-struct Verdict {
-    Outcome outcome = Outcome::applied;
-    std::string reason;
-    std::string result;
-    bool record_key = true;   // dead_lettered: write the key's DEAD_LETTERED row
-    bool clears_gap = false;  // dead_lettered for a gap timeout: forget its sighting
-};
-
-Verdict dead_letter(std::string why, bool record_key = true, bool clears_gap = false) {
-    return {Outcome::dead_lettered, std::move(why), {}, record_key, clears_gap};
-}
 
 std::optional<std::string> pointer_problem(const std::string& pointer) {
     if (pointer.empty() || pointer.front() != '/')
@@ -113,6 +91,9 @@ BindingConfig make_binding(const KitOptions& o) {
     }
     if (o.gap_timeout.count() < 0) problems.emplace_back("gap_timeout: must not be negative");
     if (o.max_attempts < 1) problems.emplace_back("max_attempts: must be at least 1");
+    // The kit's records carry no fingerprint: a copy of a key is its duplicate,
+    // whatever its payload.
+    b.on_key_reuse = KeyReusePolicy::ignore;
     if (o.handler_name.empty()) problems.emplace_back("handler_name: must not be empty");
     if (o.group.empty() || o.group.size() > kMaxGroupIdBytes || !is_postgres_text(o.group))
         problems.push_back("group: must be 1 to " + std::to_string(kMaxGroupIdBytes) +
@@ -193,13 +174,16 @@ struct HandlerKit::State {
 
     PostgresConfig postgres;
     std::string schema;  // fresh_schema: created here, dropped by ~State
-    BindingConfig binding;
-    std::string group;
-    std::unique_ptr<Handler> handler;
+    // The daemon's view of the kit's one binding: config.bindings.front().
+    Config config;
     std::shared_ptr<spdlog::logger> log;
     std::unique_ptr<pqxx::connection> connection;
+    PipelineStats stats;
+    std::unique_ptr<FatePolicy> fate;
+    std::unique_ptr<BindingHandlers> handlers;
+    std::unique_ptr<OutsideWork> outside;
     std::map<std::pair<std::string, int>, std::int64_t> next_offset;
-    std::vector<Unfinished> unfinished;
+    std::list<Unfinished> unfinished;
 
     // Also when the constructor failed after creating the schema.
     ~State() {
@@ -229,194 +213,140 @@ struct HandlerKit::State {
         apply_migrations(*c, migrations);
     }
 
-    Delivery deliver(const TestRecord& in);
-    Verdict run(const Record& record, JsonPayload& payload, const std::string& key, int& attempts);
-    // The delivery's trace, and what the handler's before_transaction() handed
-    // over or threw.
-    struct Outside {
-        TraceContext trace;
-        std::any handed_over;
-        std::exception_ptr failure;
-    };
-    Verdict run_record(pqxx::transaction_base& tx, const Record& record, JsonPayload& payload,
-                       const std::string& key, int& attempts, const Outside& outside);
-    Verdict failed(int& attempts, Failure failure, const std::string& why) const;
-    std::optional<Verdict> record_dead_letter(const Verdict& verdict, const Record& record,
-                                              const std::string& key);
+    const BindingConfig& binding() const { return config.bindings.front(); }
+    std::vector<Delivery> deliver(const std::vector<TestRecord>& records, bool alone);
+    Delivery delivery_of(BatchRecord& record);
+    void record_dead_letter(const BatchRecord& record, Delivery& out);
 };
 
-Delivery HandlerKit::State::deliver(const TestRecord& in) {
-    auto again = std::find_if(unfinished.begin(), unfinished.end(), [&](const Unfinished& u) {
-        const auto& r = u.record;
-        return r.topic == in.topic && r.partition == in.partition && r.key == in.key &&
-               r.value == in.value && same_headers(r.headers, in.headers) &&
-               (!in.offset || *in.offset == u.offset);
-    });
-    std::int64_t offset = 0;
-    int attempts = 0;
-    if (again != unfinished.end()) {
-        offset = again->offset;
-        attempts = again->attempts;
-    } else {
-        auto& next = next_offset[{in.topic, in.partition}];
-        offset = in.offset.value_or(next);
-        next = std::max(next, offset + 1);
+std::vector<Delivery> HandlerKit::State::deliver(const std::vector<TestRecord>& in, bool alone) {
+    // Where each record comes from: a record delivered again after RETRY or
+    // PARKED is the unfinished one, at its offset, on its next attempt.
+    std::vector<std::list<Unfinished>::iterator> again;
+    std::vector<PendingRecord> taken;
+    std::vector<int> tries;  // failed tries before this delivery, per record
+    for (const auto& r : in) {
+        // A record is an unfinished one at most once per batch.
+        auto found = unfinished.begin();
+        for (; found != unfinished.end(); ++found) {
+            const auto& was = found->record;
+            if (was.topic == r.topic && was.partition == r.partition && was.key == r.key &&
+                was.value == r.value && same_headers(was.headers, r.headers) &&
+                (!r.offset || *r.offset == found->offset) &&
+                std::find(again.begin(), again.end(), found) == again.end())
+                break;
+        }
+        std::int64_t offset = 0;
+        int attempts = 0;
+        if (found != unfinished.end()) {
+            offset = found->offset;
+            attempts = found->attempts;
+        } else {
+            auto& next = next_offset[{r.topic, r.partition}];
+            offset = r.offset.value_or(next);
+            next = std::max(next, offset + 1);
+        }
+        again.push_back(found);
+        PendingRecord pending{.record =
+                                  Record{Topic{r.topic}, Partition{r.partition}, Offset{offset},
+                                         r.key, r.value, r.headers, r.timestamp_ms}};
+        pending.attempts = attempts;
+        tries.push_back(attempts);
+        pending.solo = alone;  // a record delivered alone runs as one alone: careful at once
+        taken.push_back(std::move(pending));
     }
-    const Record record{Topic{in.topic}, Partition{in.partition}, Offset{offset}, in.key, in.value,
-                        in.headers,      in.timestamp_ms};
-    JsonPayload payload(record.value);
 
-    Delivery out;
-    out.offset = offset;
-    out.attempt = attempts + 1;
-    Verdict verdict;
-    try {
-        out.key = derive_idempotency_key(binding.key, record, payload);
-    } catch (const PermanentError& e) {
-        // No storable key: nothing to record, as in the daemon (at least once).
-        verdict = dead_letter(e.what(), /*record_key=*/false);
-    }
-    if (!out.key.empty()) verdict = run(record, payload, out.key, attempts);
-    if (verdict.outcome == Outcome::dead_lettered)
-        if (auto known = record_dead_letter(verdict, record, out.key)) verdict = *known;
+    Batch batch(std::move(taken));
+    key_pass(batch, binding());
+    outside->run(batch, *handlers);
+    const PassContext ctx{config, *handlers, stats, *log, *fate};
+    run_transactions(ctx, batch, [this]() -> pqxx::connection& { return *connection; });
+    settle_repeated_keys(batch);
 
-    if (verdict.outcome == Outcome::retry || verdict.outcome == Outcome::parked) {
-        if (again == unfinished.end())
-            unfinished.push_back({in, offset, attempts});
-        else
-            again->attempts = attempts;
-    } else if (again != unfinished.end()) {
-        unfinished.erase(again);
+    std::vector<Delivery> out;
+    std::size_t n = 0;
+    for (auto& record : batch) {
+        auto delivery = delivery_of(record);
+        delivery.attempt = tries[n] + 1;  // the try this was
+        const auto& r = in[n];
+        auto& was = again[n++];
+        if (delivery.outcome == Outcome::retry || delivery.outcome == Outcome::parked) {
+            if (was == unfinished.end())
+                unfinished.push_back({r, delivery.offset, record.pending.attempts});
+            else
+                was->attempts = record.pending.attempts;
+        } else if (was != unfinished.end()) {
+            unfinished.erase(was);
+        }
+        out.push_back(std::move(delivery));
     }
-    out.outcome = verdict.outcome;
-    out.reason = std::move(verdict.reason);
-    out.result = std::move(verdict.result);
     return out;
 }
 
-// The record's transaction: BEGIN, its part, COMMIT (passes/transaction_pass.cpp: commit_records).
-Verdict HandlerKit::State::run(const Record& record, JsonPayload& payload, const std::string& key,
-                               int& attempts) {
-    // Before BEGIN, as the worker's outside work (pipeline/outside_work.hpp).
-    Outside outside{start_trace(record), {}, nullptr};
-    if (const auto* work = dynamic_cast<const OutsideTransaction*>(handler.get())) {
-        try {
-            auto ctx = detail::ContextAccess::outside(record, key, payload, *log, attempts + 1,
-                                                      &outside.trace, outside.handed_over);
-            work->before_transaction(ctx);
-        } catch (...) {
-            outside.failure = outside_failure(std::current_exception());
+// The record's fate as the kit reports it; a dead letter's dedup row written.
+Delivery HandlerKit::State::delivery_of(BatchRecord& record) {
+    Delivery out;
+    out.key = record.key;
+    out.offset = record.pending.record.offset.value;
+    if (const auto* finished = std::get_if<fate::Finished>(&record.fate())) {
+        switch (finished->outcome) {
+            case exo::Outcome::applied:
+                out.outcome = Outcome::applied;
+                out.result = record.result();
+                break;
+            case exo::Outcome::stale:
+                out.outcome = Outcome::stale;
+                break;
+            case exo::Outcome::duplicate_redis:
+            case exo::Outcome::duplicate_postgres:
+            case exo::Outcome::duplicate_in_batch:
+            case exo::Outcome::dead_lettered:
+                out.outcome = Outcome::duplicate;
+                out.reason = to_sql(record.stored());
+                out.result = record.result();
+                break;
         }
+    } else if (const auto* parked = std::get_if<fate::Park>(&record.fate())) {
+        out.outcome = Outcome::parked;
+        out.reason = parked->why;
+    } else if (record.is_dead_letter()) {
+        out.outcome = Outcome::dead_lettered;
+        out.reason = record.verdict()->reason;
+        record_dead_letter(record, out);
+    } else {
+        // Requeued: retried, NACKed, or held behind a record of its lane.
+        out.outcome = Outcome::retry;
+        out.reason = std::string(record.why());
     }
-    ExplicitTransaction batch(*connection);
-    Verdict verdict = run_record(batch.statements(), record, payload, key, attempts, outside);
-    try {
-        batch.commit();
-    } catch (const std::exception& e) {
-        // The daemon retries the batch uncounted; a test should hear of it.
-        if (classify(e) == Failure::postgres_down) throw;
-        // A deferred constraint, or the server rolled back: nothing of it happened.
-        verdict = failed(attempts, Failure::retryable, std::string("COMMIT failed: ") + e.what());
-    }
-    return verdict;
+    return out;
 }
 
-// passes/careful_pass.cpp: run_record in the careful pass, with its savepoint
-// statements for a single record, on the worker's own record step.
-Verdict HandlerKit::State::run_record(pqxx::transaction_base& tx, const Record& record,
-                                      JsonPayload& payload, const std::string& key, int& attempts,
-                                      const Outside& outside) {
-    // Read before anything is written: a bad sequence field is the record's
-    // fault alone and needs no rollback.
-    std::optional<SequenceValue> seq;
-    if (binding.sequence) {
-        try {
-            seq = extract_sequence(*binding.sequence, payload);
-        } catch (const PermanentError& e) {
-            return dead_letter(e.what());
-        }
-    }
-    tx.exec(kSavepoint);
-    bool handler_ran = false;  // one delivery is one batch: never a rerun
-    try {
-        RecordStepInput input{binding,         group,    record, key,          payload,    seq,
-                              FencingToken{0}, *handler, *log,   attempts + 1, handler_ran};
-        input.trace = &outside.trace;
-        input.handed_over = &outside.handed_over;
-        input.outside_failure = outside.failure;
-        auto step = run_record_step(tx, input, GapUndo::rollback_to_savepoint);
-        if (step.outcome == exo::Outcome::applied || step.outcome == exo::Outcome::stale) {
-            // A handler that swallowed a database error left the transaction
-            // aborted: this answers 25P02 (the worker's next SAVEPOINT, or the
-            // RELEASE before COMMIT), handled below.
-            tx.exec(kReleaseSavepoint);
-            if (step.outcome == exo::Outcome::stale) return {Outcome::stale, {}, {}};
-            return {Outcome::applied, {}, std::move(step.result)};
-        }
-        if (step.outcome == exo::Outcome::duplicate_postgres)
-            return {Outcome::duplicate, to_sql(step.stored), std::move(step.result)};
-        if (!step.gap_expired.empty())
-            return dead_letter(std::move(step.gap_expired), /*record_key=*/false,
-                               /*clears_gap=*/true);
-        return {Outcome::parked, "waiting for an earlier sequence of " + seq->entity, {}};
-    } catch (const std::exception& e) {
-        const Failure failure = classify(e);
-        if (pauses_the_worker(failure)) throw;
-        const std::string why = failure == Failure::aborted_transaction
-                                    ? swallowed_error_reason(binding.handler)
-                                    : printable_text(e.what());
-        tx.exec(kRollbackRecord);
-        return failed(attempts, failure, why);
-    } catch (...) {
-        tx.exec(kRollbackRecord);
-        return failed(attempts, Failure::retryable, not_a_std_exception(binding.handler));
-    }
-}
-
-// passes/fate_policy.cpp: record_failed and record_contended, on the same failure matrix.
-Verdict HandlerKit::State::failed(int& attempts, Failure failure, const std::string& why) const {
-    if (counts_as_attempt(failure)) ++attempts;
-    switch (decide_record_failure(failure, attempts, binding.max_attempts)) {
-        case Action::dead_letter:
-            return dead_letter(failure == Failure::permanent
-                                   ? why
-                                   : "gave up after " + std::to_string(attempts) +
-                                         " attempts: " + why);
-        case Action::nack:
-            // Another transaction holds a row this record needs: the daemon NACKs
-            // it like a Redis CONFLICT, without counting a try.
-            return {Outcome::retry, "a row lock is held elsewhere: " + why, {}};
-        case Action::retry:
-        case Action::pause:
-        case Action::stall:
-            break;
-    }
-    return {Outcome::retry, why, {}};
-}
-
-// pipeline/dead_letter_publisher.cpp without the produce. Returns the verdict that
-// replaces the dead letter when the key's row exists already.
-std::optional<Verdict> HandlerKit::State::record_dead_letter(const Verdict& verdict,
-                                                             const Record& record,
-                                                             const std::string& key) {
-    if (key.empty() || (!verdict.record_key && !verdict.clears_gap)) return std::nullopt;
+// pipeline/dead_letter_publisher.cpp without the produce. When the key's row
+// exists already, `out` becomes the duplicate it answers.
+void HandlerKit::State::record_dead_letter(const BatchRecord& record, Delivery& out) {
+    const auto& verdict = *record.verdict();
+    if (record.key.empty() || (!verdict.record_key && !verdict.clears_gap)) return;
+    const auto& r = record.pending.record;
     ExplicitTransaction batch(*connection);
     auto& tx = batch.statements();
     if (verdict.record_key) {
-        auto existing = insert_processed(tx, {group,
-                                              key,
+        auto existing = insert_processed(tx, {config.kafka.group_id,
+                                              record.key,
                                               FencingToken{0},
-                                              record.topic_partition(),
-                                              record.offset,
+                                              r.topic_partition(),
+                                              r.offset,
                                               StoredOutcome::dead_lettered,
                                               printable_text(verdict.reason),
                                               {}});
-        if (existing)
-            return Verdict{Outcome::duplicate, to_sql(existing->outcome), existing->result};
+        if (existing) {
+            out = {Outcome::duplicate, to_sql(existing->outcome),
+                   existing->result,   out.key,
+                   out.attempt,        out.offset};
+            return;
+        }
     }
-    if (verdict.clears_gap) clear_gap(tx, group, key);
+    if (verdict.clears_gap) clear_gap(tx, config.kafka.group_id, record.key);
     batch.commit();
-    return std::nullopt;
 }
 
 HandlerKit::HandlerKit(const std::string& postgres_uri, std::unique_ptr<Handler> handler,
@@ -424,11 +354,18 @@ HandlerKit::HandlerKit(const std::string& postgres_uri, std::unique_ptr<Handler>
     : state_(std::make_unique<State>()) {
     auto& s = *state_;
     if (!handler) throw UsageError("HandlerKit: the handler is null");
-    s.binding = make_binding(options);
-    s.group = options.group;
-    s.handler = std::move(handler);
+    s.config.kafka.group_id = options.group;
+    s.config.bindings.push_back(make_binding(options));
     s.postgres.uri = postgres_uri;
     s.log = spdlog::default_logger()->clone(options.handler_name);
+    s.fate = std::make_unique<FatePolicy>(s.config.pipeline, s.stats, *s.log);
+    // The worker's handler instances, holding the one under test.
+    HandlerRegistry registry;
+    auto given = std::make_shared<std::unique_ptr<Handler>>(std::move(handler));
+    registry.add(options.handler_name,
+                 [given](const HandlerOptions&) { return std::move(*given); });
+    s.handlers = std::make_unique<BindingHandlers>(s.config, registry);
+    s.outside = std::make_unique<OutsideWork>(0, s.stats, *s.log);
 
     std::vector<Migration> migrations;
     if (!options.migrations_dir.empty()) migrations = read_migrations_dir(options.migrations_dir);
@@ -440,7 +377,7 @@ HandlerKit::HandlerKit(const std::string& postgres_uri, std::unique_ptr<Handler>
     s.use_schema(*s.connection);
     prepare_record_connection(*s.connection);
     try {
-        s.handler->prepare(*s.connection);
+        s.handlers->handler(s.binding()).prepare(*s.connection);
     } catch (const std::exception& e) {
         if (classify(e) == Failure::postgres_down) throw;
         throw std::runtime_error("handler '" + options.handler_name + "' failed in prepare(): " +
@@ -453,14 +390,19 @@ HandlerKit::HandlerKit(HandlerKit&&) noexcept = default;
 HandlerKit& HandlerKit::operator=(HandlerKit&&) noexcept = default;
 
 Delivery HandlerKit::deliver(const TestRecord& record) {
-    return state_->deliver(record);
+    return state_->deliver({record}, /*alone=*/true).front();
 }
 
 std::vector<Delivery> HandlerKit::deliver(const std::vector<TestRecord>& records) {
     std::vector<Delivery> out;
     out.reserve(records.size());
-    for (const auto& r : records) out.push_back(state_->deliver(r));
+    for (const auto& r : records) out.push_back(deliver(r));
     return out;
+}
+
+std::vector<Delivery> HandlerKit::deliver_batch(const std::vector<TestRecord>& records) {
+    if (records.empty()) return {};
+    return state_->deliver(records, /*alone=*/false);
 }
 
 pqxx::connection& HandlerKit::connection() {

@@ -6,23 +6,33 @@
 // Example: tests/header_examples/testing_example.cpp (a handler, its migration
 // and three checks; compiled with the unit tests, run by the integration tests).
 //
-// What a delivery runs is the daemon's own code, in the order a worker runs it:
-// the idempotency key from the binding (a record without one is dead-lettered
-// with no dedup row), the sequence fields, the handler's before_transaction()
-// if it has one (exo/outside_transaction.hpp; what it throws is rethrown where
-// handle() would run), BEGIN, SAVEPOINT, the dedup row and
-// sequence step in one statement, handle() with a real HandlerContext, the
-// result, RELEASE SAVEPOINT, COMMIT (which notices a swallowed database error),
-// and the daemon's classification of every failure: PermanentError and
-// PostgreSQL data exceptions dead-letter at once; anything else rolls back to
-// the savepoint and is retried, up to max_attempts; a dead letter writes its
-// DEAD_LETTERED dedup row with the reason.
+// What a delivery runs is the daemon's own code, in the order a worker runs it
+// for a batch: the idempotency key from the binding (a record without one is
+// dead-lettered with no dedup row; a later copy of a key in one batch ends as
+// its first copy), the handler's before_transaction() if it has one
+// (exo/outside_transaction.hpp; what it throws is rethrown where handle()
+// would run), then the transaction step's retry ladder with its planner and
+// executor, and the daemon's classification of every failure: PermanentError
+// and PostgreSQL data exceptions dead-letter at once; anything else rolls back
+// and is retried, up to max_attempts; a dead letter writes its DEAD_LETTERED
+// dedup row with the reason.
+// - deliver(): the record as a batch of one that runs alone: BEGIN, SAVEPOINT,
+//   the dedup row and sequence step in one statement, handle() with a real
+//   HandlerContext, the result, RELEASE SAVEPOINT, COMMIT (which notices a
+//   swallowed database error).
+// - deliver_batch(): the records as one batch in one transaction, as a worker
+//   runs its batches: optimistic first (no savepoints; the dedup rows and
+//   sequence steps of every record set-based, handle_batch() once per run of a
+//   BatchHandler's records); again without a record a BatchRecordFailed
+//   names; a savepoint per record after any other failure (ctx.rerun() true
+//   for records run before); each record alone after a COMMIT that names no
+//   record.
 //
 // What it leaves out, and how that shows:
 // - Redis: duplicates are answered by the dedup row alone (as with
 //   `on_redis_down: postgres_only`), and there is no CONFLICT.
-// - Batches: each delivery is one record in a transaction of its own, always
-//   with its savepoint, so ctx.rerun() is false.
+// - Batches: deliver() makes each record a batch of its own, always with its
+//   savepoint, so ctx.rerun() is false; only deliver_batch() batches records.
 // - Kafka: nothing is consumed or produced. A dead letter is the DEAD_LETTERED
 //   outcome and row; offsets are numbers the kit hands out per topic/partition.
 // - Time: a RETRY or PARKED record is tried again when the test delivers it
@@ -170,6 +180,11 @@ public:
     Delivery deliver(const TestRecord& record);
     // One after another, each as deliver(record).
     std::vector<Delivery> deliver(const std::vector<TestRecord>& records);
+    // The records as one batch in one transaction (see the file comment), each
+    // record's outcome in their order; durable and throwing as deliver(). A
+    // record RETRY or PARKED here is delivered again (by deliver() or
+    // deliver_batch()) on its next attempt, as after deliver().
+    std::vector<Delivery> deliver_batch(const std::vector<TestRecord>& records);
 
     // The kit's connection, to assert on (or set up) the handler's tables
     // between deliveries. Leave no transaction open on it across a deliver().

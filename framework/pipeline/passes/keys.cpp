@@ -1,5 +1,6 @@
 #include "pipeline/passes/keys.hpp"
 
+#include <functional>
 #include <string_view>
 #include <unordered_map>
 
@@ -18,9 +19,9 @@ const BindingConfig* binding_for(const std::vector<BindingConfig>& bindings,
     return nullptr;
 }
 
-}  // namespace
-
-void key_pass(Batch& batch, const std::vector<BindingConfig>& bindings,
+// The key pass with `binding_of` a record's topic's binding (nullptr: none).
+void key_pass(Batch& batch,
+              const std::function<const BindingConfig*(const std::string&)>& binding_of,
               std::chrono::milliseconds no_binding_delay) {
     // The first record of each key; keys live in their records, which the batch
     // never moves.
@@ -28,7 +29,7 @@ void key_pass(Batch& batch, const std::vector<BindingConfig>& bindings,
     for (auto& record : batch) {
         if (!record.is_pending()) continue;
         const auto& r = record.pending.record;
-        record.binding = binding_for(bindings, r.topic.value);
+        record.binding = binding_of(r.topic.value);
         if (record.binding == nullptr) {
             // Subscribed topics come from the bindings, so this is a bug, not bad input.
             record.requeue(no_binding_delay, "no binding for topic " + r.topic.value);
@@ -63,6 +64,20 @@ void key_pass(Batch& batch, const std::vector<BindingConfig>& bindings,
         const auto [first, inserted] = first_copies.try_emplace(record.key, &record);
         if (!inserted) record.await_first(*first->second);
     }
+}
+
+}  // namespace
+
+void key_pass(Batch& batch, const std::vector<BindingConfig>& bindings,
+              std::chrono::milliseconds no_binding_delay) {
+    key_pass(
+        batch, [&](const std::string& topic) { return binding_for(bindings, topic); },
+        no_binding_delay);
+}
+
+void key_pass(Batch& batch, const BindingConfig& binding) {
+    key_pass(
+        batch, [&](const std::string&) { return &binding; }, std::chrono::milliseconds(0));
 }
 
 }  // namespace exo

@@ -18,5 +18,8 @@ namespace exo {
 // topics are subscribed from the bindings) holds its partition.
 void key_pass(Batch& batch, const std::vector<BindingConfig>& bindings,
               std::chrono::milliseconds no_binding_delay);
+// The same with `binding` for every record, whatever its topic (the handler
+// test kit's one simulated binding).
+void key_pass(Batch& batch, const BindingConfig& binding);
 
 }  // namespace exo
