@@ -21,13 +21,11 @@
 #include <random>
 
 #include <exo/errors.hpp>
-#include <exo/outside_transaction.hpp>
 #include "config/config.hpp"
 #include "core/text.hpp"
 #include "pg/explicit_transaction.hpp"
 #include "pg/framework_statements.hpp"
 #include "pg/migrations.hpp"
-#include "pg/pg_errors.hpp"
 #include "pg/session.hpp"
 #include "pipeline/binding_handlers.hpp"
 #include "pipeline/failure_matrix.hpp"

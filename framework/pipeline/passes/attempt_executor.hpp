@@ -2,8 +2,9 @@
 // The executor of the retry ladder (retry_ladder.hpp): runs exactly one
 // attempt over a transaction's records and returns how it ended as a value,
 // and does what the planner's plan says with that value (forget a rolled-back
-// attempt's verdicts, record the failures it names). TransactionStep and the
-// handler test kit (exo/testing.hpp) loop plan → execute → plan over it.
+// attempt's verdicts, record the failures it names). run_ladder
+// (transaction_step.hpp) loops plan → execute → plan over it, for the daemon
+// and the handler test kit (exo/testing.hpp) alike.
 //
 // Thread-safety: none; the worker's thread only.
 #include <pqxx/connection>
@@ -40,10 +41,5 @@ private:
 // What the planner needs of `result`: the attempt was planned with
 // `exclusions` named records out of `records` records.
 Attempted attempted(const PassResult& result, int exclusions, std::size_t records);
-
-// Runs `records` (one transaction's) down the ladder until it is done: every
-// record leaves with a fate. Throws what AttemptExecutor::run throws.
-void run_ladder(const PassContext& ctx, pqxx::connection& connection, Batch& batch,
-                const TransactionRecords& records);
 
 }  // namespace exo

@@ -1,7 +1,5 @@
 #include "pipeline/passes/transaction_step.hpp"
 
-#include "pipeline/passes/attempt_executor.hpp"
-
 namespace exo {
 
 void take_carried_dead_letters(Batch& batch) {
@@ -13,6 +11,23 @@ void take_carried_dead_letters(Batch& batch) {
         // stops its lane, it does not just hold back the offsets.
         batch.hold_behind(record);
     }
+}
+
+void run_ladder(const PassContext& ctx, pqxx::connection& connection, Batch& batch,
+                const TransactionRecords& records) {
+    if (records.empty()) return;
+    for (auto* record : records) record->in_transaction = true;
+    AttemptExecutor executor(ctx, connection, batch);
+    auto plan = first_attempt(records.size(), records.front()->pending.solo);
+    while (plan.next == Rung::optimistic || plan.next == Rung::careful) {
+        const auto result = executor.run(plan.next, records);
+        plan = next_attempt(attempted(result, plan.exclusions, records.size()));
+        executor.settle(plan, result, records);
+    }
+    if (plan.next != Rung::each_alone) return;
+    // Pending at its turn: one alone before it may have held it behind itself.
+    for (auto* record : records)
+        if (record->is_pending()) run_ladder(ctx, connection, batch, {record});
 }
 
 void run_transactions(const PassContext& ctx, Batch& batch,

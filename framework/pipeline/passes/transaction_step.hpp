@@ -12,6 +12,7 @@
 #include <functional>
 
 #include "pipeline/batch.hpp"
+#include "pipeline/passes/attempt_executor.hpp"
 #include "pipeline/passes/transaction_pass.hpp"
 #include "pipeline/postgres_session.hpp"
 
@@ -22,6 +23,12 @@ namespace exo {
 // their lane behind them wait for the next batch. Done before anything of the
 // batch runs: none of them runs handler code in this batch.
 void take_carried_dead_letters(Batch& batch);
+
+// Runs `records` (one transaction's) down the ladder, plan, execute, plan,
+// until the planner says done: every record leaves with a fate. Throws what
+// AttemptExecutor::run throws.
+void run_ladder(const PassContext& ctx, pqxx::connection& connection, Batch& batch,
+                const TransactionRecords& records);
 
 // Every pending record of `batch` in PostgreSQL transactions, in partition
 // order, each transaction's records down the ladder (run_ladder): a record that
