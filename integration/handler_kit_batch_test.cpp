@@ -17,9 +17,7 @@
 
 using exo::BatchContext;
 using exo::testing::HandlerKit;
-using exo::testing::KitOptions;
 using exo::testing::Outcome;
-using exo::testing::TestRecord;
 
 namespace {
 
@@ -54,7 +52,7 @@ private:
 
 // A kit for NotesBatch, keyed by the payload's "id".
 HandlerKit notes_kit(std::vector<Call>& calls, std::function<void(BatchContext&)> after) {
-    KitOptions options{
+    exo::testing::KitOptions options{
         .key = "json:/id",
         .migrations = {{"0100_notes.sql", "CREATE TABLE notes (id text PRIMARY KEY)"}}};
     return HandlerKit(exo::testing::postgres_uri(),
@@ -69,7 +67,7 @@ std::vector<Outcome> outcomes(const std::vector<exo::testing::Delivery>& out) {
 }
 
 // Three records, one per partition: a failed one holds back no other.
-std::vector<TestRecord> three() {
+std::vector<exo::testing::TestRecord> three() {
     return {{.value = R"({"id": "a"})", .partition = 0},
             {.value = R"({"id": "bad"})", .partition = 1},
             {.value = R"({"id": "c"})", .partition = 2}};
