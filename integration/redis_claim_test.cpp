@@ -105,6 +105,34 @@ TEST_SUITE("redis claim") {
         CHECK(pttl() <= 120'000);
     }
 
+    TEST_CASE_FIXTURE(Claims,
+                      "one renewal for several owners extends each owner's claims under its own "
+                      "owner and answers LOST for a claim named under another") {
+        const auto other = exo::testing::unique_name("key");
+        const auto held_a = acquire(a);
+        const auto held_b = b.claim({other}, kShortLease).at(0);
+        REQUIRE(held_b.status == ClaimStatus::acquired);
+        const auto held_b_until = redis.command({"HGET", a.redis_key(other), "lease_until"}).str;
+        // Any store renews for any owner: the lease renewer's is not one of them.
+        exo::ClaimStore renewer{redis, kPrefix, group, "renewer"};
+        const auto statuses =
+            renewer.extend_owned({{"owner-a", {{key, held_a.token}}},
+                                  {"owner-b", {{other, held_b.token}}},
+                                  {"owner-a", {{other, held_b.token}}}},  // b's claim, named as a's
+                                 kLease);
+        REQUIRE(statuses.size() == 3);
+        CHECK(statuses[0] == std::vector{FinishStatus::ok});
+        CHECK(statuses[1] == std::vector{FinishStatus::ok});
+        CHECK(statuses[2] == std::vector{FinishStatus::lost});
+        // b's short lease now runs the long one from the renewal.
+        const auto until = [&] {
+            return std::stoll(redis.command({"HGET", a.redis_key(other), "lease_until"}).str);
+        };
+        CHECK(until() > std::stoll(held_b_until) + kLease.count() / 2);
+        CHECK(renewer.extend_owned({}, kLease).empty());
+        redis.command({"DEL", a.redis_key(other)});
+    }
+
     TEST_CASE_FIXTURE(Claims, "the same owner claiming again gets the same token back") {
         auto first = acquire(a);
         auto again = claim(a);

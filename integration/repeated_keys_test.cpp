@@ -50,7 +50,8 @@ public:
           owner_(exo::testing::unique_name("bench-owner")),
           protocol_(h.config(), h.registry(), exo::ProducerOptions{h.bootstrap(), {}}, stats_,
                     failpoints_, owner_, *log_),
-          leases_(h.config(), owner_, stats_, log_) {}
+          renewer_(h.config(), stats_, log_),
+          leases_(renewer_, owner_) {}
 
     // A batch of these payments, in this order (partition order is the caller's).
     std::unique_ptr<exo::Batch> run(const std::vector<PaymentMessage>& messages) {
@@ -86,6 +87,7 @@ private:
     std::shared_ptr<spdlog::logger> log_;
     std::string owner_;
     exo::BatchProtocol protocol_;
+    exo::LeaseRenewer renewer_;
     exo::LeaseKeeper leases_;
     std::map<int, std::int64_t> next_offset_;
 };

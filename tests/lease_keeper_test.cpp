@@ -1,4 +1,5 @@
-// The lease keeper's hold / abandon contract and how it judges a renewal's LOST
+// The lease keeper's hold / abandon contract, how the renewer judges a
+// renewal's LOST, and that one renewal serves every keeper that is due
 // (pipeline/lease_keeper.hpp), without Redis: a lease of an hour means no
 // renewal is ever due, and a Redis that answers on cue stands in for extend.lua.
 #include <doctest/doctest.h>
@@ -10,6 +11,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 #include "config/config.hpp"
 #include "metrics/pipeline_stats.hpp"
@@ -29,7 +31,8 @@ Config with_lease(std::chrono::milliseconds lease) {
 struct Keeper {
     Config config = with_lease(std::chrono::hours(1));
     PipelineStats stats;
-    LeaseKeeper keeper{config, "owner", stats, spdlog::default_logger()->clone("lease-test")};
+    LeaseRenewer renewer{config, stats, spdlog::default_logger()->clone("lease-test")};
+    LeaseKeeper keeper{renewer, "owner"};
 };
 
 const std::vector<TokenRequest> kClaims = {{"k1", FencingToken{1}}, {"k2", FencingToken{2}}};
@@ -38,14 +41,17 @@ const std::vector<TokenRequest> kClaims = {{"k1", FencingToken{1}}, {"k2", Fenci
 // in flight meanwhile); every later one answers OK at once.
 class CuedRedis {
 public:
-    LeaseKeeper::Extend extend() {
-        return [this](const std::vector<TokenRequest>& claims) {
+    LeaseRenewer::Extend extend() {
+        return [this](const std::vector<OwnedClaims>& owned) {
             std::unique_lock lock(mutex_);
-            const std::vector<FinishStatus> ok(claims.size(), FinishStatus::ok);
+            calls_.push_back(owned);
+            std::vector<std::vector<FinishStatus>> ok;
+            for (const auto& o : owned) ok.emplace_back(o.claims.size(), FinishStatus::ok);
             if (++renewals_ > 1) return ok;
             changed_.notify_all();
             changed_.wait_for(lock, 30s, [&] { return answer_.has_value(); });
-            return answer_.value_or(ok);
+            if (!answer_) return ok;
+            return std::vector<std::vector<FinishStatus>>{*answer_};
         };
     }
     // Whether the first renewal went out (generous deadline: it is due after 10 ms).
@@ -60,12 +66,18 @@ public:
         }
         changed_.notify_all();
     }
+    // Every renewal's request so far.
+    std::vector<std::vector<OwnedClaims>> calls() {
+        std::lock_guard lock(mutex_);
+        return calls_;
+    }
 
 private:
     std::mutex mutex_;
     std::condition_variable changed_;
     int renewals_ = 0;
     std::optional<std::vector<FinishStatus>> answer_;
+    std::vector<std::vector<OwnedClaims>> calls_;
 };
 
 // Holds `claims`, lets their first renewal go out, runs `meanwhile` (the worker)
@@ -78,13 +90,18 @@ std::uint64_t leases_lost(const std::vector<TokenRequest>& claims,
     PipelineStats stats;
     CuedRedis redis;
     {
-        LeaseKeeper keeper(config, stats, spdlog::default_logger()->clone("lease-test"),
-                           redis.extend());
+        LeaseRenewer renewer(config, stats, spdlog::default_logger()->clone("lease-test"),
+                             redis.extend());
+        LeaseKeeper keeper(renewer, "owner");
         keeper.start_batch();
         keeper.hold(claims);
         REQUIRE(redis.renewal_in_flight());
         meanwhile(keeper);
         redis.answer(std::move(answer));
+        // The renewer's destructor (after the keeper's) joins its thread once
+        // the answer was judged; the keeper stays until then.
+        while (redis.calls().size() < 2 && stats.lease_renewals < claims.size())
+            std::this_thread::sleep_for(1ms);
     }
     CHECK(stats.lease_renewals >= claims.size());
     return stats.leases_lost;
@@ -154,5 +171,34 @@ TEST_SUITE("lease keeper") {
     TEST_CASE("a renewal answered LOST for claims abandoned meanwhile is no lease lost") {
         CHECK(leases_lost(kClaims, [](LeaseKeeper& k) { k.abandon(); },
                           {FinishStatus::lost, FinishStatus::lost}) == 0);
+    }
+
+    TEST_CASE("one renewal round trip serves every keeper that is due, each under its own owner") {
+        const Config config = with_lease(30ms);  // a renewal every 10 ms
+        PipelineStats stats;
+        CuedRedis redis;
+        {
+            LeaseRenewer renewer(config, stats, spdlog::default_logger()->clone("lease-test"),
+                                 redis.extend());
+            LeaseKeeper a(renewer, "owner-a");
+            LeaseKeeper b(renewer, "owner-b");
+            LeaseKeeper idle(renewer, "owner-idle");  // holds nothing: not renewed
+            a.start_batch();
+            b.start_batch();
+            a.hold({kClaims[0]});
+            b.hold({kClaims[1]});
+            REQUIRE(redis.renewal_in_flight());
+            redis.answer({});
+        }
+        const auto calls = redis.calls();
+        REQUIRE(!calls.empty());
+        // Held at the same moment, due together: one request names both owners.
+        const auto& first = calls.front();
+        REQUIRE(first.size() == 2);
+        CHECK(first[0].owner == "owner-a");
+        CHECK(first[0].claims.size() == 1);
+        CHECK(first[0].claims[0].key == "k1");
+        CHECK(first[1].owner == "owner-b");
+        CHECK(first[1].claims[0].key == "k2");
     }
 }

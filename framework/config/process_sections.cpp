@@ -68,7 +68,7 @@ std::vector<Key<PipelineConfig>> pipeline_keys() {
             R"md(removed, refused naming its line: claims are made by each batch's own thread; use `pipeline.concurrency` for parallelism (it measured no faster: docs/performance.md, "Claiming ahead"))md"),
         number(
             "concurrency", &P::concurrency, kConcurrency,
-            R"md(batches each worker runs at once (1 to 256), each on its own thread with its own PostgreSQL connection, Redis connection, lease keeper, handler instances and dead-letter producer. With `ordering: key` or `entity` a partition's keys run concurrently; with `ordering: partition` only a worker's different partitions do. Connections: workers × concurrency to PostgreSQL (mind its `max_connections`), about twice that to Redis. (docs/design.md section 5.8))md")
+            R"md(batches each worker runs at once (1 to 256), each on its own thread with its own PostgreSQL connection, Redis connection, handler instances and dead-letter producer (one thread and Redis connection renew every batch's claims). With `ordering: key` or `entity` a partition's keys run concurrently; with `ordering: partition` only a worker's different partitions do. Connections: workers × concurrency to PostgreSQL (mind its `max_connections`), as many plus one to Redis. (docs/design.md section 5.8))md")
             .default_plus("; 8 when a binding has `ordering: "
                           "key` or `entity`"),
         number(

@@ -95,7 +95,8 @@ Daemon::Daemon(const Config& config, const HandlerRegistry& handlers, Failpoints
     : config_(config),
       bootstrap_(std::move(bootstrap_servers)),
       stats_(binding_topics(config)),
-      pruner_(config, stats_) {
+      pruner_(config, stats_),
+      lease_renewer_(config_, stats_, spdlog::default_logger()->clone("leases")) {
     for (const auto& b : config.bindings) binding_of_.emplace(b.topic, &b);
     if (config.outbox.enabled)
         relay_ = std::make_unique<OutboxRelay>(config_, stats_, failpoints,
@@ -118,7 +119,8 @@ Daemon::Daemon(const Config& config, const HandlerRegistry& handlers, Failpoints
                               finished_records_ += done.size();
                           },
                           prefix,
-                          relay_ ? &relay_->doorbell() : nullptr};
+                          relay_ ? &relay_->doorbell() : nullptr,
+                          &lease_renewer_};
         workers_.push_back(std::make_unique<Worker>(i, std::move(ctx)));
     }
 }

@@ -114,6 +114,9 @@ private:
     // which uses the workers), then the workers, then the pruner and the relay.
     std::unique_ptr<OutboxRelay> relay_;  // null when outbox.enabled is false
     RetentionPruner pruner_;
+    // One thread and one Redis connection renew every worker's claims; after the
+    // workers go (declared before them).
+    LeaseRenewer lease_renewer_;
     std::vector<std::unique_ptr<Worker>> workers_;
     std::optional<KafkaConsumer> consumer_;
 };

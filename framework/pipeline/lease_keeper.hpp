@@ -1,8 +1,11 @@
 #pragma once
-// Renews the Redis claims of the batch a worker is running, every lease/3, so a
-// live worker with a slow handler is never taken over (docs/design.md section 3,
-// `extend`). Runs on its own thread with its own Redis connection: the worker's
-// thread is busy inside the handler exactly when renewal matters.
+// Renews the Redis claims of the batches the process is running, every
+// lease/3, so a live worker with a slow handler is never taken over
+// (docs/design.md section 3, `extend`). One LeaseRenewer per process: its own
+// thread and its own Redis connection (a batch's thread is busy inside the
+// handler exactly when renewal matters) renew the claims of every batch runner
+// that is due, whoever holds them, in one pipelined round trip. Each batch runner
+// (a worker's slot) has a LeaseKeeper: the claims its batch holds.
 //
 // A renewal that answers LOST means the claim was taken over anyway (the worker
 // was paused past its lease, or Redis lost the key): nothing to do here, the
@@ -23,16 +26,26 @@
 // (start_batch()): a hold() of the same batch in between, e.g. right after its
 // claim step, is ignored, or it would quietly undo the abandoning.
 //
+// A keeper's claims are renewed once they have been held unchanged for lease/3
+// (a batch that finishes sooner never costs a renewal); keepers due within
+// half a period of each other are renewed together.
+//
 // Thread-safety: every method may be called from any thread (the worker's, the
-// poll thread's for abandon()); the renewal runs on the keeper's thread.
-// Lifecycle: the thread starts in the constructor and is stopped and joined by
-// the destructor (after a renewal in flight has been answered and judged).
+// poll thread's for abandon()); the renewal runs on the renewer's thread.
+// Lifecycle: the renewer's thread starts in its constructor and is stopped and
+// joined by its destructor (after a renewal in flight has been answered and
+// judged); it outlives its keepers. A keeper gone while its claims' renewal is
+// in flight is not judged.
 #include <spdlog/logger.h>
 
+#include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -42,19 +55,63 @@
 
 namespace exo {
 
+class LeaseKeeper;
+
+class LeaseRenewer {
+public:
+    // One renewal round trip: the status of each owner's claims, in order.
+    // Throws RedisError. Called on the renewer's thread only.
+    using Extend =
+        std::function<std::vector<std::vector<FinishStatus>>(const std::vector<OwnedClaims>&)>;
+
+    // Renews with extend.lua on a Redis connection of its own (opened on first
+    // use, and again after it closed).
+    LeaseRenewer(const Config& config, PipelineStats& stats, std::shared_ptr<spdlog::logger> log);
+    // Renews with `extend` (tests: a Redis that answers on cue).
+    LeaseRenewer(const Config& config, PipelineStats& stats, std::shared_ptr<spdlog::logger> log,
+                 Extend extend);
+    LeaseRenewer(const LeaseRenewer&) = delete;
+    LeaseRenewer& operator=(const LeaseRenewer&) = delete;
+    ~LeaseRenewer();
+
+private:
+    friend class LeaseKeeper;
+    using Clock = std::chrono::steady_clock;
+    struct Held {
+        std::string owner;
+        std::vector<TokenRequest> claims;
+        bool abandoned = false;  // until start_batch()
+        Clock::time_point due;   // of the claims' next renewal
+    };
+
+    void run(std::stop_token stop);
+    // Renews `due` (keeper ids and their claims) and judges the answers.
+    void renew(const std::vector<std::uint64_t>& ids, const std::vector<OwnedClaims>& due);
+    // Whether keeper `id` holds `claim` (key and token) now; mutex_ held.
+    bool holds(std::uint64_t id, const TokenRequest& claim) const;
+
+    const Config& config_;
+    PipelineStats& stats_;
+    std::shared_ptr<spdlog::logger> log_;
+    Extend extend_;  // renewer thread only
+    const std::chrono::milliseconds period_;
+
+    std::mutex mutex_;
+    std::condition_variable_any changed_;
+    std::map<std::uint64_t, Held> keepers_;  // guarded by mutex_; by keeper id
+    std::uint64_t next_id_ = 1;              // guarded by mutex_
+    std::uint64_t version_ = 0;              // guarded by mutex_; bumped by every change
+
+    std::jthread thread_;  // last: joined before the members it uses go
+};
+
+// The claims of one batch runner's batch, renewed by the process's renewer
+// under the runner's owner id (a claim is re-entrant for its owner: runners
+// never share one).
 class LeaseKeeper {
 public:
-    // One renewal round trip: the status of each claim, in order. Throws
-    // RedisError. Called on the keeper's thread only.
-    using Extend = std::function<std::vector<FinishStatus>(const std::vector<TokenRequest>&)>;
-
-    // Renews with extend.lua for `owner`, on a Redis connection of its own
-    // (opened on first use, and again after it closed).
-    LeaseKeeper(const Config& config, std::string owner, PipelineStats& stats,
-                std::shared_ptr<spdlog::logger> log);
-    // Renews with `extend` (tests: a Redis that answers on cue).
-    LeaseKeeper(const Config& config, PipelineStats& stats, std::shared_ptr<spdlog::logger> log,
-                Extend extend);
+    // `renewer` outlives the keeper.
+    LeaseKeeper(LeaseRenewer& renewer, std::string owner);
     LeaseKeeper(const LeaseKeeper&) = delete;
     LeaseKeeper& operator=(const LeaseKeeper&) = delete;
     ~LeaseKeeper();
@@ -72,23 +129,8 @@ public:
     std::vector<TokenRequest> held();
 
 private:
-    void run(std::stop_token stop);
-    void renew(const std::vector<TokenRequest>& claims);
-    // Whether `claim` (key and token) is held now; mutex_ held.
-    bool holds(const TokenRequest& claim) const;
-
-    const Config& config_;
-    PipelineStats& stats_;
-    std::shared_ptr<spdlog::logger> log_;
-    Extend extend_;  // keeper thread only
-
-    std::mutex mutex_;
-    std::condition_variable_any changed_;
-    std::vector<TokenRequest> claims_;  // guarded by mutex_
-    std::uint64_t generation_ = 0;      // guarded by mutex_; bumped by hold()
-    bool abandoned_ = false;            // guarded by mutex_; until start_batch()
-
-    std::jthread thread_;  // last: joined before the members it uses go
+    LeaseRenewer& renewer_;
+    const std::uint64_t id_;
 };
 
 }  // namespace exo

@@ -51,6 +51,8 @@ struct WorkerContext {
     // The relay's, rung after a COMMIT that emitted; nullptr: no relay in this
     // process. Outlives the worker.
     OutboxDoorbell* outbox_doorbell = nullptr;
+    // The process's, renewing the claims of every worker's batches. Outlives the worker.
+    LeaseRenewer* lease_renewer = nullptr;
 };
 
 class Worker {
@@ -94,8 +96,9 @@ private:
 
     // One of the worker's batches in flight (pipeline.concurrency of them): a
     // thread, its protocol (its own Redis and PostgreSQL sessions and handler
-    // instances) and the keeper renewing its batch's claims, under its own
-    // owner id, since a claim is re-entrant for its owner. Members are
+    // instances) and the keeper of its batch's claims, renewed by the process's
+    // renewer under the slot's own owner id, since a claim is re-entrant for its
+    // owner. Members are
     // destroyed bottom up: the thread is joined before what it uses goes.
     struct Slot {
         Slot(const WorkerContext& ctx, const std::string& owner,
@@ -103,7 +106,7 @@ private:
             : owner(owner),
               protocol(ctx.config, ctx.handlers, ctx.dead_letter_producer, ctx.stats,
                        ctx.failpoints, owner, *log, ctx.outbox_doorbell),
-              leases(ctx.config, owner, ctx.stats, log) {}
+              leases(*ctx.lease_renewer, owner) {}
         std::string owner;
         BatchProtocol protocol;
         LeaseKeeper leases;

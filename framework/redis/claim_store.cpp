@@ -44,68 +44,95 @@ struct PerKeyReplies {
     }
 };
 
-// The reply for each of `keys` of `script` (named by `name`): one EVALSHA per
-// ClaimStore::max_keys_per_call keys, all pipelined in one round trip per node.
-// On a cluster a call holds the keys of one slot only (Redis refuses a script
-// whose keys span slots), in batch order; on a single server the keys in order.
-// A call is {N, its N keys..., common..., the per-key arguments of its keys...},
-// as lua/*.lua take them; `per_key` holds the same number of arguments for each
-// key, in key order. A call that failed as a whole (split_per_key) is reported
-// in `failed`, after every other call's replies are read. Throws what
+// One group of keys for eval_groups: the keys, the arguments common to its
+// calls, and `per_key`: the same number of arguments for each key, in key
+// order. Borrowed: the vectors outlive the call.
+struct ScriptGroup {
+    const std::vector<std::string>& keys;
+    const std::vector<std::string>& common;
+    const std::vector<std::string>& per_key;
+};
+
+// The reply for each key of each group of `script` (named by `name`): per
+// group, one EVALSHA per ClaimStore::max_keys_per_call keys, every group's calls
+// pipelined in one round trip per node. On a cluster a call holds the keys of
+// one slot only (Redis refuses a script whose keys span slots), in batch order;
+// on a single server the keys in order. A call is {N, its N keys..., its
+// group's common..., the per-key arguments of its keys...}, as lua/*.lua take
+// them. A call that failed as a whole (split_per_key) is reported in its
+// group's `failed`, after every other call's replies are read. Throws what
 // RedisRouter::eval_many throws.
-PerKeyReplies eval_per_key(RedisRouter& router, const std::string& script, const char* name,
-                           const std::vector<std::string>& keys,
-                           const std::vector<std::string>& common,
-                           const std::vector<std::string>& per_key) {
-    const std::size_t stride = keys.empty() ? 0 : per_key.size() / keys.size();
-    // The keys of each call (indices into `keys`) and its slot.
-    std::vector<std::vector<std::size_t>> members;
-    std::vector<int> slots;
-    auto add_calls = [&](const std::vector<std::size_t>& indices, int slot) {
-        for (std::size_t begin = 0; begin < indices.size();
-             begin += ClaimStore::max_keys_per_call) {
-            const std::size_t end = std::min(indices.size(), begin + ClaimStore::max_keys_per_call);
-            members.emplace_back(indices.begin() + begin, indices.begin() + end);
-            slots.push_back(slot);
-        }
+std::vector<PerKeyReplies> eval_groups(RedisRouter& router, const std::string& script,
+                                       const char* name, const std::vector<ScriptGroup>& groups) {
+    struct Call {
+        std::size_t group;
+        std::vector<std::size_t> members;  // indices into the group's keys
     };
-    if (!router.cluster()) {
-        std::vector<std::size_t> all(keys.size());
-        for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
-        add_calls(all, 0);
-    } else {
-        std::map<int, std::vector<std::size_t>> by_slot;  // ordered: calls in a stable order
-        for (std::size_t i = 0; i < keys.size(); ++i) by_slot[key_hash_slot(keys[i])].push_back(i);
-        for (const auto& [slot, indices] : by_slot) add_calls(indices, slot);
+    std::vector<Call> plan;
+    std::vector<int> slots;
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+        const auto& keys = groups[g].keys;
+        auto add_calls = [&](const std::vector<std::size_t>& indices, int slot) {
+            for (std::size_t begin = 0; begin < indices.size();
+                 begin += ClaimStore::max_keys_per_call) {
+                const std::size_t end =
+                    std::min(indices.size(), begin + ClaimStore::max_keys_per_call);
+                plan.push_back({g, {indices.begin() + begin, indices.begin() + end}});
+                slots.push_back(slot);
+            }
+        };
+        if (!router.cluster()) {
+            std::vector<std::size_t> all(keys.size());
+            for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+            add_calls(all, 0);
+        } else {
+            std::map<int, std::vector<std::size_t>> by_slot;  // ordered: calls in a stable order
+            for (std::size_t i = 0; i < keys.size(); ++i)
+                by_slot[key_hash_slot(keys[i])].push_back(i);
+            for (const auto& [slot, indices] : by_slot) add_calls(indices, slot);
+        }
     }
     std::vector<std::vector<std::string>> calls;
-    calls.reserve(members.size());
-    for (const auto& indices : members) {
+    calls.reserve(plan.size());
+    for (const auto& [g, indices] : plan) {
+        const auto& group = groups[g];
+        const std::size_t stride =
+            group.keys.empty() ? 0 : group.per_key.size() / group.keys.size();
         std::vector<std::string> call;
-        call.reserve(1 + indices.size() * (1 + stride) + common.size());
+        call.reserve(1 + indices.size() * (1 + stride) + group.common.size());
         call.push_back(std::to_string(indices.size()));
-        for (std::size_t i : indices) call.push_back(keys[i]);
-        call.insert(call.end(), common.begin(), common.end());
+        for (std::size_t i : indices) call.push_back(group.keys[i]);
+        call.insert(call.end(), group.common.begin(), group.common.end());
         for (std::size_t i : indices)
-            call.insert(call.end(), per_key.begin() + i * stride,
-                        per_key.begin() + (i + 1) * stride);
+            call.insert(call.end(), group.per_key.begin() + i * stride,
+                        group.per_key.begin() + (i + 1) * stride);
         calls.push_back(std::move(call));
     }
     auto replies = router.eval_many(script, calls, slots);
-    PerKeyReplies out;
-    out.replies.resize(keys.size());  // nil until answered: nothing is known
+    std::vector<PerKeyReplies> out(groups.size());
+    for (std::size_t g = 0; g < groups.size(); ++g)
+        out[g].replies.resize(groups[g].keys.size());  // nil until answered: nothing is known
     for (std::size_t c = 0; c < replies.size(); ++c) {
-        const auto& indices = members[c];
+        const auto& [g, indices] = plan[c];
+        const auto& keys = groups[g].keys;
         try {
             auto split =
                 split_per_key(name, std::move(replies[c]), indices.size(), keys[indices[0]]);
             for (std::size_t j = 0; j < indices.size(); ++j)
-                out.replies[indices[j]] = std::move(split[j]);
+                out[g].replies[indices[j]] = std::move(split[j]);
         } catch (const RedisReplyError& e) {
-            if (!out.failed) out.failed = e;
+            if (!out[g].failed) out[g].failed = e;
         }
     }
     return out;
+}
+
+// eval_groups for one group.
+PerKeyReplies eval_per_key(RedisRouter& router, const std::string& script, const char* name,
+                           const std::vector<std::string>& keys,
+                           const std::vector<std::string>& common,
+                           const std::vector<std::string>& per_key) {
+    return std::move(eval_groups(router, script, name, {{keys, common, per_key}}).front());
 }
 
 // The Redis key and the token of each claim, in order: extend.lua's and
@@ -289,12 +316,29 @@ std::vector<ClaimResult> ClaimStore::claim(const std::vector<std::string>& keys,
 
 std::vector<FinishStatus> ClaimStore::extend(const std::vector<TokenRequest>& claims,
                                              std::chrono::milliseconds lease) {
+    return std::move(extend_owned({{owner_, claims}}, lease).front());
+}
+
+std::vector<std::vector<FinishStatus>> ClaimStore::extend_owned(
+    const std::vector<OwnedClaims>& owned, std::chrono::milliseconds lease) {
     require_positive(lease, "lease");
-    const auto [redis_keys, tokens] = keys_and_tokens(*this, claims);
-    auto replies = eval_per_key(router_, extend_script_, "extend.lua", redis_keys,
-                                {owner_, std::to_string(lease.count())}, tokens)
-                       .all_or_throw();
-    return parse_finish_replies("extend.lua", replies, redis_keys);
+    const auto lease_ms = std::to_string(lease.count());
+    std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> keys(owned.size());
+    std::vector<std::vector<std::string>> common(owned.size());
+    std::vector<ScriptGroup> groups;
+    groups.reserve(owned.size());
+    for (std::size_t o = 0; o < owned.size(); ++o) {
+        keys[o] = keys_and_tokens(*this, owned[o].claims);
+        common[o] = {owned[o].owner, lease_ms};
+        groups.push_back({keys[o].first, common[o], keys[o].second});
+    }
+    auto replies = eval_groups(router_, extend_script_, "extend.lua", groups);
+    std::vector<std::vector<FinishStatus>> out;
+    out.reserve(owned.size());
+    for (std::size_t o = 0; o < owned.size(); ++o)
+        out.push_back(parse_finish_replies("extend.lua", std::move(replies[o]).all_or_throw(),
+                                           keys[o].first));
+    return out;
 }
 
 std::vector<FinishStatus> ClaimStore::complete(const std::vector<CompleteRequest>& requests,

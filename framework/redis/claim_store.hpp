@@ -54,6 +54,12 @@ struct TokenRequest {
     FencingToken token;
 };
 
+// Claims and the owner they are held by (ClaimStore::extend_owned).
+struct OwnedClaims {
+    std::string owner;
+    std::vector<TokenRequest> claims;
+};
+
 // The Redis key of a claim: prefix, group and idempotency key, each with '%' and
 // ':' percent-encoded, joined by ':'. Escaping each part makes the key
 // unambiguous: group "billing" + key "eu:42" and group "billing:eu" + key "42"
@@ -104,6 +110,11 @@ public:
                                    std::chrono::milliseconds lease);
     std::vector<FinishStatus> extend(const std::vector<TokenRequest>& claims,
                                      std::chrono::milliseconds lease);
+    // extend() for the claims of several owners (each its own), in one round
+    // trip per node: the statuses of each owner's claims, in order. Throws
+    // RedisError (a call refused as a whole included: nothing is known then).
+    std::vector<std::vector<FinishStatus>> extend_owned(const std::vector<OwnedClaims>& owned,
+                                                        std::chrono::milliseconds lease);
     std::vector<FinishStatus> complete(const std::vector<CompleteRequest>& requests,
                                        std::chrono::milliseconds ttl);
     std::vector<FinishStatus> release(const std::vector<TokenRequest>& claims);
