@@ -119,8 +119,8 @@ Daemon::Daemon(const Config& config, const HandlerRegistry& handlers, Failpoints
                               finished_records_ += done.size();
                           },
                           prefix,
-                          relay_ ? &relay_->doorbell() : nullptr,
-                          &lease_renewer_};
+                          lease_renewer_,
+                          relay_ ? &relay_->doorbell() : nullptr};
         workers_.push_back(std::make_unique<Worker>(i, std::move(ctx)));
     }
 }

@@ -48,11 +48,11 @@ struct WorkerContext {
     // Called from the worker thread with offsets whose outcome is durable.
     std::function<void(const std::vector<FinishedOffset>&)> on_finished;
     std::string owner_prefix;  // unique per process: worker owners are <prefix>/w<index>
+    // The process's, renewing the claims of every worker's batches. Outlives the worker.
+    LeaseRenewer& lease_renewer;
     // The relay's, rung after a COMMIT that emitted; nullptr: no relay in this
     // process. Outlives the worker.
     OutboxDoorbell* outbox_doorbell = nullptr;
-    // The process's, renewing the claims of every worker's batches. Outlives the worker.
-    LeaseRenewer* lease_renewer = nullptr;
 };
 
 class Worker {
@@ -106,7 +106,7 @@ private:
             : owner(owner),
               protocol(ctx.config, ctx.handlers, ctx.dead_letter_producer, ctx.stats,
                        ctx.failpoints, owner, *log, ctx.outbox_doorbell),
-              leases(*ctx.lease_renewer, owner) {}
+              leases(ctx.lease_renewer, owner) {}
         std::string owner;
         BatchProtocol protocol;
         LeaseKeeper leases;
