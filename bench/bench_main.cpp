@@ -38,8 +38,9 @@ namespace {
 // a user's exo.yaml would: claim.store postgres, and none of the keys that configure only
 // Redis (the parser refuses them there). A build whose config lacks claim.store skips the
 // scenario with the parser's message (apply_config_overrides).
-constexpr const char* kNoRedisConfig[] = {"claim.store=postgres", "redis=~", "claim.lease_ms=~",
-                                          "claim.completed_ttl_ms=~", "pipeline.on_redis_down=~"};
+constexpr const char* kNoRedisConfig[] = {"claim.store=postgres",      "redis=~",
+                                          "claim.lease_ms=~",          "claim.completed_ttl_ms=~",
+                                          "claim.verify_duplicates=~", "pipeline.on_redis_down=~"};
 
 void progress(const ScenarioResult& r, int run, int runs) {
     if (!std::isnan(r.offered_rate))
