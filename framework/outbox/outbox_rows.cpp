@@ -211,11 +211,24 @@ OutboxClaim claim_oldest_rows(pqxx::transaction_base& tx, const std::string& gro
     };
     std::vector<Oldest> oldest;
     std::map<OutboxUnit, std::int64_t> first_seq;  // of each unit, the lowest claimed
+    // A unit's pending rows have consecutive seqs (rows leave a unit only from
+    // its head), so a gap in the seqs claimed is a row SKIP LOCKED stepped
+    // over, another relay's: the unit's rows after the gap are left out.
+    std::map<OutboxUnit, std::int64_t> last_seq;
+    std::set<OutboxUnit> gapped;
     for (const auto& r : tx.exec_params(kOldestRowsSql, group, limits.rows)) {
         Oldest row{r[0].as<std::int64_t>(),
                    {r[1].as<std::string>(), r[2].as<std::string>()},
                    r[4].as<std::size_t>()};
-        first_seq.try_emplace(row.unit, r[3].as<std::int64_t>());  // id order: seq order
+        const auto seq = r[3].as<std::int64_t>();
+        if (gapped.contains(row.unit)) continue;
+        const auto last = last_seq.find(row.unit);
+        if (last != last_seq.end() && seq != last->second + 1) {
+            gapped.insert(row.unit);
+            continue;
+        }
+        last_seq[row.unit] = seq;
+        first_seq.try_emplace(row.unit, seq);  // id order: seq order
         oldest.push_back(std::move(row));
     }
     OutboxClaim claim;
