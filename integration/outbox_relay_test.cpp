@@ -269,6 +269,32 @@ TEST_CASE(
     CHECK(pending(h) == 200000 - 6 * 500);
 }
 
+TEST_CASE(
+    "a round of the oldest rows never takes a key's rows on both sides of a row another relay "
+    "holds") {
+    PipelineHarness h({.name = "outbox_gap", .partitions = 1});
+    const std::string out = h.out_topic();
+    h.cluster().create_topic(out, 1);
+    emit_committed(h, numbered(out, 1, 3));  // one key: seqs 1, 2, 3
+    exo::PipelineStats stats;
+    exo::Failpoints none;
+    exo::OutboxRelay relay(h.config(), stats, none, relay_producer(h));
+    auto c = exo::open_postgres_session(h.config().postgres);
+    // Another relay holds the key's second row (its head published meanwhile).
+    pqxx::connection other(h.postgres_uri());
+    pqxx::work held(other);
+    held.exec(
+        "SELECT id FROM exo_outbox_pending WHERE id ="
+        " (SELECT id FROM exo_outbox_pending ORDER BY id OFFSET 1 LIMIT 1) FOR UPDATE");
+    // The head only: the third row waits behind the held second.
+    CHECK(relay.relay_once(*c) == 1);
+    CHECK(pending(h) == 2);
+    held.abort();
+    CHECK(relay.relay_once(*c) == 2);
+    auto records = read_topic(h.bootstrap(), out, 3);
+    CHECK(check_per_key_order(records) == 3);
+}
+
 TEST_CASE("a round is bounded by bytes as well as rows, and always takes at least one row") {
     PipelineHarness h({.name = "outbox_bytes", .partitions = 1});
     const std::string out = h.out_topic();
