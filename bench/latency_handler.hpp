@@ -15,7 +15,7 @@
 
 #include "bench_ledger.hpp"
 #include "ledger.hpp"
-#include "pipeline/handler_registry.hpp"
+#include "protocol/handler_registry.hpp"
 
 namespace exo::bench {
 

@@ -28,7 +28,7 @@
 #include "paced_producer.hpp"
 #include "pg_cost_probe.hpp"
 #include "pg_round_trips.hpp"
-#include "pipeline/daemon.hpp"
+#include "runtime/daemon.hpp"
 
 namespace exo::bench {
 namespace {

@@ -16,8 +16,8 @@
 
 #include "bench_world.hpp"
 #include "config/config.hpp"
-#include "pipeline/handler_registry.hpp"
 #include "plain_consumer.hpp"
+#include "protocol/handler_registry.hpp"
 #include "scenario_result.hpp"
 
 namespace exo::bench {

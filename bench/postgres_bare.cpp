@@ -8,15 +8,15 @@
 #include <pqxx/pqxx>
 #include <thread>
 
+#include "api/context_access.hpp"
 #include "bench_ledger.hpp"
-#include "core/context_access.hpp"
 #include "core/key_derivation.hpp"
 #include "core/payload.hpp"
 #include "core/record_fingerprint.hpp"
 #include "ledger.hpp"
 #include "pg/framework_statements.hpp"
 #include "pg_round_trips.hpp"
-#include "pipeline/record_connection.hpp"
+#include "sessions/record_connection.hpp"
 #include "set_based_prototype.hpp"
 
 namespace exo::bench {
@@ -24,7 +24,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The same strings as pipeline/worker.cpp: one round trip per record.
+// The same strings as runtime/worker.cpp: one round trip per record.
 constexpr const char* kFirstSavepoint = "SAVEPOINT exo_record";
 constexpr const char* kNextSavepoint = "RELEASE SAVEPOINT exo_record; SAVEPOINT exo_record";
 

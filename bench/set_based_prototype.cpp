@@ -8,7 +8,7 @@
 #include <unordered_map>
 
 #include <exo/sql_arrays.hpp>
-#include "core/context_access.hpp"
+#include "api/context_access.hpp"
 #include "core/key_derivation.hpp"
 #include "core/payload.hpp"
 #include "core/sequence_decision.hpp"

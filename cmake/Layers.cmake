@@ -12,11 +12,11 @@
 set(EXO_LAYERS_ROOT ${CMAKE_BINARY_DIR}/layers)
 
 # The public API (framework/include/exo/) and what its headers need: below every layer.
-add_library(exo_api INTERFACE)
-target_include_directories(exo_api INTERFACE ${CMAKE_SOURCE_DIR}/framework/include)
-target_compile_features(exo_api INTERFACE cxx_std_20)
-target_compile_definitions(exo_api INTERFACE SPDLOG_FMT_EXTERNAL)
-target_link_libraries(exo_api INTERFACE
+add_library(exo_public_headers INTERFACE)
+target_include_directories(exo_public_headers INTERFACE ${CMAKE_SOURCE_DIR}/framework/include)
+target_compile_features(exo_public_headers INTERFACE cxx_std_20)
+target_compile_definitions(exo_public_headers INTERFACE SPDLOG_FMT_EXTERNAL)
+target_link_libraries(exo_public_headers INTERFACE
   PkgConfig::PQXX spdlog::spdlog nlohmann_json::nlohmann_json Threads::Threads)
 
 # exo_layer(NAME [USES layer...] [PUBLIC_PACKAGES target...] [PRIVATE_PACKAGES target...]
@@ -35,7 +35,7 @@ function(exo_layer name)
   if(NOT IS_DIRECTORY ${CMAKE_SOURCE_DIR}/framework/${name})
     message(FATAL_ERROR "layer ${name}: framework/${name}/ does not exist (remove its exo_layer)")
   endif()
-  # A layer's subfolders (pipeline/passes/) belong to it.
+  # A layer's subfolders (protocol/passes/) belong to it.
   file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/framework/${name}/*.cpp)
   add_library(exo_${name} OBJECT ${sources} ${arg_SOURCES})
   set(root ${EXO_LAYERS_ROOT}/${name})
@@ -44,7 +44,7 @@ function(exo_layer name)
   target_include_directories(exo_${name} PUBLIC ${root})
   list(TRANSFORM arg_USES PREPEND exo_ OUTPUT_VARIABLE used_targets)
   target_link_libraries(exo_${name}
-    PUBLIC exo_api ${used_targets} ${arg_PUBLIC_PACKAGES}
+    PUBLIC exo_public_headers ${used_targets} ${arg_PUBLIC_PACKAGES}
     PRIVATE ${arg_PRIVATE_PACKAGES})
   target_compile_definitions(exo_${name} PRIVATE EXO_VERSION="${PROJECT_VERSION}")
 

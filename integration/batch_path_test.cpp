@@ -15,11 +15,11 @@
 #include "dedup_rows.hpp"
 #include "kafka/producer.hpp"
 #include "pg/record_start.hpp"
-#include "pipeline/redis_session.hpp"
 #include "pipeline_harness.hpp"
 #include "records.hpp"
 #include "redis/claim_store.hpp"
 #include "redis/redis_connection.hpp"
+#include "sessions/redis_session.hpp"
 #include "support.hpp"
 #include "test_handlers.hpp"
 

@@ -1,6 +1,6 @@
 // Records parked on a strict-sequence gap are bounded per partition
 // (pipeline.max_parked_per_partition) and back off toward gap_timeout_ms
-// (pipeline/gap_parking.hpp): a stream of first records of fresh entities
+// (scheduling/gap_parking.hpp): a stream of first records of fresh entities
 // that all start at sequence 2 cannot grow memory or PostgreSQL load without
 // bound. Real Redis, PostgreSQL and the mock cluster; counts, not timings.
 #include <doctest/doctest.h>

@@ -22,8 +22,8 @@
 #include "kafka/mock_cluster.hpp"
 #include "kafka/producer.hpp"
 #include "payments_workload.hpp"
-#include "pipeline/daemon.hpp"
-#include "pipeline/handler_registry.hpp"
+#include "protocol/handler_registry.hpp"
+#include "runtime/daemon.hpp"
 
 namespace exo::testing {
 

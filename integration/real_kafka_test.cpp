@@ -73,7 +73,7 @@ public:
         REQUIRE(child_.wait(30s).has_value());
     }
     // What its log says of its partitions so far, in order: its "assigned: ...", "revoked: ..."
-    // and "lost: ..." lines (pipeline/daemon.cpp), without their time stamps.
+    // and "lost: ..." lines (runtime/daemon.cpp), without their time stamps.
     std::vector<std::string> membership() const {
         std::vector<std::string> out;
         std::ifstream in(log_file_);

@@ -7,9 +7,9 @@
 #include <string>
 
 #include "app/operator_setup.hpp"
-#include "pipeline/redis_session.hpp"
 #include "pipeline_harness.hpp"
 #include "redis/redis_connection.hpp"
+#include "sessions/redis_session.hpp"
 #include "support.hpp"
 
 using namespace std::chrono_literals;

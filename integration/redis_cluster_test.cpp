@@ -16,11 +16,11 @@
 #include "child_process.hpp"
 #include "operations_cli.hpp"
 #include "ops/claim_view.hpp"
-#include "pipeline/redis_session.hpp"
 #include "pipeline_harness.hpp"
 #include "redis/claim_store.hpp"
 #include "redis/cluster_slots.hpp"
 #include "redis/redis_router.hpp"
+#include "sessions/redis_session.hpp"
 #include "support.hpp"
 
 using namespace std::chrono_literals;

@@ -16,13 +16,13 @@
 
 #include "core/failpoints.hpp"
 #include "dedup_rows.hpp"
-#include "pipeline/batch_protocol.hpp"
-#include "pipeline/lease_keeper.hpp"
-#include "pipeline/passes/hand_back.hpp"
 #include "pipeline_harness.hpp"
+#include "protocol/passes/hand_back.hpp"
 #include "records.hpp"
 #include "redis/claim_store.hpp"
 #include "redis/redis_connection.hpp"
+#include "runtime/batch_protocol.hpp"
+#include "sessions/lease_keeper.hpp"
 #include "support.hpp"
 #include "test_handlers.hpp"
 

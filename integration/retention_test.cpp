@@ -9,8 +9,8 @@
 #include <future>
 #include <pqxx/pqxx>
 
-#include "pipeline/retention_pruner.hpp"
 #include "pipeline_harness.hpp"
+#include "retention/retention_pruner.hpp"
 #include "support.hpp"
 
 using namespace std::chrono_literals;

@@ -149,7 +149,7 @@ summarize_reports() {
     # shellcheck disable=SC2086
     awk -v root="$REPO_ROOT/" '
         function where(line,    m) {
-            # "#3 exo::Worker::run(...) ../framework/pipeline/worker.cpp:85 (exo+0x1234)"
+            # "#3 exo::Worker::run(...) ../framework/runtime/worker.cpp:85 (exo+0x1234)"
             if (match(line, /(framework|integration|tests|handlers|bench)\/[^ :]+:[0-9]+/))
                 return substr(line, RSTART, RLENGTH)
             return ""

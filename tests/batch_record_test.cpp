@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "metrics/pipeline_stats.hpp"
-#include "pipeline/batch.hpp"
-#include "pipeline/passes/hand_back.hpp"
+#include "protocol/batch.hpp"
+#include "protocol/passes/hand_back.hpp"
 
 using namespace std::chrono_literals;
 using exo::Outcome;

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "pipeline/commit_schedule.hpp"
+#include "scheduling/commit_schedule.hpp"
 
 using exo::CommitSchedule;
 using namespace std::chrono_literals;

@@ -10,7 +10,7 @@
 
 #include "config/config_parser.hpp"
 #include "core/embedded_file.hpp"
-#include "pipeline/handler_registry.hpp"
+#include "protocol/handler_registry.hpp"
 #include "support/config_text.hpp"
 
 using namespace exo;

@@ -1,4 +1,4 @@
-// The dead-letter record: pipeline/dead_letter.hpp. No servers.
+// The dead-letter record: protocol/dead_letter.hpp. No servers.
 #include <doctest/doctest.h>
 
 #include <optional>
@@ -10,7 +10,7 @@
 #include "core/exo_headers.hpp"
 #include "core/text.hpp"
 #include "pg/migrations.hpp"
-#include "pipeline/dead_letter.hpp"
+#include "protocol/dead_letter.hpp"
 
 using namespace exo;
 

@@ -1,4 +1,4 @@
-// put_back_held (pipeline/passes/entity_holds.hpp) without servers: which records
+// put_back_held (protocol/passes/entity_holds.hpp) without servers: which records
 // go back when another transaction holds the sequence entity of some.
 #include <doctest/doctest.h>
 
@@ -6,8 +6,8 @@
 #include <string_view>
 #include <vector>
 
-#include "pipeline/batch.hpp"
-#include "pipeline/passes/entity_holds.hpp"
+#include "protocol/batch.hpp"
+#include "protocol/passes/entity_holds.hpp"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // The failure matrix (docs/design.md section 6) as pure decisions:
-// pipeline/failure_matrix.hpp. One table row per matrix row that needs no server;
+// protocol/failure_matrix.hpp. One table row per matrix row that needs no server;
 // the integration tests prove the same rows end to end.
 #include <doctest/doctest.h>
 
@@ -11,7 +11,7 @@
 
 #include "kafka/kafka_error.hpp"
 #include "pg/explicit_transaction.hpp"
-#include "pipeline/failure_matrix.hpp"
+#include "protocol/failure_matrix.hpp"
 #include "redis/redis_error.hpp"
 
 using namespace exo;

@@ -1,4 +1,4 @@
-// FatePolicy (pipeline/passes/fate_policy.hpp) without servers: what a
+// FatePolicy (protocol/passes/fate_policy.hpp) without servers: what a
 // failure costs the records it touches.
 #include <doctest/doctest.h>
 #include <spdlog/spdlog.h>
@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "metrics/pipeline_stats.hpp"
-#include "pipeline/batch.hpp"
-#include "pipeline/passes/fate_policy.hpp"
+#include "protocol/batch.hpp"
+#include "protocol/passes/fate_policy.hpp"
 
 using namespace std::chrono_literals;
 

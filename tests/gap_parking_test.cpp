@@ -1,11 +1,11 @@
-// Records parked on a strict-sequence gap (pipeline/gap_parking.hpp): the
+// Records parked on a strict-sequence gap (scheduling/gap_parking.hpp): the
 // delay ladder toward the gap timeout and the per-partition bound. Pure.
 #include <doctest/doctest.h>
 
 #include <chrono>
 #include <vector>
 
-#include "pipeline/gap_parking.hpp"
+#include "scheduling/gap_parking.hpp"
 
 using namespace exo;
 using namespace std::chrono_literals;

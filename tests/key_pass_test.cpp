@@ -1,5 +1,5 @@
-// The key pass (pipeline/passes/keys.hpp), the settling of the keys it found
-// repeated (pipeline/passes/repeated_keys.hpp) and the batch they work on,
+// The key pass (protocol/passes/keys.hpp), the settling of the keys it found
+// repeated (protocol/passes/repeated_keys.hpp) and the batch they work on,
 // without servers: which records go on to their claims, which wait for the
 // first copy of their key, and how those end.
 #include <doctest/doctest.h>
@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "metrics/pipeline_stats.hpp"
-#include "pipeline/batch.hpp"
-#include "pipeline/passes/hand_back.hpp"
-#include "pipeline/passes/keys.hpp"
-#include "pipeline/passes/repeated_keys.hpp"
-#include "pipeline/record_limits.hpp"
+#include "protocol/batch.hpp"
+#include "protocol/passes/hand_back.hpp"
+#include "protocol/passes/keys.hpp"
+#include "protocol/passes/repeated_keys.hpp"
+#include "scheduling/record_limits.hpp"
 
 using namespace std::chrono_literals;
 using exo::Outcome;

@@ -1,4 +1,4 @@
-// A record's lane key under its binding's ordering: pipeline/ordering_key.hpp
+// A record's lane key under its binding's ordering: scheduling/ordering_key.hpp
 // (docs/design.md section 5.8). No servers.
 #include <doctest/doctest.h>
 
@@ -10,7 +10,7 @@
 #include "core/key_derivation.hpp"
 #include "core/payload.hpp"
 #include "core/text.hpp"
-#include "pipeline/ordering_key.hpp"
+#include "scheduling/ordering_key.hpp"
 
 using namespace exo;
 

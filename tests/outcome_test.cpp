@@ -4,7 +4,7 @@
 #include <string>
 
 #include "core/outcome.hpp"
-#include "pipeline/batch_record.hpp"
+#include "protocol/batch_record.hpp"
 
 using exo::Outcome;
 using exo::StoredOutcome;

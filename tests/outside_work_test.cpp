@@ -1,4 +1,4 @@
-// Handlers' work outside the transaction (pipeline/outside_work.hpp,
+// Handlers' work outside the transaction (runtime/outside_work.hpp,
 // exo/outside_transaction.hpp), without servers: which records run
 // before_transaction(), in what order, on which threads, and what a failure
 // leaves behind.
@@ -26,11 +26,11 @@
 #include <exo/outside_transaction.hpp>
 #include "config/config.hpp"
 #include "metrics/pipeline_stats.hpp"
-#include "pipeline/batch.hpp"
-#include "pipeline/binding_handlers.hpp"
-#include "pipeline/handler_registry.hpp"
-#include "pipeline/outside_work.hpp"
-#include "pipeline/passes/transaction_step.hpp"
+#include "protocol/batch.hpp"
+#include "protocol/binding_handlers.hpp"
+#include "protocol/handler_registry.hpp"
+#include "protocol/passes/transaction_step.hpp"
+#include "runtime/outside_work.hpp"
 
 using namespace std::chrono_literals;
 

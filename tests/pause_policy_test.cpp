@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "pipeline/pause_policy.hpp"
+#include "scheduling/pause_policy.hpp"
 
 using exo::PartitionLoad;
 using exo::PauseLimits;

@@ -1,8 +1,8 @@
 // What `exo run` checks about the topics it produces to before it joins its group
-// (pipeline/produced_topics.hpp): which topics, and what the brokers' answer means. No servers.
+// (protocol/produced_topics.hpp): which topics, and what the brokers' answer means. No servers.
 #include <doctest/doctest.h>
 
-#include "pipeline/produced_topics.hpp"
+#include "protocol/produced_topics.hpp"
 #include "support/config_text.hpp"
 
 using namespace exo;

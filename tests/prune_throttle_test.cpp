@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "pipeline/prune_throttle.hpp"
+#include "retention/prune_throttle.hpp"
 
 using exo::PruneThrottle;
 using namespace std::chrono_literals;

@@ -1,7 +1,7 @@
-// Which fetched records are re-reads the daemon asked for: pipeline/read_again.hpp.
+// Which fetched records are re-reads the daemon asked for: scheduling/read_again.hpp.
 #include <doctest/doctest.h>
 
-#include "pipeline/read_again.hpp"
+#include "scheduling/read_again.hpp"
 
 using namespace exo;
 using namespace std::chrono_literals;

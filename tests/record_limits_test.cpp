@@ -1,13 +1,13 @@
 // What flow control counts for a record and the bound on its headers:
-// pipeline/record_limits.hpp. No servers.
+// scheduling/record_limits.hpp. No servers.
 #include <doctest/doctest.h>
 
 #include <string>
 #include <vector>
 
-#include "pipeline/dead_letter.hpp"
-#include "pipeline/pending_record.hpp"
-#include "pipeline/record_limits.hpp"
+#include "protocol/dead_letter.hpp"
+#include "scheduling/pending_record.hpp"
+#include "scheduling/record_limits.hpp"
 
 using namespace exo;
 

@@ -3,7 +3,7 @@
 
 #include "ops/replayed_record.hpp"
 #include "pg/dead_letter_record.hpp"
-#include "pipeline/dead_letter.hpp"
+#include "protocol/dead_letter.hpp"
 
 using namespace exo;
 

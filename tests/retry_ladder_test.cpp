@@ -1,4 +1,4 @@
-// The transaction's retry ladder as data (pipeline/passes/retry_ladder.hpp):
+// The transaction's retry ladder as data (protocol/passes/retry_ladder.hpp):
 // one row per transition, the previous attempt in, the plan out.
 #include <doctest/doctest.h>
 
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/passes/retry_ladder.hpp"
+#include "protocol/passes/retry_ladder.hpp"
 
 namespace exo {
 

@@ -8,7 +8,7 @@
 
 #include <exo/trace.hpp>
 #include "core/trace_context.hpp"
-#include "pipeline/dead_letter.hpp"
+#include "protocol/dead_letter.hpp"
 
 using namespace exo;
 

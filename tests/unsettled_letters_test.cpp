@@ -3,7 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "ops/unsettled_letters.hpp"
-#include "pipeline/dead_letter.hpp"
+#include "protocol/dead_letter.hpp"
 
 using namespace exo;
 

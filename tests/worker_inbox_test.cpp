@@ -1,4 +1,4 @@
-// The queue between the poll thread and a worker: pipeline/worker_inbox.hpp.
+// The queue between the poll thread and a worker: scheduling/worker_inbox.hpp.
 // Threads, no servers. Timing assertions are loose on purpose: they check that
 // a wait happened or that nothing hung, never how long something took exactly.
 #include <doctest/doctest.h>
@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "pipeline/worker_inbox.hpp"
+#include "scheduling/worker_inbox.hpp"
 
 using namespace exo;
 using namespace std::chrono_literals;

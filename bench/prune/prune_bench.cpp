@@ -25,7 +25,7 @@
 #include "config/config.hpp"
 #include "metrics/pipeline_stats.hpp"
 #include "pg/migrations.hpp"
-#include "pipeline/retention_pruner.hpp"
+#include "retention/retention_pruner.hpp"
 
 namespace {
 

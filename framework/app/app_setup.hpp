@@ -7,7 +7,7 @@
 
 #include "app/user_commands.hpp"
 #include "pg/migrations.hpp"
-#include "pipeline/handler_registry.hpp"
+#include "protocol/handler_registry.hpp"
 
 namespace exo {
 

@@ -10,7 +10,7 @@
 #include "app/error_output.hpp"
 #include "config/config.hpp"
 #include "kafka/mock_cluster.hpp"
-#include "pipeline/handler_registry.hpp"
+#include "protocol/handler_registry.hpp"
 
 namespace exo {
 

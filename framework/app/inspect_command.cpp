@@ -13,9 +13,9 @@
 #include "ops/dedup_queries.hpp"
 #include "ops/ops_report.hpp"
 #include "pg/session.hpp"
-#include "pipeline/redis_session.hpp"
 #include "redis/claim_store.hpp"
 #include "redis/redis_error.hpp"
+#include "sessions/redis_session.hpp"
 
 namespace exo {
 namespace {

@@ -166,7 +166,7 @@ struct PipelineConfig {
     // bound in normal use: at 10,000 it throttled the 32-partition benchmark by
     // a sixth (the queues ran low between pause and resume; docs/performance.md).
     int max_in_flight = 100000;
-    // The same two bounds in bytes (pipeline/record_limits.hpp: a record's key,
+    // The same two bounds in bytes (scheduling/record_limits.hpp: a record's key,
     // value, header names and values, 72 bytes a header and 1 KiB a record), so
     // large records or a flood of headers cannot fill memory below the record
     // counts. Paused at the bound, resumed at half, like the counts. A record
@@ -184,7 +184,7 @@ struct PipelineConfig {
     // either bound a record meeting a *new* gap is dead-lettered at once
     // without a dedup row (as a gap timeout; `exo dlq replay` applies it later,
     // once), instead of parked; records already parked keep their place
-    // (pipeline/gap_parking.hpp).
+    // (scheduling/gap_parking.hpp).
     int max_parked_per_partition = 1000;
     std::size_t max_parked_bytes_per_partition = std::size_t{16} * 1024 * 1024;
     milliseconds shutdown_timeout{10000};  // drain deadline on SIGTERM and on revoke

@@ -1,5 +1,5 @@
 #pragma once
-// exo's own headers on records it writes (a dead letter: pipeline/dead_letter.cpp;
+// exo's own headers on records it writes (a dead letter: protocol/dead_letter.cpp;
 // a replayed copy: ops/replayed_record.cpp), and how they are told apart from
 // the headers a record arrived with. Whoever produces to an input topic can put
 // any header on a record, `exo-consumer-group` too, and a dead letter copies the
@@ -38,7 +38,7 @@ inline std::string replayed_header_name(std::string_view name) {
 }
 
 // What a dead letter says in place of bytes it left out (a key or header too large
-// for the letter to fit, pipeline/dead_letter.hpp): "<size> bytes sha256:<hex>", so a
+// for the letter to fit, protocol/dead_letter.hpp): "<size> bytes sha256:<hex>", so a
 // reader can check a candidate (replay: the record at the letter's coordinates).
 inline std::string omitted_bytes_text(std::size_t size, std::string_view sha256_hex) {
     return std::to_string(size) + " bytes sha256:" + std::string(sha256_hex);

@@ -7,7 +7,7 @@
 // A delivery of a key already settled is a duplicate, whatever that key's
 // stored outcome; the stored outcome then says what the first delivery did.
 // (A record's progress through a batch, pending → finished / requeued /
-// parked / dead letter, is its Fate: pipeline/batch_record.hpp.)
+// parked / dead letter, is its Fate: protocol/batch_record.hpp.)
 #include <array>
 #include <optional>
 #include <string_view>

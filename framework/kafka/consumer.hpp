@@ -95,7 +95,7 @@ public:
     // Reads `tp` again from `offset`: the next records of it poll() returns start
     // there (a pause stays; records held for it are dropped, and librdkafka drops
     // what it had fetched before). For reading back records the caller let go of
-    // (pipeline/read_again.hpp). Ignored for a partition not assigned or not
+    // (scheduling/read_again.hpp). Ignored for a partition not assigned or not
     // fetching yet. Throws KafkaError if librdkafka refuses.
     void rewind(const TopicPartition& tp, Offset offset);
 

@@ -22,7 +22,7 @@
 
 namespace exo {
 
-// What retention pruning did, per table exo owns (pipeline/retention_pruner.hpp).
+// What retention pruning did, per table exo owns (retention/retention_pruner.hpp).
 struct RetentionStats {
     enum Table : std::size_t {
         processed,
@@ -117,7 +117,7 @@ public:
     std::atomic<std::uint64_t> assignments{0};     // rebalance callbacks that gave partitions
     std::atomic<std::uint64_t> revocations{0};     // ... and that took them (lost included)
     // Partitions read again from a held key's oldest spilled record
-    // (pipeline/worker_inbox.hpp): one held key kept its records out of memory.
+    // (scheduling/worker_inbox.hpp): one held key kept its records out of memory.
     std::atomic<std::uint64_t> reads_again{0};
     std::atomic<std::uint64_t> batches{0};
     std::atomic<std::uint64_t> batch_failures{0};  // whole batch put back (dependency down)

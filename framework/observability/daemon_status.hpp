@@ -27,7 +27,7 @@ struct PartitionStatus {
     std::size_t parked = 0;
     std::size_t parked_bytes = 0;
     // Bytes of the queued and in-flight records, as pipeline.max_queued_bytes_per_partition
-    // counts them (pipeline/record_limits.hpp).
+    // counts them (scheduling/record_limits.hpp).
     std::size_t bytes = 0;
     // Offsets from the lowest unfinished record to the highest polled: what a
     // crash now would read again (0: nothing unfinished).

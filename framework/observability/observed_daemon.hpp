@@ -1,7 +1,7 @@
 #pragma once
 // What the observability endpoint reads of a running daemon, and nothing more:
-// its status snapshot and its counters. pipeline/Daemon implements it; the
-// endpoint depends on this interface, not on the pipeline, so the pipeline layer
+// its status snapshot and its counters. runtime/daemon.hpp's Daemon implements it; the
+// endpoint depends on this interface, not on the runtime, so the runtime layer
 // sits above observability (docs/design.md section 12).
 //
 // Thread-safety: both are called from the endpoint's threads while the daemon

@@ -10,7 +10,7 @@
 namespace exo {
 namespace {
 
-// Every header make_dead_letter() appends (pipeline/dead_letter.cpp), and ours.
+// Every header make_dead_letter() appends (protocol/dead_letter.cpp), and ours.
 constexpr std::array<std::string_view, 13> kExoHeaders{
     "exo-error",           "exo-attempts",       "exo-original-topic",  "exo-original-partition",
     "exo-original-offset", "exo-consumer-group", "exo-idempotency-key", "exo-value-omitted",

@@ -31,7 +31,7 @@ bool is_dead_letter_of(const Record& dead_letter, const std::string& group, cons
 bool value_omitted(const Record& dead_letter);
 
 // Whether the record at the letter's coordinates has the key the letter left out
-// (exo-key-omitted: its size and SHA-256, pipeline/dead_letter.hpp). True when
+// (exo-key-omitted: its size and SHA-256, protocol/dead_letter.hpp). True when
 // the letter left no key out.
 bool omitted_key_matches(const Record& dead_letter, const Record& original);
 

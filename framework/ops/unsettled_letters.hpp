@@ -18,7 +18,7 @@
 
 namespace exo {
 
-// One record of a dead-letter topic, as exo wrote it (pipeline/dead_letter.cpp).
+// One record of a dead-letter topic, as exo wrote it (protocol/dead_letter.cpp).
 struct LetterView {
     std::optional<std::string> key;  // exo-idempotency-key; nullopt: the daemon derived none
     // exo-consumer-group; nullopt: a letter written before exo named its group.

@@ -1,7 +1,7 @@
 // exo::testing::HandlerKit (exo/testing.hpp): records in a batch through the
 // steps a worker runs for a batch's transaction, on the pipeline's own code:
 // the key pass, the outside work, the transaction step's retry ladder (its
-// planner and executor, pipeline/passes/retry_ladder.hpp and
+// planner and executor, protocol/passes/retry_ladder.hpp and
 // attempt_executor.hpp), the fate policy, the settling of repeated keys and the
 // dead-letter step's dedup row. What the worker does around that (claims,
 // producing dead letters, offsets) is left out; the file comment of
@@ -27,15 +27,15 @@
 #include "pg/framework_statements.hpp"
 #include "pg/migrations.hpp"
 #include "pg/session.hpp"
-#include "pipeline/binding_handlers.hpp"
-#include "pipeline/failure_matrix.hpp"
-#include "pipeline/handler_registry.hpp"
-#include "pipeline/outside_work.hpp"
-#include "pipeline/passes/fate_policy.hpp"
-#include "pipeline/passes/keys.hpp"
-#include "pipeline/passes/repeated_keys.hpp"
-#include "pipeline/passes/transaction_step.hpp"
-#include "pipeline/record_connection.hpp"
+#include "protocol/binding_handlers.hpp"
+#include "protocol/failure_matrix.hpp"
+#include "protocol/handler_registry.hpp"
+#include "protocol/passes/fate_policy.hpp"
+#include "protocol/passes/keys.hpp"
+#include "protocol/passes/repeated_keys.hpp"
+#include "protocol/passes/transaction_step.hpp"
+#include "runtime/outside_work.hpp"
+#include "sessions/record_connection.hpp"
 
 namespace exo::testing {
 namespace {
@@ -319,7 +319,7 @@ Delivery HandlerKit::State::delivery_of(BatchRecord& record) {
     return out;
 }
 
-// pipeline/dead_letter_publisher.cpp without the produce. When the key's row
+// protocol/dead_letter_publisher.cpp without the produce. When the key's row
 // exists already, `out` becomes the duplicate it answers.
 void HandlerKit::State::record_dead_letter(const BatchRecord& record, Delivery& out) {
     const auto& verdict = *record.verdict();

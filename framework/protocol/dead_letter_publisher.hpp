@@ -1,0 +1,68 @@
+#pragma once
+// Records a worker's dead letters (docs/design.md section 5.6): for each record
+// of a batch judged a dead letter, the DEAD_LETTERED dedup row in an open
+// transaction, the dead letter produced and acknowledged by Kafka, then COMMIT
+// and the Redis claim marked DEAD_LETTERED. A dead letter that cannot be
+// recorded is put back with its verdict (its handler never runs again), counted,
+// and after max_attempts tries stalls its partition loudly.
+//
+// Thread-safety: none; the worker's thread only. Its producer is its own, so a
+// delivery failure reported during one worker's flush can never be taken for
+// (or hidden from) another worker's dead letters. The producer is created at
+// the first dead letter: a worker with pipeline.concurrency slots would
+// otherwise hold that many idle producers (threads and broker connections).
+#include <chrono>
+#include <functional>
+#include <optional>
+
+#include <spdlog/logger.h>
+
+#include "config/config.hpp"
+#include "kafka/producer.hpp"
+#include "metrics/pipeline_stats.hpp"
+#include "protocol/batch.hpp"
+#include "protocol/failure_matrix.hpp"
+#include "sessions/lease_keeper.hpp"
+#include "sessions/postgres_session.hpp"
+#include "sessions/redis_session.hpp"
+
+namespace exo {
+
+class DeadLetterPublisher {
+public:
+    // The sessions are the worker's; `backoff(n)` is the wait after the n-th failure.
+    // Never connects; a bad producer property throws KafkaConfigError at the
+    // first dead letter (the daemon checks the properties at start-up).
+    DeadLetterPublisher(const Config& config, const ProducerOptions& producer, PipelineStats& stats,
+                        spdlog::logger& log, PostgresSession& postgres, RedisSession& redis,
+                        std::function<std::chrono::milliseconds(int)> backoff);
+    DeadLetterPublisher(const DeadLetterPublisher&) = delete;
+    DeadLetterPublisher& operator=(const DeadLetterPublisher&) = delete;
+
+    // Every record whose fate is fate::DeadLetter leaves finished (recorded, or
+    // found recorded or applied already) or requeued (not recorded this time).
+    // `leases` keeps renewing the claims while Kafka and PostgreSQL answer, and
+    // lets go of the finished ones before they are marked in Redis
+    // (sessions/lease_keeper.hpp). Never throws.
+    void publish(Batch& batch, LeaseKeeper& leases);
+
+private:
+    // Produces one dead letter and waits for its acknowledgement, in the first
+    // shape that fits (protocol/dead_letter.hpp); returns the letter as produced.
+    // Throws KafkaError.
+    OutgoingRecord produce(const BatchRecord& item);
+    void unrecorded(BatchRecord& item, Failure failure, const std::string& why);
+
+    const Config& config_;
+    PipelineStats& stats_;
+    spdlog::logger& log_;
+    PostgresSession& postgres_;
+    RedisSession& redis_;
+    std::function<std::chrono::milliseconds(int)> backoff_;
+    KafkaProducer& producer();  // created on first use
+
+    ProducerOptions producer_options_;
+    std::optional<KafkaProducer> producer_;
+};
+
+}  // namespace exo

@@ -1,0 +1,57 @@
+#include "sessions/redis_session.hpp"
+
+#include "redis/redis_error.hpp"
+
+namespace exo {
+
+RedisOptions redis_options(const RedisConfig& rc) {
+    RedisOptions out;
+    out.host = rc.host;
+    out.port = rc.port;
+    out.username = rc.username;
+    out.password = rc.password;
+    out.db = rc.db;
+    out.connect_timeout = rc.connect_timeout;
+    out.command_timeout = rc.command_timeout;
+    return out;
+}
+
+std::unique_ptr<RedisRouter> open_redis(const RedisConfig& rc) {
+    if (rc.cluster.empty()) return std::make_unique<RedisRouter>(redis_options(rc));
+    return std::make_unique<RedisRouter>(redis_options(rc), rc.cluster);
+}
+
+RedisSession::RedisSession(const Config& config, std::string owner, spdlog::logger& log,
+                           std::function<std::chrono::milliseconds(int)> backoff)
+    : config_(config), owner_(std::move(owner)), log_(log), backoff_(std::move(backoff)) {}
+
+ClaimStore* RedisSession::claims() {
+    // The one place a worker opens Redis: with claim.store: postgres it never does.
+    if (!config_.claim.in_redis()) return nullptr;
+    if (claims_) return &*claims_;
+    if (std::chrono::steady_clock::now() < retry_at_) return nullptr;
+    try {
+        const auto& rc = config_.redis;
+        redis_ = open_redis(rc);
+        claims_.emplace(*redis_, rc.key_prefix, config_.kafka.group_id, owner_);
+        if (down_logged_) log_.info("Redis is reachable again");
+        down_logged_ = false;
+        return &*claims_;
+    } catch (const RedisError& e) {
+        failed();
+        if (!down_logged_) log_.warn("Redis unreachable: {}", e.what());
+        down_logged_ = true;
+        return nullptr;
+    }
+}
+
+void RedisSession::failed() {
+    ++failures_;
+    // Dropping a healthy connection would only add a reconnect to the outage.
+    if (redis_ && redis_->connected()) return;
+    claims_.reset();
+    redis_.reset();
+    retry_at_ = std::chrono::steady_clock::now() + backoff_(failures_);
+}
+
+}  // namespace exo
