@@ -221,10 +221,10 @@ void BenchWorld::clean_up(const Isolation& iso) {
 
 std::map<std::string, std::string> BenchWorld::consumer_properties() const {
     std::map<std::string, std::string> p;
-    // The mock cluster's settings from docs/design.md section 8 / config/exo.yaml: a
-    // rejoin waits session.timeout.ms - 1 s, an empty fetch waits fetch.wait.max.ms. A real
-    // broker answers a fetch as soon as data arrives: there librdkafka's defaults, as a user
-    // starts with.
+    // The mock cluster's settings from docs/design.md#kafka-facts-to-design-around /
+    // config/exo.yaml: a rejoin waits session.timeout.ms - 1 s, an empty fetch waits
+    // fetch.wait.max.ms. A real broker answers a fetch as soon as data arrives: there librdkafka's
+    // defaults, as a user starts with.
     if (mock_)
         p = {{"session.timeout.ms", "6000"},
              {"heartbeat.interval.ms", "1000"},

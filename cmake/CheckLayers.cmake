@@ -1,4 +1,4 @@
-# Proves that the build refuses a wrong include (docs/design.md section 12): for every pair of
+# Proves that the build refuses a wrong include (docs/design.md#code-layers): for every pair of
 # layers (L, H), a file compiled with exactly L's compile command (from compile_commands.json)
 # and including a header of H must preprocess if and only if L uses H, directly or through the
 # layers it uses (cmake/Layers.cmake). A layer linked too widely (it sees more than it uses) or

@@ -28,7 +28,8 @@ namespace {
 using exo::fuzz::shown;
 using Json = nlohmann::json;
 
-// RFC 6901 section 3: "" or "/"-separated tokens, '~' only in "~0" and "~1".
+// RFC 6901 docs/design.md#redis-claim-record-and-scripts: "" or "/"-separated tokens, '~' only in
+// "~0" and "~1".
 bool valid_pointer(std::string_view p) {
     if (p.empty()) return true;
     if (p.front() != '/') return false;

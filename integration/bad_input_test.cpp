@@ -1,7 +1,7 @@
 // Inputs and handler habits that used to stall a partition for good or make a
-// COMMIT lie (docs/design.md sections 6 and 9), against real Redis, PostgreSQL
-// and the mock Kafka cluster. Each test fails on the code before its fix: by a
-// partition that never finishes, a lost effect, or a crash.
+// COMMIT lie (docs/design.md#failure-matrix and docs/design.md#inputs-at-the-boundaries), against
+// real Redis, PostgreSQL and the mock Kafka cluster. Each test fails on the code before its fix: by
+// a partition that never finishes, a lost effect, or a crash.
 #include <doctest/doctest.h>
 #include <spdlog/sinks/ringbuffer_sink.h>
 

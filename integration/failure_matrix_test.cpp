@@ -1,4 +1,4 @@
-// docs/design.md section 6, one test per row, against real Redis, PostgreSQL and a
+// docs/design.md#failure-matrix, one test per row, against real Redis, PostgreSQL and a
 // mock Kafka cluster over TCP. Outage tests stop and restart the servers of
 // scripts/services.sh on their ports.
 #include <doctest/doctest.h>

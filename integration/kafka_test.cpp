@@ -69,8 +69,8 @@ exo::ConsumerOptions consumer_options(const std::string& bootstrap, const std::s
     o.bootstrap_servers = bootstrap;
     o.group_id = group;
     o.topics = {topic};
-    // Mock-cluster timings (docs/design.md section 8): a rejoin waits session.timeout.ms - 1 s
-    // and an empty fetch waits the full fetch.wait.max.ms.
+    // Mock-cluster timings (docs/design.md#kafka-facts-to-design-around): a rejoin waits
+    // session.timeout.ms - 1 s and an empty fetch waits the full fetch.wait.max.ms.
     o.properties = {{"session.timeout.ms", "6000"},
                     {"heartbeat.interval.ms", "500"},
                     {"fetch.wait.max.ms", "20"}};

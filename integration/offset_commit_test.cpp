@@ -1,4 +1,4 @@
-// The daemon's offset commits against a slow broker (docs/design.md section 5.5):
+// The daemon's offset commits against a slow broker (docs/design.md#offsets):
 // the periodic commit is queued, so a broker slow to answer it delays the commit,
 // never the records polled meanwhile.
 #include <doctest/doctest.h>

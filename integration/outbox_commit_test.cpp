@@ -1,4 +1,4 @@
-// The outbox's commit path (docs/outbox.md sections 1-3) against real
+// The outbox's commit path (docs/outbox.md (its write side, ordering and relay)) against real
 // PostgreSQL and the mock Kafka cluster: an emitting transaction sends no
 // NOTIFY (it would serialize the database's commits), the daemon's own relay is
 // woken in-process after the COMMIT, a relay learns of other processes' rows

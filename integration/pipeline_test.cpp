@@ -1,6 +1,6 @@
 // The exactly-once pipeline end to end, against real Redis, PostgreSQL and a
-// mock Kafka cluster over TCP: docs/design.md sections 1-5 and the failure-matrix
-// rows that do not need an outage.
+// mock Kafka cluster over TCP: docs/design.md (from "The guarantee" through "Per record") and the
+// failure-matrix rows that do not need an outage.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 

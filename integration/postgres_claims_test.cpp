@@ -1,4 +1,4 @@
-// claim.store: postgres (docs/design.md section 2): exo without Redis, the dedup
+// claim.store: postgres (docs/design.md#two-fences): exo without Redis, the dedup
 // row the only fence, against real PostgreSQL and the mock Kafka. No Redis is
 // reachable: the config's Redis address is a socket that only counts who
 // connects to it, and every test ends with nobody having done so.

@@ -1,5 +1,5 @@
-// The claim scripts of docs/design.md section 3, every branch, against a real Redis.
-// Each test uses its own group and keys, so tests can share one server.
+// The claim scripts of docs/design.md#redis-claim-record-and-scripts, every branch, against a real
+// Redis. Each test uses its own group and keys, so tests can share one server.
 #include <doctest/doctest.h>
 
 #include <chrono>

@@ -1,10 +1,10 @@
-// A key that appears more than once in one batch (docs/design.md section 5.1),
+// A key that appears more than once in one batch (docs/design.md#key),
 // against real Redis, PostgreSQL and the mock Kafka cluster: the first copy
 // claims and runs, the later copies end as it did, in the same batch, or are
 // requeued when it did not finish. The batches are made here and run through
 // one worker's BatchProtocol, so which records share a batch is certain; the
 // daemon tests run it end to end. A key's copies on two workers meet as a
-// CONFLICT (section 5.2): the last tests keep that from feeding a storm.
+// CONFLICT (docs/design.md#claim): the last tests keep that from feeding a storm.
 #include <doctest/doctest.h>
 #include <spdlog/spdlog.h>
 

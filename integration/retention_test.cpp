@@ -1,4 +1,4 @@
-// Retention (docs/design.md section 4.2) against real PostgreSQL: the pruner
+// Retention (docs/design.md#retention) against real PostgreSQL: the pruner
 // clears a large backlog of expired rows while rows within retention stay,
 // prunes every table exo owns (dedup rows, gap sightings, sent outbox rows,
 // idle outbox key counters also with outbox retention 0, finished replay

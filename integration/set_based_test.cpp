@@ -1,9 +1,9 @@
-// The framework's SQL of a whole group at once (docs/design.md section 4.1),
-// against real Redis, PostgreSQL and the mock Kafka cluster. Records are produced
-// before the daemon starts, so its first poll hands a worker all of them in one
-// batch; every test checks that the set-based start ran, and compares the final
-// tables with outcomes worked out by hand from the rules of section 4 (never
-// from exo's own code).
+// The framework's SQL of a whole group at once
+// (docs/design.md#the-frameworks-sql-of-a-transactions-records-set-based), against real Redis,
+// PostgreSQL and the mock Kafka cluster. Records are produced before the daemon starts, so its
+// first poll hands a worker all of them in one batch; every test checks that the set-based start
+// ran, and compares the final tables with outcomes worked out by hand from the rules of
+// docs/design.md#postgresql-tables-and-sequences (never from exo's own code).
 #include <doctest/doctest.h>
 
 #include <map>

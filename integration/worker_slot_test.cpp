@@ -1,5 +1,5 @@
 // One worker slot runs a batch whole, keys and claims through complete and
-// release (docs/design.md section 5), before it claims the next, against real
+// release (docs/design.md#per-record), before it claims the next, against real
 // Redis, PostgreSQL and a mock Kafka cluster over TCP. A slow handler
 // (test_handlers.hpp, `slow-*`) keeps one batch in its transaction long enough
 // to see what happens meanwhile.

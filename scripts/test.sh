@@ -197,7 +197,7 @@ EXO_BINARY="$(EXO_EXAMPLE_TESTS=ON EXO_EXAMPLE_BUILD_DIR="$EXAMPLE_BUILD_DIR" "$
 note "build took $((SECONDS - STAGE_START)) s; exo for child processes: $EXO_BINARY"
 
 overall=0
-# The layers (docs/design.md section 12): each layer's sources see exactly the layers it uses,
+# The layers (docs/design.md#code-layers): each layer's sources see exactly the layers it uses,
 # so a wrong include does not compile. One test case.
 if cmake -DEXO_BUILD_DIR="$EXO_BUILD_DIR" -P "$REPO_ROOT/cmake/CheckLayers.cmake"; then
     PASSED=$((PASSED + 1))

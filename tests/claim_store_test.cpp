@@ -1,4 +1,4 @@
-// claim.store: postgres (docs/design.md section 2), without a server: the key
+// claim.store: postgres (docs/design.md#two-fences), without a server: the key
 // parsed, checked against the Redis-only keys and printed back; a daemon
 // without Redis shown without it; `exo inspect` saying where claims are.
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// The failure matrix (docs/design.md section 6) as pure decisions:
+// The failure matrix (docs/design.md#failure-matrix) as pure decisions:
 // protocol/failure_matrix.hpp. One table row per matrix row that needs no server;
 // the integration tests prove the same rows end to end.
 #include <doctest/doctest.h>

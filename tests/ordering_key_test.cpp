@@ -1,5 +1,5 @@
 // A record's lane key under its binding's ordering: scheduling/ordering_key.hpp
-// (docs/design.md section 5.8). No servers.
+// (docs/design.md#ordering-and-concurrency). No servers.
 #include <doctest/doctest.h>
 
 #include <optional>

@@ -1,7 +1,7 @@
 // The sequence decisions of a whole group of records at once:
 // core/sequence_plan.hpp. No servers. Each row is worked out by hand from the
-// rules of docs/design.md section 4, not from the code: verdicts are written as
-// one letter per record (A apply, S stale, G gap).
+// rules of docs/design.md#postgresql-tables-and-sequences, not from the code: verdicts are written
+// as one letter per record (A apply, S stale, G gap).
 #include <doctest/doctest.h>
 
 #include <cstdint>

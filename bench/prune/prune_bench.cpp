@@ -1,5 +1,5 @@
 // exo_prune_bench: how many expired rows per second retention deletes
-// (docs/design.md section 4.2). Fills a schema of its own with expired dedup
+// (docs/design.md#retention). Fills a schema of its own with expired dedup
 // rows (and rows within retention, which must stay), then expired sent outbox
 // rows, and times RetentionPruner's pass over each on one session, as the
 // daemon's pruner runs: uncapped by default (what PostgreSQL can delete), or

@@ -108,7 +108,7 @@ struct PostgresConfig {
 };
 
 struct ClaimConfig {
-    // Where a key's claim is kept (docs/design.md section 2). redis: the Redis
+    // Where a key's claim is kept (docs/design.md#two-fences). redis: the Redis
     // claim in front of the dedup row (the efficiency fence). postgres: no Redis
     // at all; the dedup row, which always was the fence, is the only one, as
     // under on_redis_down: postgres_only while Redis is down. The redis section,
@@ -127,8 +127,8 @@ struct ClaimConfig {
 };
 
 // How a transaction's framework statements run when nothing fails
-// (docs/design.md section 4.1). per_record is today's careful path for every
-// transaction: a fallback switch for the set-based statements, and the
+// (docs/design.md#the-frameworks-sql-of-a-transactions-records-set-based). per_record is today's
+// careful path for every transaction: a fallback switch for the set-based statements, and the
 // benchmark's comparison. Batch handlers then run record by record too.
 enum class FrameworkSql { set_based, per_record };
 
@@ -246,7 +246,7 @@ struct OutboxConfig {
     std::chrono::hours retention{24 * 7};
 };
 
-// Retention pruning (docs/design.md section 4.2): how fast expired rows go.
+// Retention pruning (docs/design.md#retention): how fast expired rows go.
 // How long rows are kept is the tables' own setting (postgres.dedup_retention,
 // outbox.retention).
 struct RetentionConfig {
@@ -264,7 +264,7 @@ struct RetentionConfig {
 };
 
 // Which records of a binding's partition must run one after another
-// (docs/design.md section 5.8). partition: all of them, in offset order.
+// (docs/design.md#ordering-and-concurrency). partition: all of them, in offset order.
 // key: those with the same Kafka record key (records without a key share one
 // lane per partition); entity: those with the same sequence entity (the
 // binding's `sequence:`; a record whose entity cannot be read shares the

@@ -26,7 +26,7 @@ using config_reading::Context;
 using config_reading::Keys;
 using config_reading::Reader;
 
-// docs/design.md section 2: the Redis COMPLETED record is a cache of the dedup row, so the row
+// docs/design.md#two-fences: the Redis COMPLETED record is a cache of the dedup row, so the row
 // must outlive it, or a redelivery after the row is gone would run again.
 void check_retention(const Config& config, const Reader& claim, const Reader& postgres) {
     if (config.claim.completed_ttl < config.postgres.dedup_retention) return;
@@ -42,7 +42,7 @@ void check_retention(const Config& config, const Reader& claim, const Reader& po
             "or raise dedup_retention_days");
 }
 
-// claim.store: postgres never connects to Redis (docs/design.md section 2): a
+// claim.store: postgres never connects to Redis (docs/design.md#two-fences): a
 // key that only configures Redis would do nothing, and whoever reads the file
 // would believe a Redis fence stands in front of the dedup row. Refused, not
 // ignored, each with the way out.

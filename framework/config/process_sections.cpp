@@ -68,18 +68,18 @@ std::vector<Key<PipelineConfig>> pipeline_keys() {
             R"md(removed, refused naming its line: claims are made by each batch's own thread; use `pipeline.concurrency` for parallelism (it measured no faster: docs/performance.md, "Claiming ahead"))md"),
         number(
             "concurrency", &P::concurrency, kConcurrency,
-            R"md(batches each worker runs at once (1 to 256), each on its own thread with its own PostgreSQL connection, Redis connection, handler instances and dead-letter producer (one thread and Redis connection renew every batch's claims). With `ordering: key` or `entity` a partition's keys run concurrently; with `ordering: partition` only a worker's different partitions do. Connections: workers × concurrency to PostgreSQL (mind its `max_connections`), as many plus one to Redis. (docs/design.md section 5.8))md")
+            R"md(batches each worker runs at once (1 to 256), each on its own thread with its own PostgreSQL connection, Redis connection, handler instances and dead-letter producer (one thread and Redis connection renew every batch's claims). With `ordering: key` or `entity` a partition's keys run concurrently; with `ordering: partition` only a worker's different partitions do. Connections: workers × concurrency to PostgreSQL (mind its `max_connections`), as many plus one to Redis. (docs/design.md#ordering-and-concurrency))md")
             .default_plus("; 8 when a binding has `ordering: "
                           "key` or `entity`"),
         number(
             "outside_threads", &P::outside_threads, kOutsideThreads,
-            R"md(threads per worker, shared by its batches, that run handlers' `before_transaction()` (exo/outside_transaction.hpp): with each running batch's own thread, how many records' calls to other services a worker waits on at once. A batch's records run it lane by lane (a lane's records one after another, different lanes at once), before the batch's transaction begins. Started only when a bound handler has such work (1 to 1024; docs/handlers.md, "Work outside the transaction"; docs/design.md section 5.9))md"),
+            R"md(threads per worker, shared by its batches, that run handlers' `before_transaction()` (exo/outside_transaction.hpp): with each running batch's own thread, how many records' calls to other services a worker waits on at once. A batch's records run it lane by lane (a lane's records one after another, different lanes at once), before the batch's transaction begins. Started only when a bound handler has such work (1 to 1024; docs/handlers.md, "Work outside the transaction"; docs/design.md#work-outside-the-transaction))md"),
         number(
             "max_in_flight", &P::max_in_flight, kPositive,
             R"md(records over the whole process, a memory guard: every partition is paused at it, resumed at half (`max_queued_per_partition` is the same for one partition). Keep it above partitions × `max_queued_per_partition` in normal use: at 10,000 it cost the 32-partition benchmark a sixth of its rate (the queues run low between pause and resume))md"),
         number(
             "max_queued_per_partition", &P::max_queued_per_partition, kPositive,
-            R"md(records of a partition waiting or in a batch (parked ones left out, and those queued behind a held key) at which it is paused; resumed at half. A held key (`ordering: key` or `entity`) keeps at most half of it queued; its later records are kept as offsets only and read again from Kafka once it is free, and the partition is paused after all when its held keys kept 100 times this many (docs/design.md section 5.8))md"),
+            R"md(records of a partition waiting or in a batch (parked ones left out, and those queued behind a held key) at which it is paused; resumed at half. A held key (`ordering: key` or `entity`) keeps at most half of it queued; its later records are kept as offsets only and read again from Kafka once it is free, and the partition is paused after all when its held keys kept 100 times this many (docs/design.md#ordering-and-concurrency))md"),
         bytes(
             "max_in_flight_bytes", &P::max_in_flight_bytes, kPositiveBytes,
             R"md(the same as `max_queued_bytes_per_partition` over the whole process: every partition is paused at it, resumed when both it and `max_in_flight` are at half)md"),
@@ -87,8 +87,8 @@ std::vector<Key<PipelineConfig>> pipeline_keys() {
             "max_queued_bytes_per_partition", &P::max_queued_bytes_per_partition, kPositiveBytes,
             R"md(bytes of a partition's records waiting or in a batch (the same records `max_queued_per_partition` counts) at which it is paused; resumed at half. A record counts its key, value, header names and values, 72 bytes per header and 1 KiB per record, so a flood of empty headers counts. A record larger than this on its own still goes through: the pause stops fetching, not what is queued. Whole number of bytes, 1 to 1 TiB)md"),
         number(
-            "max_headers_per_record",
-            &P::max_headers_per_record, kPositive, R"md(headers a record may have (Kafka sets no limit, and each header costs its name, its value and 72 bytes in memory). A record with more is dead-lettered at once with a reason naming its header count and Kafka key. Its handler never runs, its headers are dropped from memory when it is polled, and its dead letter carries none of them, only `exo-headers-omitted: <count>`. No dedup row is written, so a redelivery is dead-lettered again)md"),
+            "max_headers_per_record", &P::max_headers_per_record, kPositive,
+            R"md(headers a record may have (Kafka sets no limit, and each header costs its name, its value and 72 bytes in memory). A record with more is dead-lettered at once with a reason naming its header count and Kafka key. Its handler never runs, its headers are dropped from memory when it is polled, and its dead letter carries none of them, only `exo-headers-omitted: <count>`. No dedup row is written, so a redelivery is dead-lettered again)md"),
         number(
             "max_parked_per_partition", &P::max_parked_per_partition, kPositive,
             R"md(records of a partition parked on a strict-sequence gap (waiting for a predecessor, or back in a batch to try again). Parked records are left out of the pause bounds, because pausing for them could keep out the predecessor they wait for, so this bounds them instead. At the bound, a record meeting a *new* gap is dead-lettered at once, without a dedup row (as a gap timeout: `exo dlq list` shows `NO_DEDUP_ROW`, and `exo dlq replay` applies it exactly once after the gap is filled), with a reason naming the partition and this key. Records already parked keep their place; a record sent back to its queue (a NACK, a failed batch) gives its place up. At least 1)md"),
@@ -103,7 +103,7 @@ std::vector<Key<PipelineConfig>> pipeline_keys() {
            R"md(the longest backoff (with jitter) for NACKs, retries and reconnects; at least `retry_backoff_initial_ms`)md"),
         choice(
             "on_redis_down", &P::on_redis_down, config_reading::kRedisDownPolicies,
-            R"md(what a worker does while Redis is down (docs/design.md section 6.3); refused with `claim.store: postgres`)md")
+            R"md(what a worker does while Redis is down (docs/design.md#the-matrix); refused with `claim.store: postgres`)md")
             .printed_if([](const Config& c, const P&) { return c.claim.in_redis(); }),
         removed<P>(
             "framework_sql",

@@ -1,4 +1,4 @@
-// retention: how fast the pruner deletes expired rows (docs/design.md section 4.2).
+// retention: how fast the pruner deletes expired rows (docs/design.md#retention).
 #include "config/sections.hpp"
 
 namespace exo::config_schema {

@@ -1,5 +1,5 @@
 #pragma once
-// Deriving a record's idempotency key from its binding (docs/design.md section 5.1).
+// Deriving a record's idempotency key from its binding (docs/design.md#key).
 // Pure: no I/O. A record without a usable key is bad input: PermanentError with
 // the reason (the pipeline dead-letters it), never a guessed key.
 #include <cstdint>

@@ -1,5 +1,5 @@
 #pragma once
-// Which offsets may be committed (docs/design.md section 5.5): per partition, the
+// Which offsets may be committed (docs/design.md#offsets): per partition, the
 // lowest offset not yet finished, so nothing below an unfinished record is ever
 // committed, however out of order records finish. Offsets need not be
 // contiguous (compaction and transaction markers leave gaps).

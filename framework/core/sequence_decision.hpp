@@ -1,8 +1,7 @@
 #pragma once
-// Sequence-based optimistic concurrency (docs/design.md section 4), the decision
-// alone. The PostgreSQL statement in pg/framework_statements.cpp applies the
-// same rule atomically; this function classifies its answer and is the rule
-// the unit tests pin down.
+// Sequence-based optimistic concurrency (docs/design.md#postgresql-tables-and-sequences), the
+// decision alone. The PostgreSQL statement in pg/framework_statements.cpp applies the same rule
+// atomically; this function classifies its answer and is the rule the unit tests pin down.
 #include <cstdint>
 #include <optional>
 

@@ -1,14 +1,14 @@
 #pragma once
 // The sequence decisions of a whole transaction's records at once (docs/design.md
-// section 4.1), the rule alone. The per-record path asks PostgreSQL one record at
-// a time; the set-based start of a transaction's records (pg/record_start.hpp) reads every
-// entity's last sequence once, plans here, and writes the outcome once. The plan
-// is a fold of decide_sequence() over the records in the order the per-record
-// path would run them, so both paths reach the same verdicts by construction:
-// several records of one entity advance it one after another, a record equal to
-// or older than what an earlier one applied is stale, and a strict record whose
-// predecessor has not been applied yet is a gap without holding back the later
-// records of its entity (a predecessor behind it may still apply).
+// docs/design.md#the-frameworks-sql-of-a-transactions-records-set-based), the rule alone. The
+// per-record path asks PostgreSQL one record at a time; the set-based start of a transaction's
+// records (pg/record_start.hpp) reads every entity's last sequence once, plans here, and writes the
+// outcome once. The plan is a fold of decide_sequence() over the records in the order the
+// per-record path would run them, so both paths reach the same verdicts by construction: several
+// records of one entity advance it one after another, a record equal to or older than what an
+// earlier one applied is stale, and a strict record whose predecessor has not been applied yet is a
+// gap without holding back the later records of its entity (a predecessor behind it may still
+// apply).
 #include <cstddef>
 #include <cstdint>
 #include <optional>

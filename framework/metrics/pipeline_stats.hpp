@@ -123,7 +123,8 @@ public:
     std::atomic<std::uint64_t> batch_failures{0};  // whole batch put back (dependency down)
     std::atomic<std::uint64_t> redis_round_trips{0};
     std::atomic<std::uint64_t> postgres_round_trips{0};
-    // Transactions whose framework SQL ran set-based (docs/design.md section 4.1).
+    // Transactions whose framework SQL ran set-based
+    // (docs/design.md#the-frameworks-sql-of-a-transactions-records-set-based).
     std::atomic<std::uint64_t> set_based_transactions{0};
     // Records a batch handler named as failed (BatchRecordFailed): taken out of
     // their transaction, which ran again without them.

@@ -2,7 +2,7 @@
 // What the observability endpoint reads of a running daemon, and nothing more:
 // its status snapshot and its counters. runtime/daemon.hpp's Daemon implements it; the
 // endpoint depends on this interface, not on the runtime, so the runtime layer
-// sits above observability (docs/design.md section 12).
+// sits above observability (docs/design.md#code-layers).
 //
 // Thread-safety: both are called from the endpoint's threads while the daemon
 // runs; status() returns a copy, stats() atomics (relaxed reads).

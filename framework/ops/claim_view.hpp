@@ -1,8 +1,8 @@
 #pragma once
-// The operator's view of a key's Redis claim (docs/design.md section 3): read it
-// as it is, or drop it for a replay. Not the daemon's protocol: these calls do
-// not go through the claim scripts, because they neither take nor settle a claim.
-// Throws RedisError like RedisRouter.
+// The operator's view of a key's Redis claim (docs/design.md#redis-claim-record-and-scripts): read
+// it as it is, or drop it for a replay. Not the daemon's protocol: these calls do not go through
+// the claim scripts, because they neither take nor settle a claim. Throws RedisError like
+// RedisRouter.
 #include <optional>
 #include <string>
 

@@ -25,7 +25,7 @@ struct DedupRow {
     std::optional<std::string> fingerprint{};
 };
 
-// The Redis claim of a key (docs/design.md section 3).
+// The Redis claim of a key (docs/design.md#redis-claim-record-and-scripts).
 struct ClaimView {
     std::string redis_key;
     std::string state;  // PROCESSING, COMPLETED or DEAD_LETTERED

@@ -1,7 +1,7 @@
 #pragma once
-// The record `exo dlq replay` re-produces, built from a dead letter (section 6.2
-// of docs/design.md says what one carries) or, when the dead letter had to leave
-// its value out, from the original record itself. Pure: no I/O.
+// The record `exo dlq replay` re-produces, built from a dead letter
+// (docs/design.md#the-dead-letter-record of docs/design.md says what one carries) or, when the dead
+// letter had to leave its value out, from the original record itself. Pure: no I/O.
 #include <cstdint>
 #include <optional>
 #include <string>

@@ -3,7 +3,7 @@
 // committed. It replaces the NOTIFY the writer used to send inside the
 // emitting transaction: PostgreSQL queues a NOTIFY under one database-wide
 // lock held through the commit's WAL flush, so every emitting commit of the
-// database waited for the one before it (docs/outbox.md section 3, "Waking
+// database waited for the one before it (docs/outbox.md#the-relay, "Waking
 // the relay").
 //
 // An eventfd: ring() adds to its counter from any thread and never blocks;

@@ -5,15 +5,13 @@
 // relay's doorbell (outbox_doorbell.hpp); a writer outside a daemon calls
 // notify_outbox_relays.
 //
-// Ordering (docs/outbox.md section 2): each record draws the next `seq` of its
-// (group, topic, key) from exo_outbox_keys, whose row stays locked by this
-// transaction until it ends, so a second transaction emitting to the same key
-// waits for this one and numbers its records after ours: the committed rows of
-// a key are numbered in commit order without gaps. The keys are locked in one
-// global order (topic, sha256 of key), so two transactions emitting to several
-// keys do not deadlock on them. Records without a key have no order to keep:
-// their unit is (group, topic, emitting session), which no other open
-// transaction can hold, so they never wait.
+// Ordering (docs/outbox.md#ordering-commit-order-per-topic-key): each record draws the next `seq`
+// of its (group, topic, key) from exo_outbox_keys, whose row stays locked by this transaction until
+// it ends, so a second transaction emitting to the same key waits for this one and numbers its
+// records after ours: the committed rows of a key are numbered in commit order without gaps. The
+// keys are locked in one global order (topic, sha256 of key), so two transactions emitting to
+// several keys do not deadlock on them. Records without a key have no order to keep: their unit is
+// (group, topic, emitting session), which no other open transaction can hold, so they never wait.
 //
 // Errors: pqxx exceptions, classified like the handler's own statements
 // (classify_pg_error): a lock wait past lock_timeout is contention, a deadlock

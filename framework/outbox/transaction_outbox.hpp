@@ -1,6 +1,6 @@
 #pragma once
 // One transaction's emitted records on their way to exo_outbox (docs/outbox.md
-// section 1), written in one of two ways:
+// docs/design.md#the-guarantee), written in one of two ways:
 // - at_commit: gathered from every record and written in ONE statement just
 //   before COMMIT. For the optimistic pass, whose records commit or roll back
 //   together: a transaction costs one statement for its emits however many

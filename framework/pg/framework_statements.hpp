@@ -1,5 +1,5 @@
 #pragma once
-// The framework's own SQL inside a record's transaction (docs/design.md sections 2
+// The framework's own SQL inside a record's transaction (docs/design.md#two-fences
 // and 4): the dedup row and the sequence check. Statements are prepared once
 // per connection by prepare_framework_statements() and run by name.
 // All functions throw pqxx exceptions (classify with classify_pg_error).

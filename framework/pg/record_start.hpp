@@ -1,10 +1,10 @@
 #pragma once
 // The framework's part of all the records of one transaction, set-based (docs/design.md
-// section 4.1): what start_record() and the stale / gap statements of
-// run_record_step() do for one record, done for every record of a transaction
-// in two round trips instead of one or more per record. The optimistic pass
-// runs it before the handlers; the careful pass keeps the per-record
-// path, so every failure is still met record by record.
+// docs/design.md#the-frameworks-sql-of-a-transactions-records-set-based): what start_record() and
+// the stale / gap statements of run_record_step() do for one record, done for every record of a
+// transaction in two round trips instead of one or more per record. The optimistic pass runs it
+// before the handlers; the careful pass keeps the per-record path, so every failure is still met
+// record by record.
 //
 // Entity rows are locked FOR UPDATE SKIP LOCKED, never waited for: an entity
 // another transaction holds leaves out its records (and, by the caller's
@@ -87,8 +87,8 @@ struct EntityLocks {
     int round_trips = 0;
 };
 
-// The careful pass's lock (docs/design.md section 4.1): locks the existing
-// exo_sequences rows of `steps`' entities FOR UPDATE SKIP LOCKED, sorted and
+// The careful pass's lock (docs/design.md#the-frameworks-sql-of-a-transactions-records-set-based):
+// locks the existing exo_sequences rows of `steps`' entities FOR UPDATE SKIP LOCKED, sorted and
 // unique, as start_records does, before the per-record statements lock them one
 // record at a time, and answers which of them another transaction holds
 // (their records are the caller's to put back) without waiting for any. The

@@ -1,5 +1,5 @@
 #pragma once
-// The SQL of retention (docs/design.md section 4.2): one chunk of expired rows
+// The SQL of retention (docs/design.md#retention): one chunk of expired rows
 // of one table deleted per call, in the caller's transaction, and how far
 // behind retention is. Each function is one statement (prune_outbox_keys: two)
 // and throws pqxx exceptions.

@@ -1,7 +1,7 @@
 #pragma once
 // A batch: the records a worker took from its inbox at once (up to
 // pipeline.batch_size, in partition order), owned while the passes of
-// docs/design.md section 5 run over them. Each pass leaves every record it
+// docs/design.md#per-record run over them. Each pass leaves every record it
 // touches with a fate (batch_record.hpp); the hand-back gives them back.
 //
 // The records of one PostgreSQL transaction are a TransactionRecords, the
@@ -33,9 +33,9 @@ public:
     auto begin() const { return records_.begin(); }
     auto end() const { return records_.end(); }
 
-    // Order is per lane (a partition, or one ordering key of it: section 5.8):
-    // the pending records behind `record` in its lane wait for the next batch,
-    // where they come after it again. Other lanes are not held.
+    // Order is per lane (a partition, or one ordering key of it:
+    // docs/design.md#ordering-and-concurrency): the pending records behind `record` in its lane
+    // wait for the next batch, where they come after it again. Other lanes are not held.
     void hold_behind(const BatchRecord& record);
     // The Redis claims the batch holds now (for the lease keeper).
     std::vector<TokenRequest> open_claims() const;

@@ -1,6 +1,6 @@
 #pragma once
 // One record's state while its batch runs through the passes
-// (docs/design.md#5-per-record), split by lifetime: what the passes learned about
+// (docs/design.md#per-record), split by lifetime: what the passes learned about
 // it for this batch, and what was decided about it (its fate and its data).
 #include <any>
 #include <chrono>
@@ -104,7 +104,7 @@ struct Decision {
     bool key_reused = false;
     // The set-based start of its transaction wrote its dedup row and moved its
     // sequence: only its handler is left to run
-    // (docs/design.md#41-the-frameworks-sql-of-a-transactions-records-set-based).
+    // (docs/design.md#the-frameworks-sql-of-a-transactions-records-set-based).
     bool framework_started = false;
     // Why it is a dead letter: set with that fate and kept once it is recorded
     // (a finished dead letter's settled_key() reads record_key). Carried to its

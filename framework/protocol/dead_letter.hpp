@@ -1,5 +1,5 @@
 #pragma once
-// The dead-letter record (docs/design.md section 6): the original key, value and
+// The dead-letter record (docs/design.md#failure-matrix): the original key, value and
 // headers, plus why and where from. Pure: producing it is the worker's job.
 #include <cstddef>
 #include <string>

@@ -1,5 +1,5 @@
 #pragma once
-// Records a worker's dead letters (docs/design.md section 5.6): for each record
+// Records a worker's dead letters (docs/design.md#dead-letters): for each record
 // of a batch judged a dead letter, the DEAD_LETTERED dedup row in an open
 // transaction, the dead letter produced and acknowledged by Kafka, then COMMIT
 // and the Redis claim marked DEAD_LETTERED. A dead letter that cannot be

@@ -1,5 +1,5 @@
 #pragma once
-// The failure matrix (docs/design.md section 6) as code: what any exception a
+// The failure matrix (docs/design.md#failure-matrix) as code: what any exception a
 // record's processing can meet means (classify), and what the pipeline does
 // about it (the decide_* functions). Pure: no I/O, no clocks; the worker
 // applies the verdicts (delays, requeues, dead letters), and the unit tests

@@ -1,5 +1,5 @@
 #pragma once
-// One record's part of its transaction (docs/design.md section 5, step 3): the
+// One record's part of its transaction (docs/design.md#per-record, step 3): the
 // dedup row, the sequence check and the handler, in the caller's transaction.
 // The worker runs it for every record of a batch; the handler test kit
 // (exo/testing.hpp) runs the very same step, so a handler's unit tests see the

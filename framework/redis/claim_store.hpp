@@ -1,5 +1,5 @@
 #pragma once
-// The Redis claim protocol of docs/design.md section 3: one hash per (group,
+// The Redis claim protocol of docs/design.md#redis-claim-record-and-scripts: one hash per (group,
 // idempotency key), changed only by the Lua scripts in lua/ (EVALSHA, reloaded
 // on NOSCRIPT). Every call takes a batch and costs one round trip: one EVALSHA
 // per max_keys_per_call keys, each script looping over its keys, because Redis

@@ -1,5 +1,5 @@
 #pragma once
-// Deletes what exo keeps only for a while (docs/design.md section 4.2): this
+// Deletes what exo keeps only for a while (docs/design.md#retention): this
 // group's dedup rows, strict-sequence gap sightings and finished replay tickets
 // past postgres.dedup_retention, sent outbox rows written longer than
 // outbox.retention ago, and the seq counters of idle outbox units that have no

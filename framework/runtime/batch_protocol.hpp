@@ -1,12 +1,12 @@
 #pragma once
-// The protocol of docs/design.md section 5 for one worker's batches, pass by
+// The protocol of docs/design.md#per-record for one worker's batches, pass by
 // pass: keys, claims, the transaction step, then complete, dead letters,
 // release. It owns what the passes use: the worker's Redis and PostgreSQL
 // sessions, its handler instances, its dead-letter producer and the fate
 // policy. The worker owns the thread, the inbox, the health and the leases.
 //
 // Every record leaves a batch with a fate, and every failure is bounded (the
-// failure matrix, docs/design.md section 6): a record's own failures and the
+// failure matrix, docs/design.md#failure-matrix): a record's own failures and the
 // failures of steps around it (SAVEPOINT, COMMIT) count as its attempts; only
 // dependency outages (Redis, PostgreSQL unreachable) and a handler that cannot
 // prepare pause without counting, loudly (not healthy). A record that cannot

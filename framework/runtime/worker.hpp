@@ -1,6 +1,6 @@
 #pragma once
 // One pipeline worker: takes batches from its inbox, runs each through the
-// protocol of docs/design.md section 5 (batch_protocol.hpp: keys, claims,
+// protocol of docs/design.md#per-record (batch_protocol.hpp: keys, claims,
 // transactions, complete, dead letters, release), and hands the records back:
 // finished offsets to the daemon, the rest to its inbox. It owns its threads,
 // the inbox, its health and the leases of its batches.

@@ -1,5 +1,5 @@
 #pragma once
-// When the poll loop commits finished offsets (docs/design.md section 5.5). The
+// When the poll loop commits finished offsets (docs/design.md#offsets). The
 // periodic commit is asynchronous: the poll thread queues it and goes on
 // fetching and dispatching, so a slow broker answer delays the commit, never a
 // record. The schedule decides when one is due; the daemon reports what it sent

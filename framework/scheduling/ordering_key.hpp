@@ -1,6 +1,6 @@
 #pragma once
 // A record's lane key under its binding's ordering (config.hpp: Ordering;
-// docs/design.md section 5.8), decided once when the record is polled.
+// docs/design.md#ordering-and-concurrency), decided once when the record is polled.
 #include <string>
 
 #include <exo/record.hpp>

@@ -1,9 +1,8 @@
 #pragma once
 // When the poll loop pauses and resumes a partition's fetching (docs/design.md
-// section 5.8, memory bounds): a partition is paused once its records in the
-// pipeline reach pipeline.max_queued_per_partition or
-// max_queued_bytes_per_partition, or its held keys' spilled offsets reach
-// kSpilledPerQueued times the first, or the whole process reaches
+// docs/design.md#ordering-and-concurrency, memory bounds): a partition is paused once its records
+// in the pipeline reach pipeline.max_queued_per_partition or max_queued_bytes_per_partition, or its
+// held keys' spilled offsets reach kSpilledPerQueued times the first, or the whole process reaches
 // max_in_flight / max_in_flight_bytes; it is resumed once every one of them is
 // at half. Hysteresis, so a partition at its bound is not paused and resumed
 // on every poll. A pause never holds back what is queued already, so a record

@@ -1,7 +1,7 @@
 #pragma once
 // Renews the Redis claims of the batches the process is running, every
 // lease/3, so a live worker with a slow handler is never taken over
-// (docs/design.md section 3, `extend`). One LeaseRenewer per process: its own
+// (docs/design.md#redis-claim-record-and-scripts, `extend`). One LeaseRenewer per process: its own
 // thread and its own Redis connection (a batch's thread is busy inside the
 // handler exactly when renewal matters) renew the claims of every batch runner
 // that is due, whoever holds them, in one pipelined round trip. Each batch runner

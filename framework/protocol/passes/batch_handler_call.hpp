@@ -1,5 +1,5 @@
 #pragma once
-// The batch-handler call of the optimistic pass (docs/design.md section 5.3,
+// The batch-handler call of the optimistic pass (docs/design.md#transaction,
 // "Batch handlers"): one handle_batch() over a run, the consecutive records of
 // one binding whose framework SQL the set-based start already did. Their emits
 // go to the transaction's outbox (written with every other record's at

@@ -1,5 +1,5 @@
 #pragma once
-// The careful pass (docs/design.md section 5.3): a transaction's records again,
+// The careful pass (docs/design.md#transaction): a transaction's records again,
 // each in its own savepoint, so a failing record rolls back alone and pays
 // alone (the fate policy decides what), and the others commit. A handler that
 // swallowed a database error is blamed where it shows: at the next savepoint,

@@ -1,5 +1,5 @@
 #pragma once
-// The batch's Redis claims (docs/design.md sections 5.2 and 5.4): one
+// The batch's Redis claims (docs/design.md#claim and docs/design.md#complete): one
 // pipelined claim for every pending record, one complete for the records the
 // transaction settled, one release for the claims left open. Redis is only a
 // cache of the truth in PostgreSQL: a failed complete or release costs

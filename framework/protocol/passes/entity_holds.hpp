@@ -1,8 +1,8 @@
 #pragma once
 // Records whose sequence entity another transaction holds locked (docs/design.md
-// section 4.1). Both passes lock the entities of a transaction's records FOR
-// UPDATE SKIP LOCKED (pg/record_start.hpp) and put such records back at once,
-// instead of waiting lock_timeout for the lock and then failing the whole
+// docs/design.md#the-frameworks-sql-of-a-transactions-records-set-based). Both passes lock the
+// entities of a transaction's records FOR UPDATE SKIP LOCKED (pg/record_start.hpp) and put such
+// records back at once, instead of waiting lock_timeout for the lock and then failing the whole
 // transaction; the rest of it goes on. Their lanes keep their order: the
 // records behind a held one in its lane go back with it.
 //

@@ -1,5 +1,5 @@
 #pragma once
-// What a failure means for the records it touches (docs/design.md section 6):
+// What a failure means for the records it touches (docs/design.md#failure-matrix):
 // the failure matrix's answers (protocol/failure_matrix.hpp) turned into fates,
 // delays and counts. Every pass that meets a failure asks here, so a record
 // pays the same for the same failure wherever it is met.

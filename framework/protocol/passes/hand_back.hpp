@@ -1,5 +1,5 @@
 #pragma once
-// The hand-back (docs/design.md sections 5.5 and 5.7): what a batch's fates
+// The hand-back (docs/design.md#offsets and docs/design.md#hand-back): what a batch's fates
 // mean for the offsets and the inbox. Finished records' offsets may be
 // committed (and their outcomes are counted, now that they are durable);
 // requeued records (a dead letter its step could not record among them) go

@@ -1,5 +1,5 @@
 #pragma once
-// The key pass (docs/design.md section 5.1): each record of a batch gets its
+// The key pass (docs/design.md#key): each record of a batch gets its
 // binding and its idempotency key. A key that cannot be derived is bad input,
 // a dead letter; a later copy of a key already in the batch awaits its first
 // copy (fate::AwaitsFirst) and is settled with it after the batch

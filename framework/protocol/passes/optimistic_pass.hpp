@@ -1,5 +1,5 @@
 #pragma once
-// The optimistic pass (docs/design.md section 5.3): records rarely fail, and a
+// The optimistic pass (docs/design.md#transaction): records rarely fail, and a
 // savepoint costs a round trip, so a transaction's records first run in one
 // transaction without savepoints. The framework's SQL of every record at once
 // (set-based, pg/record_start.hpp), then the handlers: a per-record handler

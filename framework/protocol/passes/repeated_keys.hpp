@@ -1,5 +1,5 @@
 #pragma once
-// The settling of repeated keys (docs/design.md section 5.1): a later copy of a
+// The settling of repeated keys (docs/design.md#key): a later copy of a
 // key in one batch (fate::AwaitsFirst, from the key pass) ends as its first
 // copy did, once the batch's transactions and dead letters are done. Pure: no
 // I/O.

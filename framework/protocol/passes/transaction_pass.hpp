@@ -1,5 +1,5 @@
 #pragma once
-// What the optimistic and the careful pass (docs/design.md section 5.3) share:
+// What the optimistic and the careful pass (docs/design.md#transaction) share:
 // what they need, how they end, one record's part in the transaction, and the
 // COMMIT. Neither pass needs Redis or Kafka: records carry their Redis token
 // if they have one (token 0 otherwise), so the passes run against PostgreSQL
