@@ -301,7 +301,8 @@ TEST_CASE(
     config.redis.port = options.port;
     config.kafka.group_id = exo::testing::unique_name("session");
     const auto log = spdlog::default_logger()->clone("redis-session-test");
-    exo::RedisSession session(config, "owner", *log, [](int) { return 10s; });
+    exo::RedisSession session(config.claim, config.redis, config.kafka.group_id, "owner", *log,
+                              [](int) { return 10s; });
     exo::ClaimStore* claims = session.claims();
     REQUIRE(claims != nullptr);
     // A failure while the connection is still open (an error reply: Redis

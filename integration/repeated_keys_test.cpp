@@ -50,7 +50,8 @@ public:
           owner_(exo::testing::unique_name("bench-owner")),
           protocol_(h.config(), h.registry(), exo::ProducerOptions{h.bootstrap(), {}}, stats_,
                     failpoints_, owner_, *log_),
-          renewer_(h.config(), stats_, log_),
+          renewer_(h.config().redis, h.config().claim.lease, h.config().kafka.group_id, stats_,
+                   log_),
           leases_(renewer_, owner_) {}
 
     // A batch of these payments, in this order (partition order is the caller's).

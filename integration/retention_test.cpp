@@ -110,7 +110,8 @@ TEST_CASE("a running pruner clears 300,000 expired dedup rows and keeps those wi
     dedup_rows(h, "another-group", "theirs", 1000, "31 days");  // not this group's to prune
 
     exo::PipelineStats stats;
-    RetentionPruner pruner(h.config(), stats);
+    RetentionPruner pruner(h.config().retention, h.config().postgres, h.config().outbox.retention,
+                           h.config().kafka.group_id, stats);
     pruner.start();
     // A bound on function, far above need (the default pace clears it in about
     // 12 s): the pruner of old deleted 100,000 rows and then slept 10 minutes.
@@ -170,7 +171,8 @@ TEST_CASE("every table exo owns is pruned, and nothing within retention or pendi
              " 't', 0, 1, 'letter-theirs', 'x', now() - interval '31 days')");
 
     exo::PipelineStats stats;
-    RetentionPruner pruner(h.config(), stats);
+    RetentionPruner pruner(h.config().retention, h.config().postgres, h.config().outbox.retention,
+                           h.config().kafka.group_id, stats);
     CHECK(one_pass(pruner, h) == 10 + 1 + 1 + 1 + 2 + 1);
 
     CHECK(keys_like(h, "expired") == 0);
@@ -215,7 +217,8 @@ TEST_CASE("with outbox retention 0 the key counters of units with no row left ar
     outbox_row(h, out, "sent", 1, "1 minute");  // sent: expired at once with retention 0
 
     exo::PipelineStats stats;
-    RetentionPruner pruner(h.config(), stats);
+    RetentionPruner pruner(h.config().retention, h.config().postgres, h.config().outbox.retention,
+                           h.config().kafka.group_id, stats);
     one_pass(pruner, h);
     CHECK(h.count("SELECT count(*) FROM exo_outbox_keys WHERE topic = '" + out +
                   "' AND ordering_key IN (sha256('pending'), sha256('busy'))") == 2);
@@ -243,7 +246,8 @@ TEST_CASE("a key counter a writer holds is never pruned from under the row it is
         h.config().kafka.group_id + "', '" + out + "', 'k', 'v', sha256('k'), 2)");
 
     exo::PipelineStats stats;
-    RetentionPruner pruner(h.config(), stats);
+    RetentionPruner pruner(h.config().retention, h.config().postgres, h.config().outbox.retention,
+                           h.config().kafka.group_id, stats);
     auto pass = std::async(std::launch::async, [&] { return one_pass(pruner, h); });
     // The pass either finishes (it skipped the locked counter) or waits for the
     // writer's lock; the writer commits in either case.
@@ -274,7 +278,8 @@ TEST_CASE("a failed pass is retried within seconds, and then prunes") {
     pqxx::work locker(l);
     locker.exec("LOCK TABLE exo_processed IN ACCESS EXCLUSIVE MODE");
     exo::PipelineStats stats;
-    RetentionPruner pruner(h.config(), stats);
+    RetentionPruner pruner(h.config().retention, h.config().postgres, h.config().outbox.retention,
+                           h.config().kafka.group_id, stats);
     pruner.start();
     wait_until(
         "a pass to fail", 30s, [&] { return stats.retention.failures.load(); },
@@ -292,7 +297,8 @@ TEST_CASE("the lag gauge shows how long the oldest expired row has waited, and 0
     dedup_rows(h, h.config().kafka.group_id, "expired", 10, "31 days");
 
     exo::PipelineStats stats;
-    RetentionPruner pruner(h.config(), stats);
+    RetentionPruner pruner(h.config().retention, h.config().postgres, h.config().outbox.retention,
+                           h.config().kafka.group_id, stats);
     pqxx::connection c(h.postgres_uri());
     std::stop_source stopped;
     stopped.request_stop();  // looks, deletes nothing

@@ -75,7 +75,7 @@ public:
         registry_.add("cue_batch_ledger", [](const exo::HandlerOptions&) {
             return std::make_unique<exo::testing::CueBatchLedger>();
         });
-        handlers_ = std::make_unique<exo::BindingHandlers>(config_, registry_);
+        handlers_ = std::make_unique<exo::BindingHandlers>(config_.bindings, registry_);
         // As the worker's PostgresSession prepares its connection.
         exo::prepare_record_connection(*connection_);
         handlers_->prepare(*connection_);
@@ -127,7 +127,15 @@ public:
                             record.key << " was not applied: " << record.why());
     }
 
-    exo::PassContext context() { return {config_, *handlers_, stats_, *log_, *fate_}; }
+    exo::PassContext context() {
+        return {config_.kafka.group_id,
+                config_.outbox.emit_limits,
+                config_.pipeline.framework_sql,
+                *handlers_,
+                stats_,
+                *log_,
+                *fate_};
+    }
     const exo::PipelineStats& stats() const { return stats_; }
     const std::string& uri() const { return uri_; }
     pqxx::connection& connection() { return *connection_; }

@@ -22,16 +22,11 @@ using namespace std::chrono_literals;
 
 namespace {
 
-Config with_lease(std::chrono::milliseconds lease) {
-    Config c;
-    c.claim.lease = lease;
-    return c;
-}
-
 struct Keeper {
-    Config config = with_lease(std::chrono::hours(1));
+    RedisConfig redis;  // never reached: a lease of an hour is not renewed within a test
     PipelineStats stats;
-    LeaseRenewer renewer{config, stats, spdlog::default_logger()->clone("lease-test")};
+    LeaseRenewer renewer{redis, std::chrono::hours(1), "group", stats,
+                         spdlog::default_logger()->clone("lease-test")};
     LeaseKeeper keeper{renewer, "owner"};
 };
 
@@ -86,11 +81,11 @@ private:
 std::uint64_t leases_lost(const std::vector<TokenRequest>& claims,
                           const std::function<void(LeaseKeeper&)>& meanwhile,
                           std::vector<FinishStatus> answer) {
-    const Config config = with_lease(30ms);  // a renewal every 10 ms
+    const auto lease = 30ms;  // a renewal every 10 ms
     PipelineStats stats;
     CuedRedis redis;
     {
-        LeaseRenewer renewer(config, stats, spdlog::default_logger()->clone("lease-test"),
+        LeaseRenewer renewer(lease, stats, spdlog::default_logger()->clone("lease-test"),
                              redis.extend());
         LeaseKeeper keeper(renewer, "owner");
         keeper.start_batch();
@@ -174,11 +169,11 @@ TEST_SUITE("lease keeper") {
     }
 
     TEST_CASE("one renewal round trip serves every keeper that is due, each under its own owner") {
-        const Config config = with_lease(30ms);  // a renewal every 10 ms
+        const auto lease = 30ms;  // a renewal every 10 ms
         PipelineStats stats;
         CuedRedis redis;
         {
-            LeaseRenewer renewer(config, stats, spdlog::default_logger()->clone("lease-test"),
+            LeaseRenewer renewer(lease, stats, spdlog::default_logger()->clone("lease-test"),
                                  redis.extend());
             LeaseKeeper a(renewer, "owner-a");
             LeaseKeeper b(renewer, "owner-b");

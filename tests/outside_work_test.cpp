@@ -118,7 +118,7 @@ struct Fixture {
             return std::make_unique<Recording>(seen);
         });
         registry.add("plain", [](const exo::HandlerOptions&) { return std::make_unique<Plain>(); });
-        handlers = std::make_unique<exo::BindingHandlers>(config, registry);
+        handlers = std::make_unique<exo::BindingHandlers>(config.bindings, registry);
     }
     // A record of `topic` partition 0 at `offset` whose ordering key (and Kafka key) is `key`.
     exo::PendingRecord record(const std::string& key, std::int64_t offset,

@@ -134,7 +134,8 @@ int main(int argc, char** argv) {
                 std::to_string(kept) + ") i");
             pqxx::nontransaction(c).exec("VACUUM ANALYZE exo_processed");
             exo::PipelineStats stats;
-            exo::RetentionPruner pruner(config, stats);
+            exo::RetentionPruner pruner(config.retention, config.postgres, config.outbox.retention,
+                                        config.kafka.group_id, stats);
             processed_rates.push_back(timed_pass(pruner, c, o.rows));
             if (count(c, "SELECT count(*) FROM exo_processed") != kept)
                 throw std::runtime_error("exo_processed does not hold exactly the kept rows");

@@ -202,7 +202,7 @@ int dlq_list(int argc, char** argv, const AppSetup& setup, ErrorOutput& errors) 
     };
     try {
         TopicReader reader(operator_bootstrap(config), config.kafka.properties);
-        DeadLetterTopics topics(config, reader);
+        DeadLetterTopics topics(config.bindings, reader);
         entries = group_dead_letters(*pg, config.kafka.group_id, topics, selection);
     } catch (const KafkaError& e) {
         without_letters(e);
@@ -224,7 +224,7 @@ int dlq_replay(int argc, char** argv, const AppSetup& setup, ErrorOutput& errors
     auto pg = open_postgres_session(config.postgres);
     const std::string bootstrap = operator_bootstrap(config);
     TopicReader reader(bootstrap, config.kafka.properties);
-    DeadLetterTopics topics(config, reader);
+    DeadLetterTopics topics(config.bindings, reader);
 
     std::vector<DeadLetterEntry> entries;
     std::vector<ReplayResult> results;

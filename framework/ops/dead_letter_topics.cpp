@@ -29,7 +29,7 @@ const std::vector<Record>& DeadLetterTopics::records(const std::string& dlq_topi
 
 std::vector<LetterView> DeadLetterTopics::letters() {
     std::set<std::string> topics;
-    for (const auto& b : config_.bindings) topics.insert(b.dead_letter_topic);
+    for (const auto& b : bindings_) topics.insert(b.dead_letter_topic);
     std::vector<LetterView> out;
     for (const auto& topic : topics)
         for (const auto& r : records(topic))

@@ -17,8 +17,9 @@ namespace exo {
 
 class DeadLetterTopics {
 public:
-    DeadLetterTopics(const Config& config, TopicReader& reader)
-        : config_(config), reader_(reader) {}
+    // `bindings` (whose dead-letter topics letters() reads) and `reader` outlive this.
+    DeadLetterTopics(const std::vector<BindingConfig>& bindings, TopicReader& reader)
+        : bindings_(bindings), reader_(reader) {}
 
     // Every record of `dlq_topic`, in partition and offset order.
     const std::vector<Record>& records(const std::string& dlq_topic);
@@ -27,7 +28,7 @@ public:
     std::vector<LetterView> letters();
 
 private:
-    const Config& config_;
+    const std::vector<BindingConfig>& bindings_;
     TopicReader& reader_;
     std::map<std::string, std::vector<Record>> read_;
 };

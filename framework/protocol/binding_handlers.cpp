@@ -4,9 +4,10 @@
 
 namespace exo {
 
-BindingHandlers::BindingHandlers(const Config& config, const HandlerRegistry& registry)
-    : config_(config) {
-    for (const auto& b : config_.bindings) {
+BindingHandlers::BindingHandlers(const std::vector<BindingConfig>& bindings,
+                                 const HandlerRegistry& registry)
+    : bindings_(bindings) {
+    for (const auto& b : bindings_) {
         auto handler = registry.create(b.handler, b.options);
         if (auto* batch = dynamic_cast<BatchHandler*>(handler.get()))
             batch_handlers_.emplace(b.topic, batch);
@@ -27,7 +28,7 @@ const OutsideTransaction* BindingHandlers::outside(const BindingConfig& binding)
 }
 
 void BindingHandlers::prepare(pqxx::connection& connection) {
-    for (const auto& b : config_.bindings) {
+    for (const auto& b : bindings_) {
         try {
             handlers_.at(b.topic)->prepare(connection);
         } catch (const std::exception& e) {

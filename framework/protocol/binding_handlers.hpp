@@ -20,8 +20,9 @@ namespace exo {
 
 class BindingHandlers {
 public:
-    // Throws what HandlerRegistry::create throws.
-    BindingHandlers(const Config& config, const HandlerRegistry& registry);
+    // One handler per binding; `bindings` outlives this. Throws what
+    // HandlerRegistry::create throws.
+    BindingHandlers(const std::vector<BindingConfig>& bindings, const HandlerRegistry& registry);
 
     Handler& handler(const BindingConfig& binding) const { return *handlers_.at(binding.topic); }
     // The binding's handler if it is a BatchHandler, else nullptr.
@@ -36,7 +37,7 @@ public:
     void prepare(pqxx::connection& connection);
 
 private:
-    const Config& config_;
+    const std::vector<BindingConfig>& bindings_;
     std::map<std::string, std::unique_ptr<Handler>> handlers_;  // by binding topic
     std::map<std::string, BatchHandler*> batch_handlers_;       // those that are, by topic
     std::map<std::string, const OutsideTransaction*> outside_;  // those that are, by topic

@@ -28,11 +28,12 @@ constexpr milliseconds kDeadLetterStepBudget{30000};
 
 }  // namespace
 
-DeadLetterPublisher::DeadLetterPublisher(const Config& config, const ProducerOptions& producer,
-                                         PipelineStats& stats, spdlog::logger& log,
-                                         PostgresSession& postgres, RedisSession& redis,
+DeadLetterPublisher::DeadLetterPublisher(DeadLetterSettings settings,
+                                         const ProducerOptions& producer, PipelineStats& stats,
+                                         spdlog::logger& log, PostgresSession& postgres,
+                                         RedisSession& redis,
                                          std::function<milliseconds(int)> backoff)
-    : config_(config),
+    : settings_(std::move(settings)),
       stats_(stats),
       log_(log),
       postgres_(postgres),
@@ -60,7 +61,7 @@ void DeadLetterPublisher::publish(Batch& batch, LeaseKeeper& leases) {
     try {
         ExplicitTransaction transaction(postgres_.connection());
         auto& tx = transaction.statements();
-        const auto& group = config_.kafka.group_id;
+        const auto& group = settings_.group;
         const auto started = Clock::now();
         for (auto* item : dead) {
             // The transaction stays open while Kafka answers: past the budget the
@@ -152,7 +153,7 @@ void DeadLetterPublisher::publish(Batch& batch, LeaseKeeper& leases) {
     ClaimStore* claims = redis_.claims();
     if (claims == nullptr) return;
     try {
-        claims->complete(requests, config_.claim.completed_ttl);
+        claims->complete(requests, settings_.completed_ttl);
         redis_.answered();
     } catch (const RedisError& e) {
         log_.warn("could not mark {} claims dead-lettered: {}", requests.size(), e.what());
@@ -167,8 +168,8 @@ OutgoingRecord DeadLetterPublisher::produce(const BatchRecord& item) {
     // then this record's alone, and a delivered one is never sent again because
     // a neighbour failed.
     auto send = [&](DeadLetterShape shape) {
-        auto letter = make_dead_letter(item.pending, topic, config_.kafka.group_id, verdict.reason,
-                                       item.key, shape);
+        auto letter =
+            make_dead_letter(item.pending, topic, settings_.group, verdict.reason, item.key, shape);
         producer().produce(letter);
         try {
             producer().flush(kDeadLetterFlushTimeout);
@@ -182,9 +183,9 @@ OutgoingRecord DeadLetterPublisher::produce(const BatchRecord& item) {
     // message.max.bytes (the relay's: both take kafka.properties): a letter over it
     // would be refused on every try and stall the partition. The reason and
     // coordinates matter more than a copy of a value, key or header Kafka still holds.
-    const auto limit = config_.outbox.emit_limits.producer_bytes();
-    auto shape = fitting_dead_letter_shape(item.pending, topic, config_.kafka.group_id,
-                                           verdict.reason, item.key, limit);
+    const auto limit = settings_.producer_bytes;
+    auto shape = fitting_dead_letter_shape(item.pending, topic, settings_.group, verdict.reason,
+                                           item.key, limit);
     for (;;) {
         try {
             return send(shape);
@@ -222,7 +223,7 @@ void DeadLetterPublisher::unrecorded(BatchRecord& item, Failure failure, const s
     }
     // Nothing more exo can do alone: stop this partition where everyone sees it,
     // and keep trying slowly so it resumes by itself once the cause is fixed.
-    const auto delay = config_.pipeline.retry_backoff_max;
+    const auto delay = settings_.retry_backoff_max;
     if (!p.stalled)
         log_.error(
             "partition {}[{}] STALLED at offset {} (key '{}'): the record could not be recorded "

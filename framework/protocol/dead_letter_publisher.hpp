@@ -28,14 +28,27 @@
 
 namespace exo {
 
+// What the publisher reads of exo.yaml, taken once by the runner that builds it.
+struct DeadLetterSettings {
+    std::string group;                              // kafka.group_id
+    std::chrono::milliseconds completed_ttl{};      // claim.completed_ttl_ms
+    std::size_t producer_bytes = 0;                 // the largest record the producer sends
+    std::chrono::milliseconds retry_backoff_max{};  // pipeline.retry_backoff_max_ms
+
+    static DeadLetterSettings of(const Config& config) {
+        return {config.kafka.group_id, config.claim.completed_ttl,
+                config.outbox.emit_limits.producer_bytes(), config.pipeline.retry_backoff_max};
+    }
+};
+
 class DeadLetterPublisher {
 public:
     // The sessions are the worker's; `backoff(n)` is the wait after the n-th failure.
     // Never connects; a bad producer property throws KafkaConfigError at the
     // first dead letter (the daemon checks the properties at start-up).
-    DeadLetterPublisher(const Config& config, const ProducerOptions& producer, PipelineStats& stats,
-                        spdlog::logger& log, PostgresSession& postgres, RedisSession& redis,
-                        std::function<std::chrono::milliseconds(int)> backoff);
+    DeadLetterPublisher(DeadLetterSettings settings, const ProducerOptions& producer,
+                        PipelineStats& stats, spdlog::logger& log, PostgresSession& postgres,
+                        RedisSession& redis, std::function<std::chrono::milliseconds(int)> backoff);
     DeadLetterPublisher(const DeadLetterPublisher&) = delete;
     DeadLetterPublisher& operator=(const DeadLetterPublisher&) = delete;
 
@@ -53,7 +66,7 @@ private:
     OutgoingRecord produce(const BatchRecord& item);
     void unrecorded(BatchRecord& item, Failure failure, const std::string& why);
 
-    const Config& config_;
+    const DeadLetterSettings settings_;
     PipelineStats& stats_;
     spdlog::logger& log_;
     PostgresSession& postgres_;

@@ -44,8 +44,14 @@ struct Target {
 
 }  // namespace
 
-RetentionPruner::RetentionPruner(const Config& config, PipelineStats& stats)
-    : config_(config), stats_(stats) {}
+RetentionPruner::RetentionPruner(const RetentionConfig& retention, const PostgresConfig& postgres,
+                                 std::chrono::hours outbox_retention, std::string group,
+                                 PipelineStats& stats)
+    : retention_(retention),
+      postgres_(postgres),
+      outbox_retention_(outbox_retention),
+      group_(std::move(group)),
+      stats_(stats) {}
 
 RetentionPruner::~RetentionPruner() {
     stop();
@@ -67,9 +73,9 @@ void RetentionPruner::run(std::stop_token stop) {
     std::unique_ptr<pqxx::connection> connection;
     int failures = 0;
     while (!stop.stop_requested()) {
-        auto wait = config_.retention.interval;
+        auto wait = retention_.interval;
         try {
-            if (!connection) connection = open_postgres_session(config_.postgres);
+            if (!connection) connection = open_postgres_session(postgres_);
             prune_until_caught_up(*connection, stop);
             if (failures > 0) spdlog::info("retention: pruning again");
             failures = 0;
@@ -90,10 +96,10 @@ void RetentionPruner::run(std::stop_token stop) {
 
 std::size_t RetentionPruner::prune_until_caught_up(pqxx::connection& connection,
                                                    const std::stop_token& stop) {
-    const auto& group = config_.kafka.group_id;
-    const auto dedup = config_.postgres.dedup_retention;
-    const auto outbox = config_.outbox.retention;
-    const int limit = config_.retention.chunk_rows;
+    const auto& group = group_;
+    const auto dedup = postgres_.dedup_retention;
+    const auto outbox = outbox_retention_;
+    const int limit = retention_.chunk_rows;
     KeySweep sweep;  // from the first counter, once per pass
     std::array<Target, RetentionStats::kCount> targets{{
         {Table::processed,
@@ -131,7 +137,7 @@ std::size_t RetentionPruner::prune_until_caught_up(pqxx::connection& connection,
 
     const bool sweep_keys = Clock::now() >= next_key_sweep_;
     targets[Table::outbox_keys].done = !sweep_keys;
-    const PruneThrottle throttle(config_.retention.max_rows_per_second);
+    const PruneThrottle throttle(retention_.max_rows_per_second);
     std::array<std::size_t, RetentionStats::kCount> deleted{};
     update_lag(connection);
     auto next_lag = Clock::now() + kLagEvery;
@@ -175,8 +181,7 @@ std::size_t RetentionPruner::prune_until_caught_up(pqxx::connection& connection,
 
 void RetentionPruner::update_lag(pqxx::connection& connection) {
     pqxx::nontransaction tx(connection);
-    const auto lag = retention_lag(tx, config_.kafka.group_id, config_.postgres.dedup_retention,
-                                   config_.outbox.retention);
+    const auto lag = retention_lag(tx, group_, postgres_.dedup_retention, outbox_retention_);
     stats_.retention.lag_ms[Table::processed] = lag.processed.count();
     stats_.retention.lag_ms[Table::sequence_gaps] = lag.gaps.count();
     stats_.retention.lag_ms[Table::outbox] = lag.outbox.count();

@@ -36,8 +36,11 @@ namespace exo {
 
 class RetentionPruner {
 public:
-    // `config` outlives the pruner.
-    RetentionPruner(const Config& config, PipelineStats& stats);
+    // Prunes `group`'s dedup rows older than postgres.dedup_retention and outbox rows
+    // older than `outbox_retention` (outbox.retention), at the pace of `retention`,
+    // on connections to `postgres`. The sections outlive the pruner.
+    RetentionPruner(const RetentionConfig& retention, const PostgresConfig& postgres,
+                    std::chrono::hours outbox_retention, std::string group, PipelineStats& stats);
     RetentionPruner(const RetentionPruner&) = delete;
     RetentionPruner& operator=(const RetentionPruner&) = delete;
     ~RetentionPruner();
@@ -56,7 +59,10 @@ private:
     // Sleeps until `until` or a stop; false when stopped.
     bool sleep_until(std::chrono::steady_clock::time_point until, const std::stop_token& stop);
 
-    const Config& config_;
+    const RetentionConfig& retention_;
+    const PostgresConfig& postgres_;
+    const std::chrono::hours outbox_retention_;
+    const std::string group_;
     PipelineStats& stats_;
     // The counters of exo_outbox_keys are swept whole at most hourly (from the
     // first pass on); the pruner's thread only.

@@ -95,8 +95,10 @@ Daemon::Daemon(const Config& config, const HandlerRegistry& handlers, Failpoints
     : config_(config),
       bootstrap_(std::move(bootstrap_servers)),
       stats_(binding_topics(config)),
-      pruner_(config, stats_),
-      lease_renewer_(config_, stats_, spdlog::default_logger()->clone("leases")) {
+      pruner_(config.retention, config.postgres, config.outbox.retention, config.kafka.group_id,
+              stats_),
+      lease_renewer_(config_.redis, config_.claim.lease, config_.kafka.group_id, stats_,
+                     spdlog::default_logger()->clone("leases")) {
     for (const auto& b : config.bindings) binding_of_.emplace(b.topic, &b);
     if (config.outbox.enabled)
         relay_ = std::make_unique<OutboxRelay>(config_, stats_, failpoints,

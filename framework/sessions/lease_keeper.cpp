@@ -11,22 +11,22 @@ namespace {
 
 // extend.lua on a connection of the renewer's own. Shared state: std::function
 // copies its target, and the connection cannot be copied.
-LeaseRenewer::Extend redis_extend(const Config& config) {
+LeaseRenewer::Extend redis_extend(const RedisConfig& rc, std::chrono::milliseconds lease,
+                                  std::string group) {
     struct Redis {
         std::unique_ptr<RedisRouter> connection;
         std::optional<ClaimStore> store;
     };
     auto redis = std::make_shared<Redis>();
-    return [&config, redis](const std::vector<OwnedClaims>& owned) {
+    return [&rc, lease, group = std::move(group), redis](const std::vector<OwnedClaims>& owned) {
         try {
             if (!redis->store) {
-                const auto& rc = config.redis;
                 redis->connection = open_redis(rc);
                 // The owner is each claim's (extend_owned); this one is unused.
-                redis->store.emplace(*redis->connection, rc.key_prefix, config.kafka.group_id,
+                redis->store.emplace(*redis->connection, rc.key_prefix, group,
                                      std::string("lease-renewer"));
             }
-            return redis->store->extend_owned(owned, config.claim.lease);
+            return redis->store->extend_owned(owned, lease);
         } catch (const RedisError&) {
             // An error reply leaves the connection in step: only a closed one goes.
             if (!redis->connection || !redis->connection->connected()) {
@@ -40,17 +40,17 @@ LeaseRenewer::Extend redis_extend(const Config& config) {
 
 }  // namespace
 
-LeaseRenewer::LeaseRenewer(const Config& config, PipelineStats& stats,
+LeaseRenewer::LeaseRenewer(const RedisConfig& redis, std::chrono::milliseconds lease,
+                           std::string group, PipelineStats& stats,
                            std::shared_ptr<spdlog::logger> log)
-    : LeaseRenewer(config, stats, std::move(log), redis_extend(config)) {}
+    : LeaseRenewer(lease, stats, std::move(log), redis_extend(redis, lease, std::move(group))) {}
 
-LeaseRenewer::LeaseRenewer(const Config& config, PipelineStats& stats,
+LeaseRenewer::LeaseRenewer(std::chrono::milliseconds lease, PipelineStats& stats,
                            std::shared_ptr<spdlog::logger> log, Extend extend)
-    : config_(config),
-      stats_(stats),
+    : stats_(stats),
       log_(std::move(log)),
       extend_(std::move(extend)),
-      period_(std::max(config.claim.lease / 3, std::chrono::milliseconds(10))) {
+      period_(std::max(lease / 3, std::chrono::milliseconds(10))) {
     thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
 }
 

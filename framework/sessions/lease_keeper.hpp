@@ -66,10 +66,13 @@ public:
 
     // Renews with extend.lua on a Redis connection of its own (opened on first
     // use, and again after it closed).
-    LeaseRenewer(const Config& config, PipelineStats& stats, std::shared_ptr<spdlog::logger> log);
+    // `lease`: claim.lease_ms, each renewal's new lease (renewed every third of it);
+    // `group`: kafka.group_id, the claims' namespace. `redis` outlives the renewer.
+    LeaseRenewer(const RedisConfig& redis, std::chrono::milliseconds lease, std::string group,
+                 PipelineStats& stats, std::shared_ptr<spdlog::logger> log);
     // Renews with `extend` (tests: a Redis that answers on cue).
-    LeaseRenewer(const Config& config, PipelineStats& stats, std::shared_ptr<spdlog::logger> log,
-                 Extend extend);
+    LeaseRenewer(std::chrono::milliseconds lease, PipelineStats& stats,
+                 std::shared_ptr<spdlog::logger> log, Extend extend);
     LeaseRenewer(const LeaseRenewer&) = delete;
     LeaseRenewer& operator=(const LeaseRenewer&) = delete;
     ~LeaseRenewer();
@@ -90,7 +93,6 @@ private:
     // Whether keeper `id` holds `claim` (key and token) now; mutex_ held.
     bool holds(std::uint64_t id, const TokenRequest& claim) const;
 
-    const Config& config_;
     PipelineStats& stats_;
     std::shared_ptr<spdlog::logger> log_;
     Extend extend_;  // renewer thread only

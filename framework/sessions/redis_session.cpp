@@ -21,19 +21,24 @@ std::unique_ptr<RedisRouter> open_redis(const RedisConfig& rc) {
     return std::make_unique<RedisRouter>(redis_options(rc), rc.cluster);
 }
 
-RedisSession::RedisSession(const Config& config, std::string owner, spdlog::logger& log,
+RedisSession::RedisSession(const ClaimConfig& claim, const RedisConfig& redis, std::string group,
+                           std::string owner, spdlog::logger& log,
                            std::function<std::chrono::milliseconds(int)> backoff)
-    : config_(config), owner_(std::move(owner)), log_(log), backoff_(std::move(backoff)) {}
+    : claim_(claim),
+      redis_config_(redis),
+      group_(std::move(group)),
+      owner_(std::move(owner)),
+      log_(log),
+      backoff_(std::move(backoff)) {}
 
 ClaimStore* RedisSession::claims() {
     // The one place a worker opens Redis: with claim.store: postgres it never does.
-    if (!config_.claim.in_redis()) return nullptr;
+    if (!claim_.in_redis()) return nullptr;
     if (claims_) return &*claims_;
     if (std::chrono::steady_clock::now() < retry_at_) return nullptr;
     try {
-        const auto& rc = config_.redis;
-        redis_ = open_redis(rc);
-        claims_.emplace(*redis_, rc.key_prefix, config_.kafka.group_id, owner_);
+        redis_ = open_redis(redis_config_);
+        claims_.emplace(*redis_, redis_config_.key_prefix, group_, owner_);
         if (down_logged_) log_.info("Redis is reachable again");
         down_logged_ = false;
         return &*claims_;

@@ -28,8 +28,11 @@ std::unique_ptr<RedisRouter> open_redis(const RedisConfig& redis);
 
 class RedisSession {
 public:
-    // `backoff(n)` is the wait after the n-th failure in a row.
-    RedisSession(const Config& config, std::string owner, spdlog::logger& log,
+    // `claim` (whether claims are kept in Redis at all) and `redis` outlive the
+    // session; `group` is kafka.group_id, the claims' namespace. `backoff(n)` is the
+    // wait after the n-th failure in a row.
+    RedisSession(const ClaimConfig& claim, const RedisConfig& redis, std::string group,
+                 std::string owner, spdlog::logger& log,
                  std::function<std::chrono::milliseconds(int)> backoff);
 
     // The claim store, connecting first if the backoff has passed; nullptr while
@@ -50,7 +53,9 @@ public:
     std::uint64_t round_trips() const { return redis_ ? redis_->round_trips() : 0; }
 
 private:
-    const Config& config_;
+    const ClaimConfig& claim_;
+    const RedisConfig& redis_config_;
+    std::string group_;
     std::string owner_;
     spdlog::logger& log_;
     std::function<std::chrono::milliseconds(int)> backoff_;

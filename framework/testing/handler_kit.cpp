@@ -257,7 +257,13 @@ std::vector<Delivery> HandlerKit::State::deliver(const std::vector<TestRecord>& 
     Batch batch(std::move(taken));
     key_pass(batch, binding());
     outside->run(batch, *handlers);
-    const PassContext ctx{config, *handlers, stats, *log, *fate};
+    const PassContext ctx{config.kafka.group_id,
+                          config.outbox.emit_limits,
+                          config.pipeline.framework_sql,
+                          *handlers,
+                          stats,
+                          *log,
+                          *fate};
     run_transactions(ctx, batch, [this]() -> pqxx::connection& { return *connection; });
     settle_repeated_keys(batch);
 
@@ -362,7 +368,7 @@ HandlerKit::HandlerKit(const std::string& postgres_uri, std::unique_ptr<Handler>
     auto given = std::make_shared<std::unique_ptr<Handler>>(std::move(handler));
     registry.add(options.handler_name,
                  [given](const HandlerOptions&) { return std::move(*given); });
-    s.handlers = std::make_unique<BindingHandlers>(s.config, registry);
+    s.handlers = std::make_unique<BindingHandlers>(s.config.bindings, registry);
     s.outside = std::make_unique<OutsideWork>(0, s.stats, *s.log);
 
     std::vector<Migration> migrations;

@@ -18,10 +18,10 @@ std::vector<HandlerContext> entries_of(pqxx::transaction_base& tx, const PassCon
     entries.reserve(run.size());
     for (std::size_t n = 0; n < run.size(); ++n) {
         auto& record = *run[n];
-        entries.push_back(detail::ContextAccess::record(
-            tx, record.pending.record, record.key, record.payload, ctx.log,
-            record.pending.attempts + 1, record.handler_ran, &ctx.config.outbox.emit_limits,
-            &record.pending.trace, n));
+        entries.push_back(
+            detail::ContextAccess::record(tx, record.pending.record, record.key, record.payload,
+                                          ctx.log, record.pending.attempts + 1, record.handler_ran,
+                                          &ctx.emit_limits, &record.pending.trace, n));
         detail::ContextAccess::hand_over(entries.back(), &record.handed_over);
         record.handler_ran = true;  // a later run of it in this batch is a rerun
     }
@@ -83,7 +83,7 @@ RunResult call_batch_handler(const PassContext& ctx, pqxx::transaction_base& tx,
         results.push_back(result);
     }
     if (!keys.empty()) {
-        store_results(tx, ctx.config.kafka.group_id, keys, results);
+        store_results(tx, ctx.group, keys, results);
         ctx.stats.postgres_round_trips++;
     }
     for (std::size_t n = 0; n < run.size(); ++n) {

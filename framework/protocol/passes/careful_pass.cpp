@@ -36,9 +36,8 @@ void lock_entities_of(const PassContext& ctx, pqxx::transaction_base& tx, Batch&
             continue;  // its own step dead-letters it
         }
         const auto& binding = *record->binding;
-        steps.push_back(
-            {sequence_owner(binding.handler, binding.sequence->scope, ctx.config.kafka.group_id),
-             values.back().entity, values.back().sequence, binding.sequence->mode});
+        steps.push_back({sequence_owner(binding.handler, binding.sequence->scope, ctx.group),
+                         values.back().entity, values.back().sequence, binding.sequence->mode});
         stepped.push_back(record);
     }
     // A failure here is nobody's record's: it fails the batch (a lock timeout
@@ -83,7 +82,7 @@ PassResult run_careful_pass(const PassContext& ctx, pqxx::connection& connection
     ExplicitTransaction transaction(connection);
     auto& tx = transaction.statements();
     // Each record's emits in its savepoint: a record rolled back takes its rows along.
-    TransactionOutbox outbox(tx, ctx.config.kafka.group_id, TransactionOutbox::Write::per_record);
+    TransactionOutbox outbox(tx, ctx.group, TransactionOutbox::Write::per_record);
     lock_entities_of(ctx, tx, batch, records);
     BatchRecord* previous = nullptr;  // the record whose savepoint is open
     for (auto* record : records) {

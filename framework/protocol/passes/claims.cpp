@@ -5,9 +5,14 @@
 
 namespace exo {
 
-Claims::Claims(const Config& config, RedisSession& redis, PipelineStats& stats, spdlog::logger& log,
-               FatePolicy& fate)
-    : config_(config), redis_(redis), stats_(stats), log_(log), fate_(fate) {}
+Claims::Claims(const ClaimConfig& claim, RedisDownPolicy on_redis_down, RedisSession& redis,
+               PipelineStats& stats, spdlog::logger& log, FatePolicy& fate)
+    : claim_(claim),
+      on_redis_down_(on_redis_down),
+      redis_(redis),
+      stats_(stats),
+      log_(log),
+      fate_(fate) {}
 
 namespace {
 
@@ -36,8 +41,8 @@ void Claims::claim(Batch& batch) {
     if (keys.empty()) return;
     // claim.store: postgres is this path always (RedisSession hands out no
     // store): no token, the dedup row the only fence.
-    const bool postgres_only = !config_.claim.in_redis() ||
-                               config_.pipeline.on_redis_down == RedisDownPolicy::postgres_only;
+    const bool postgres_only =
+        !claim_.in_redis() || on_redis_down_ == RedisDownPolicy::postgres_only;
     ClaimStore* claims = redis_.claims();
     if (claims == nullptr) {
         if (postgres_only) return;
@@ -46,7 +51,7 @@ void Claims::claim(Batch& batch) {
     std::vector<ClaimResult> results;
     try {
         auto before = redis_.round_trips();
-        results = claims->claim(keys, config_.claim.lease);
+        results = claims->claim(keys, claim_.lease);
         stats_.redis_round_trips += redis_.round_trips() - before;
     } catch (const RedisError& e) {
         // A whole call failed (claim() gave back what the other calls acquired):
@@ -70,7 +75,7 @@ void Claims::claim(Batch& batch) {
             case ClaimStatus::duplicate:
             case ClaimStatus::dead_lettered:
                 if (!record.is_pending()) break;
-                if (config_.claim.verify_duplicates ||
+                if (claim_.verify_duplicates ||
                     redis_fingerprint_differs(record, r.stored_fingerprint)) {
                     // No token: the record goes to its transaction like a
                     // postgres_only one, where the dedup row answers.
@@ -140,7 +145,7 @@ void Claims::complete(Batch& batch, LeaseKeeper& leases) {
     if (claims == nullptr) return;
     try {
         auto before = redis_.round_trips();
-        auto statuses = claims->complete(requests, config_.claim.completed_ttl);
+        auto statuses = claims->complete(requests, claim_.completed_ttl);
         stats_.redis_round_trips += redis_.round_trips() - before;
         for (auto s : statuses)
             if (s == FinishStatus::lost) stats_.lost_completions++;

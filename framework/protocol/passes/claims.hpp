@@ -21,9 +21,10 @@ namespace exo {
 
 class Claims {
 public:
-    // All references outlive the claims.
-    Claims(const Config& config, RedisSession& redis, PipelineStats& stats, spdlog::logger& log,
-           FatePolicy& fate);
+    // `claim`: the claim section; `on_redis_down`: pipeline.on_redis_down. All
+    // references outlive the claims.
+    Claims(const ClaimConfig& claim, RedisDownPolicy on_redis_down, RedisSession& redis,
+           PipelineStats& stats, spdlog::logger& log, FatePolicy& fate);
 
     // ACQUIRED / TAKEN_OVER: the record goes on with its token; DUPLICATE /
     // DEAD_LETTERED: finished; CONFLICT: NACKed; a key in error: that record
@@ -56,7 +57,8 @@ private:
     void give_back(Batch& batch, LeaseKeeper* leases,
                    const std::function<bool(const BatchRecord&)>& which);
 
-    const Config& config_;
+    const ClaimConfig& claim_;
+    const RedisDownPolicy on_redis_down_;
     RedisSession& redis_;
     PipelineStats& stats_;
     spdlog::logger& log_;

@@ -36,9 +36,9 @@ std::optional<std::string> start_set_based(const PassContext& ctx, pqxx::transac
                 record->dead_letter(e.what());
                 continue;
             }
-            step.emplace(SequenceStep{
-                sequence_owner(binding.handler, binding.sequence->scope, ctx.config.kafka.group_id),
-                values.back().entity, values.back().sequence, binding.sequence->mode});
+            step.emplace(
+                SequenceStep{sequence_owner(binding.handler, binding.sequence->scope, ctx.group),
+                             values.back().entity, values.back().sequence, binding.sequence->mode});
         }
         started.push_back(record);
         starting.push_back({record->key, record->token.value_or(FencingToken{0}),
@@ -61,7 +61,7 @@ std::optional<std::string> start_set_based(const PassContext& ctx, pqxx::transac
     };
     RecordsStart start;
     try {
-        start = start_records(tx, ctx.config.kafka.group_id, starting, leave_out);
+        start = start_records(tx, ctx.group, starting, leave_out);
     } catch (...) {
         // The careful pass meets it record by record.
         return failure_of(std::current_exception()).why;
@@ -109,8 +109,8 @@ PassResult run_pass(const PassContext& ctx, pqxx::connection& connection, Batch&
     ExplicitTransaction transaction(connection);
     auto& tx = transaction.statements();
     // The records commit or roll back together: their emits go in one statement at COMMIT.
-    TransactionOutbox outbox(tx, ctx.config.kafka.group_id, TransactionOutbox::Write::at_commit);
-    if (ctx.config.pipeline.framework_sql == FrameworkSql::set_based)
+    TransactionOutbox outbox(tx, ctx.group, TransactionOutbox::Write::at_commit);
+    if (ctx.framework_sql == FrameworkSql::set_based)
         if (auto why = start_set_based(ctx, tx, batch, records, entity_held))
             return roll_back(transaction, ctx.stats, std::move(*why));
     // Records still to apply whose before_transaction() threw fail now, all at

@@ -30,7 +30,7 @@ std::optional<RecordFailure> run_record(const PassContext& ctx, pqxx::transactio
     std::chrono::microseconds handler_took{0};
     try {
         const RecordStepInput input{binding,
-                                    ctx.config.kafka.group_id,
+                                    ctx.group,
                                     r,
                                     record.key,
                                     record.payload,
@@ -41,7 +41,7 @@ std::optional<RecordFailure> run_record(const PassContext& ctx, pqxx::transactio
                                     record.pending.attempts + 1,
                                     record.handler_ran,
                                     &handler_took,
-                                    &ctx.config.outbox.emit_limits,
+                                    &ctx.emit_limits,
                                     &record.pending.trace,
                                     &outbox,
                                     &record.handed_over,

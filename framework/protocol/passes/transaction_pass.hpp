@@ -28,7 +28,11 @@ namespace exo {
 
 // What a pass needs; every reference outlives the pass.
 struct PassContext {
-    const Config& config;
+    // kafka.group_id: the namespace of the dedup rows, sequences and outbox rows.
+    const std::string& group;
+    // The largest record emit() accepts per topic (outbox.emit_limits).
+    const EmitLimits& emit_limits;
+    FrameworkSql framework_sql;  // pipeline.framework_sql (a benchmark seam)
     const BindingHandlers& handlers;
     PipelineStats& stats;
     spdlog::logger& log;
