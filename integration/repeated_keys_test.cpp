@@ -17,7 +17,7 @@
 #include "core/failpoints.hpp"
 #include "dedup_rows.hpp"
 #include "pipeline_harness.hpp"
-#include "protocol/passes/hand_back.hpp"
+#include "protocol/steps/hand_back.hpp"
 #include "records.hpp"
 #include "redis/claim_store.hpp"
 #include "redis/redis_connection.hpp"

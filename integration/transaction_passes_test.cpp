@@ -21,11 +21,11 @@
 #include "pg/migrations.hpp"
 #include "protocol/batch.hpp"
 #include "protocol/binding_handlers.hpp"
+#include "protocol/fate_policy.hpp"
 #include "protocol/handler_registry.hpp"
 #include "protocol/passes/careful_pass.hpp"
-#include "protocol/passes/fate_policy.hpp"
-#include "protocol/passes/keys.hpp"
 #include "protocol/passes/optimistic_pass.hpp"
+#include "protocol/steps/keys.hpp"
 #include "sessions/record_connection.hpp"
 #include "support.hpp"
 #include "test_handlers.hpp"
@@ -103,7 +103,7 @@ public:
             taken.push_back(std::move(p));
         }
         auto out = std::make_unique<exo::Batch>(std::move(taken));
-        exo::key_pass(*out, config_.bindings, 0ms);
+        exo::key_step(*out, config_.bindings, 0ms);
         return out;
     }
 

@@ -12,7 +12,7 @@
 
 #include "metrics/pipeline_stats.hpp"
 #include "protocol/batch.hpp"
-#include "protocol/passes/hand_back.hpp"
+#include "protocol/steps/hand_back.hpp"
 
 using namespace std::chrono_literals;
 using exo::Outcome;

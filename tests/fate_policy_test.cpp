@@ -1,4 +1,4 @@
-// FatePolicy (protocol/passes/fate_policy.hpp) without servers: what a
+// FatePolicy (protocol/fate_policy.hpp) without servers: what a
 // failure costs the records it touches.
 #include <doctest/doctest.h>
 #include <spdlog/spdlog.h>
@@ -9,7 +9,7 @@
 
 #include "metrics/pipeline_stats.hpp"
 #include "protocol/batch.hpp"
-#include "protocol/passes/fate_policy.hpp"
+#include "protocol/fate_policy.hpp"
 
 using namespace std::chrono_literals;
 

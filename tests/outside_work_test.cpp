@@ -29,7 +29,7 @@
 #include "protocol/batch.hpp"
 #include "protocol/binding_handlers.hpp"
 #include "protocol/handler_registry.hpp"
-#include "protocol/passes/transaction_step.hpp"
+#include "protocol/steps/transaction_step.hpp"
 #include "runtime/outside_work.hpp"
 
 using namespace std::chrono_literals;

@@ -2,7 +2,8 @@
 // How exo builds the contexts a handler gets and reads back what the handler
 // left in them. HandlerContext and BatchContext have private constructors and
 // befriend this struct, so a handler author sees only what a handler uses;
-// the worker and the record step (which the handler test kit runs) build them here.
+// the runners and run_record_in_transaction (which the handler test kit runs) build
+// them here.
 #include <cstddef>
 #include <optional>
 #include <span>

@@ -176,7 +176,7 @@ private:
             f.at = {r.topic.value, r.partition.value, r.offset.value};
             f.committed = pr.committed;
             f.letter = letters_.contains({r.partition.value, r.offset.value});
-            // The pipeline's own derivation (protocol/passes/keys.cpp), so every
+            // The pipeline's own derivation (protocol/steps/keys.cpp), so every
             // key source it knows is audited as it is consumed.
             JsonPayload payload(r.value);
             try {
@@ -185,7 +185,7 @@ private:
             } catch (const PermanentError& e) {
                 f.no_key_reason = e.what();
             }
-            // As protocol/passes/keys.cpp computes it, but whatever the binding's
+            // As protocol/steps/keys.cpp computes it, but whatever the binding's
             // on_key_reuse: the audit is the independent check. A row without one
             // (ignore, or written before sql/0013) leaves the comparison out.
             if (f.key) {

@@ -1,10 +1,10 @@
 #pragma once
 // The framework's part of all the records of one transaction, set-based (docs/design.md
 // docs/design.md#the-frameworks-sql-of-a-transactions-records-set-based): what start_record() and
-// the stale / gap statements of run_record_step() do for one record, done for every record of a
-// transaction in two round trips instead of one or more per record. The optimistic pass runs it
-// before the handlers; the careful pass keeps the per-record path, so every failure is still met
-// record by record.
+// the stale / gap statements of run_record_in_transaction() do for one record, done for every
+// record of a transaction in two round trips instead of one or more per record. The optimistic pass
+// runs it before the handlers; the careful pass keeps the per-record path, so every failure is
+// still met record by record.
 //
 // Entity rows are locked FOR UPDATE SKIP LOCKED, never waited for: an entity
 // another transaction holds leaves out its records (and, by the caller's

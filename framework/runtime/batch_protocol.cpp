@@ -1,8 +1,8 @@
 #include "runtime/batch_protocol.hpp"
 
 #include "core/text.hpp"
-#include "protocol/passes/keys.hpp"
-#include "protocol/passes/repeated_keys.hpp"
+#include "protocol/steps/keys.hpp"
+#include "protocol/steps/repeated_keys.hpp"
 
 namespace exo {
 namespace {
@@ -52,7 +52,7 @@ void BatchProtocol::open_sessions() {
 
 BatchEnd BatchProtocol::prepare(Batch& batch, LeaseKeeper& leases) {
     try {
-        key_pass(batch, config_.bindings, fate_.delay(1));
+        key_step(batch, config_.bindings, fate_.delay(1));
         claims_.claim(batch);
         failpoints_.hit("after_claim");
         leases.hold(batch.open_claims());

@@ -19,7 +19,7 @@
 // What a call hands over, or throws, stays with its record
 // (BatchRecord::handed_over, ::outside_failure): the transaction step hands
 // the value to handle() and rethrows the failure where handle() would have run
-// (protocol/record_step.hpp), so a failure here follows the failure matrix as
+// (protocol/record_in_transaction.hpp), so a failure here follows the failure matrix as
 // one of handle() would (after outside_failure() below). The records of a lane
 // behind a failed one run nothing here and are put back behind it
 // (fate::Requeue, no delay): its own fate, a retry or a dead letter, is

@@ -31,7 +31,7 @@
 #include "metrics/pipeline_stats.hpp"
 #include "outbox/outbox_doorbell.hpp"
 #include "protocol/handler_registry.hpp"
-#include "protocol/passes/hand_back.hpp"
+#include "protocol/steps/hand_back.hpp"
 #include "runtime/batch_protocol.hpp"
 #include "scheduling/worker_inbox.hpp"
 #include "sessions/lease_keeper.hpp"

@@ -1,6 +1,6 @@
 // exo::testing::HandlerKit (exo/testing.hpp): records in a batch through the
 // steps a worker runs for a batch's transaction, on the pipeline's own code:
-// the key pass, the outside work, the transaction step's retry ladder (its
+// the key step, the outside work, the transaction step's retry ladder (its
 // planner and executor, protocol/passes/retry_ladder.hpp and
 // attempt_executor.hpp), the fate policy, the settling of repeated keys and the
 // dead-letter step's dedup row. What the worker does around that (claims,
@@ -29,11 +29,11 @@
 #include "pg/session.hpp"
 #include "protocol/binding_handlers.hpp"
 #include "protocol/failure_matrix.hpp"
+#include "protocol/fate_policy.hpp"
 #include "protocol/handler_registry.hpp"
-#include "protocol/passes/fate_policy.hpp"
-#include "protocol/passes/keys.hpp"
-#include "protocol/passes/repeated_keys.hpp"
-#include "protocol/passes/transaction_step.hpp"
+#include "protocol/steps/keys.hpp"
+#include "protocol/steps/repeated_keys.hpp"
+#include "protocol/steps/transaction_step.hpp"
 #include "runtime/outside_work.hpp"
 #include "sessions/record_connection.hpp"
 
@@ -255,7 +255,7 @@ std::vector<Delivery> HandlerKit::State::deliver(const std::vector<TestRecord>& 
     }
 
     Batch batch(std::move(taken));
-    key_pass(batch, binding());
+    key_step(batch, binding());
     outside->run(batch, *handlers);
     const PassContext ctx{config.kafka.group_id,
                           config.outbox.emit_limits,

@@ -29,26 +29,26 @@ std::optional<RecordFailure> run_record(const PassContext& ctx, pqxx::transactio
     }
     std::chrono::microseconds handler_took{0};
     try {
-        const RecordStepInput input{binding,
-                                    ctx.group,
-                                    r,
-                                    record.key,
-                                    record.payload,
-                                    seq,
-                                    record.token.value_or(FencingToken{0}),
-                                    ctx.handlers.handler(binding),
-                                    ctx.log,
-                                    record.pending.attempts + 1,
-                                    record.handler_ran,
-                                    &handler_took,
-                                    &ctx.emit_limits,
-                                    &record.pending.trace,
-                                    &outbox,
-                                    &record.handed_over,
-                                    record.outside_failure,
-                                    &record.fingerprint};
-        auto step = record.framework_started() ? run_handler_step(tx, input)
-                                               : run_record_step(tx, input, undo);
+        const RecordRunInput input{binding,
+                                   ctx.group,
+                                   r,
+                                   record.key,
+                                   record.payload,
+                                   seq,
+                                   record.token.value_or(FencingToken{0}),
+                                   ctx.handlers.handler(binding),
+                                   ctx.log,
+                                   record.pending.attempts + 1,
+                                   record.handler_ran,
+                                   &handler_took,
+                                   &ctx.emit_limits,
+                                   &record.pending.trace,
+                                   &outbox,
+                                   &record.handed_over,
+                                   record.outside_failure,
+                                   &record.fingerprint};
+        auto step = record.framework_started() ? run_handler_in_transaction(tx, input)
+                                               : run_record_in_transaction(tx, input, undo);
         ctx.stats.postgres_round_trips += static_cast<std::uint64_t>(step.round_trips);
         if (step.outcome == Outcome::applied) ctx.stats.handler_ran(binding.topic, handler_took);
         if (step.outcome == Outcome::duplicate_postgres) {

@@ -20,9 +20,9 @@
 #include "protocol/batch.hpp"
 #include "protocol/binding_handlers.hpp"
 #include "protocol/failure_matrix.hpp"
-#include "protocol/passes/fate_policy.hpp"
+#include "protocol/fate_policy.hpp"
 #include "protocol/passes/retry_ladder.hpp"
-#include "protocol/record_step.hpp"
+#include "protocol/record_in_transaction.hpp"
 
 namespace exo {
 
@@ -90,7 +90,7 @@ struct RecordFailure {
 };
 
 // The one place where a failure thrown in an attempt becomes a value: what
-// `thrown` (a handler's, PostgreSQL's in a record's step or around the
+// `thrown` (a handler's, PostgreSQL's in a record's part of the pass or around the
 // records, the outside work's) means, and why, as logs and dead letters say it.
 // `handler`: whose code ran, blamed when it swallowed a database error or threw
 // something that is no std::exception; empty for the framework's own
@@ -98,7 +98,7 @@ struct RecordFailure {
 // (pauses_the_worker): the whole batch waits for the dependency.
 RecordFailure failure_of(const std::exception_ptr& thrown, const std::string& handler = {});
 
-// One record's part in the transaction (protocol/record_step.hpp), its answer
+// One record's part in the transaction (protocol/record_in_transaction.hpp), its answer
 // made the record's fate: finished, parked for a gap, or a dead letter. A
 // record whose set-based start is done runs only its handler; its emits go to
 // `outbox`. Throws what pauses the worker (pauses_the_worker); any other

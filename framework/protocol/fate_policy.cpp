@@ -1,4 +1,4 @@
-#include "protocol/passes/fate_policy.hpp"
+#include "protocol/fate_policy.hpp"
 
 #include "core/log_context.hpp"
 #include "scheduling/gap_parking.hpp"

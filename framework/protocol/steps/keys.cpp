@@ -1,4 +1,4 @@
-#include "protocol/passes/keys.hpp"
+#include "protocol/steps/keys.hpp"
 
 #include <functional>
 #include <string_view>
@@ -19,8 +19,8 @@ const BindingConfig* binding_for(const std::vector<BindingConfig>& bindings,
     return nullptr;
 }
 
-// The key pass with `binding_of` a record's topic's binding (nullptr: none).
-void key_pass(Batch& batch,
+// The key step with `binding_of` a record's topic's binding (nullptr: none).
+void key_step(Batch& batch,
               const std::function<const BindingConfig*(const std::string&)>& binding_of,
               std::chrono::milliseconds no_binding_delay) {
     // The first record of each key; keys live in their records, which the batch
@@ -68,15 +68,15 @@ void key_pass(Batch& batch,
 
 }  // namespace
 
-void key_pass(Batch& batch, const std::vector<BindingConfig>& bindings,
+void key_step(Batch& batch, const std::vector<BindingConfig>& bindings,
               std::chrono::milliseconds no_binding_delay) {
-    key_pass(
+    key_step(
         batch, [&](const std::string& topic) { return binding_for(bindings, topic); },
         no_binding_delay);
 }
 
-void key_pass(Batch& batch, const BindingConfig& binding) {
-    key_pass(
+void key_step(Batch& batch, const BindingConfig& binding) {
+    key_step(
         batch, [&](const std::string&) { return &binding; }, std::chrono::milliseconds(0));
 }
 

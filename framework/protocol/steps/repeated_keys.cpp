@@ -1,4 +1,4 @@
-#include "protocol/passes/repeated_keys.hpp"
+#include "protocol/steps/repeated_keys.hpp"
 
 #include "core/record_fingerprint.hpp"
 

@@ -1,4 +1,4 @@
-#include "protocol/passes/hand_back.hpp"
+#include "protocol/steps/hand_back.hpp"
 
 #include <algorithm>
 #include <stdexcept>

@@ -1,6 +1,6 @@
 #pragma once
 // The settling of repeated keys (docs/design.md#key): a later copy of a
-// key in one batch (fate::AwaitsFirst, from the key pass) ends as its first
+// key in one batch (fate::AwaitsFirst, from the key step) ends as its first
 // copy did, once the batch's transactions and dead letters are done. Pure: no
 // I/O.
 #include "protocol/batch.hpp"

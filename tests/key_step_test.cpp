@@ -1,5 +1,5 @@
-// The key pass (protocol/passes/keys.hpp), the settling of the keys it found
-// repeated (protocol/passes/repeated_keys.hpp) and the batch they work on,
+// The key step (protocol/steps/keys.hpp), the settling of the keys it found
+// repeated (protocol/steps/repeated_keys.hpp) and the batch they work on,
 // without servers: which records go on to their claims, which wait for the
 // first copy of their key, and how those end.
 #include <doctest/doctest.h>
@@ -13,9 +13,9 @@
 
 #include "metrics/pipeline_stats.hpp"
 #include "protocol/batch.hpp"
-#include "protocol/passes/hand_back.hpp"
-#include "protocol/passes/keys.hpp"
-#include "protocol/passes/repeated_keys.hpp"
+#include "protocol/steps/hand_back.hpp"
+#include "protocol/steps/keys.hpp"
+#include "protocol/steps/repeated_keys.hpp"
 #include "scheduling/record_limits.hpp"
 
 using namespace std::chrono_literals;
@@ -53,7 +53,7 @@ std::unique_ptr<exo::Batch> keyed_batch(
     for (const auto& [partition, event, offset] : records)
         taken.push_back(record("payments", partition, event, offset));
     auto batch = std::make_unique<exo::Batch>(std::move(taken));
-    exo::key_pass(*batch, bindings(), 5ms);
+    exo::key_step(*batch, bindings(), 5ms);
     return batch;
 }
 
@@ -64,7 +64,7 @@ exo::BatchRecord& at(exo::Batch& batch, std::size_t n) {
 }  // namespace
 
 TEST_CASE(
-    "the key pass lets a key seen twice in one batch, in its partition or another, await its "
+    "the key step lets a key seen twice in one batch, in its partition or another, await its "
     "first copy without holding anything behind it, and dead-letters a record without a key") {
     std::vector<exo::PendingRecord> taken;
     taken.push_back(record("payments", 0, "a"));
@@ -76,7 +76,7 @@ TEST_CASE(
     taken.push_back(record("payments", 1, "d"));
     exo::Batch batch(std::move(taken));
     const auto all = bindings();
-    exo::key_pass(batch, all, 5ms);
+    exo::key_step(batch, all, 5ms);
 
     std::vector<std::string_view> fates;
     std::vector<std::string> keys;
@@ -201,7 +201,7 @@ TEST_CASE(
     taken.push_back(record("payments", 0, "a", 12));
     taken.back().record.value = R"({"eventId":"a","account":"other"})";  // a reused id
     exo::Batch batch(std::move(taken));
-    exo::key_pass(batch, bindings(), 5ms);
+    exo::key_step(batch, bindings(), 5ms);
     REQUIRE(at(batch, 0).fingerprint.size() == 32);
     CHECK(at(batch, 1).fingerprint == at(batch, 0).fingerprint);
     CHECK(at(batch, 2).fingerprint != at(batch, 0).fingerprint);
@@ -227,7 +227,7 @@ TEST_CASE(
         return std::make_unique<exo::Batch>(std::move(copy));
     };
     auto redis_answered = fresh();
-    exo::key_pass(*redis_answered, b, 5ms);
+    exo::key_step(*redis_answered, b, 5ms);
     at(*redis_answered, 0)
         .finish_duplicate(Outcome::duplicate_redis, StoredOutcome::applied, "",
                           at(*redis_answered, 0).fingerprint);
@@ -236,7 +236,7 @@ TEST_CASE(
 
     b[0].on_key_reuse = exo::KeyReusePolicy::ignore;
     auto ignored = fresh();
-    exo::key_pass(*ignored, b, 5ms);
+    exo::key_step(*ignored, b, 5ms);
     CHECK(at(*ignored, 0).fingerprint.empty());
     CHECK(at(*ignored, 1).fingerprint.empty());
     at(*ignored, 0).finish(Outcome::applied);
@@ -255,7 +255,7 @@ TEST_CASE(
     std::vector<exo::PendingRecord> taken;
     taken.push_back(std::move(p));
     exo::Batch batch(std::move(taken));
-    exo::key_pass(batch, b, 5ms);
+    exo::key_step(batch, b, 5ms);
     CHECK(at(batch, 0).is_dead_letter());
     CHECK(at(batch, 0).why().find("5 headers") != std::string::npos);
     REQUIRE(at(batch, 0).verdict());

@@ -1,4 +1,4 @@
-#include "protocol/passes/transaction_step.hpp"
+#include "protocol/steps/transaction_step.hpp"
 
 namespace exo {
 

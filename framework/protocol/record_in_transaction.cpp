@@ -1,4 +1,4 @@
-#include "protocol/record_step.hpp"
+#include "protocol/record_in_transaction.hpp"
 
 #include <exo/errors.hpp>
 #include "api/context_access.hpp"
@@ -8,9 +8,9 @@
 
 namespace exo {
 
-RecordStepResult run_record_step(pqxx::transaction_base& tx, const RecordStepInput& in,
-                                 GapUndo undo) {
-    RecordStepResult out;
+RecordRunResult run_record_in_transaction(pqxx::transaction_base& tx, const RecordRunInput& in,
+                                          GapUndo undo) {
+    RecordRunResult out;
     const auto& binding = in.binding;
     const ProcessedRow row{in.consumer_group,
                            in.key,
@@ -58,7 +58,7 @@ RecordStepResult run_record_step(pqxx::transaction_base& tx, const RecordStepInp
         out.gap_expired = gap_expiry(binding, in.sequence->entity, in.sequence->sequence, waited);
         return out;
     }
-    auto handled = run_handler_step(tx, in);
+    auto handled = run_handler_in_transaction(tx, in);
     handled.round_trips += out.round_trips;
     return handled;
 }
@@ -71,8 +71,8 @@ std::string gap_expiry(const BindingConfig& binding, const std::string& entity,
            " ms (gap_timeout)";
 }
 
-RecordStepResult run_handler_step(pqxx::transaction_base& tx, const RecordStepInput& in) {
-    RecordStepResult out;
+RecordRunResult run_handler_in_transaction(pqxx::transaction_base& tx, const RecordRunInput& in) {
+    RecordRunResult out;
     const auto& binding = in.binding;
     auto ctx = detail::ContextAccess::record(tx, in.record, in.key, in.payload, in.log, in.attempt,
                                              in.handler_ran, in.emit_limits, in.trace);

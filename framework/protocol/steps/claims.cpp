@@ -1,4 +1,4 @@
-#include "protocol/passes/claims.hpp"
+#include "protocol/steps/claims.hpp"
 
 #include "core/log_context.hpp"
 #include "redis/redis_error.hpp"

@@ -13,7 +13,7 @@
 #include "config/config.hpp"
 #include "metrics/pipeline_stats.hpp"
 #include "protocol/batch.hpp"
-#include "protocol/passes/fate_policy.hpp"
+#include "protocol/fate_policy.hpp"
 #include "sessions/lease_keeper.hpp"
 #include "sessions/redis_session.hpp"
 

@@ -28,7 +28,7 @@
 
 namespace exo {
 
-struct RecordStepInput {
+struct RecordRunInput {
     const BindingConfig& binding;
     const std::string& consumer_group;  // kafka.group_id
     const Record& record;
@@ -70,7 +70,7 @@ struct RecordStepInput {
 // deleting the row.
 enum class GapUndo { delete_row, rollback_to_savepoint };
 
-struct RecordStepResult {
+struct RecordRunResult {
     // applied, duplicate_postgres or stale; nullopt: a strict sequence gap.
     std::optional<Outcome> outcome;
     StoredOutcome stored = StoredOutcome::applied;  // duplicate: what the key's row says
@@ -84,13 +84,13 @@ struct RecordStepResult {
     int round_trips = 0;                      // PostgreSQL round trips this step made (statistics)
 };
 
-RecordStepResult run_record_step(pqxx::transaction_base& tx, const RecordStepInput& in,
-                                 GapUndo undo);
+RecordRunResult run_record_in_transaction(pqxx::transaction_base& tx, const RecordRunInput& in,
+                                          GapUndo undo);
 
 // The handler's part alone, for a record whose dedup row and sequence the
 // set-based start of its transaction's records already wrote (pg/record_start.hpp); what
-// run_record_step does after its start. Errors as run_record_step.
-RecordStepResult run_handler_step(pqxx::transaction_base& tx, const RecordStepInput& in);
+// run_record_in_transaction does after its start. Errors as run_record_in_transaction.
+RecordRunResult run_handler_in_transaction(pqxx::transaction_base& tx, const RecordRunInput& in);
 
 // Why a strict-sequence gap that waited `waited` since its first sighting is a
 // dead letter now; empty while it may still wait. `binding.sequence` must be set.
