@@ -66,14 +66,14 @@ TEST_CASE(
     auto names = tx.exec("SELECT name FROM exo_schema_migrations ORDER BY applied_at, name");
     std::vector<std::string> applied;
     for (const auto& row : names) applied.push_back(row[0].as<std::string>());
-    CHECK(applied == std::vector<std::string>{
-                         "0001_exo_core.sql", "0003_exo_sequence_gaps.sql",
-                         "0004_exo_applied_by.sql", "0005_exo_replays.sql", "0006_exo_outbox.sql",
-                         "0007_exo_outbox_units.sql", "0008_exo_retention.sql",
-                         "0009_exo_sequence_advances.sql", "0010_exo_outbox_lean.sql",
-                         "0011_exo_processes.sql", "0012_dead_letter_digest.sql",
-                         "0013_exo_key_fingerprint.sql", "0014_exo_outbox_pending_order.sql",
-                         "0015_exo_hot_counters.sql", "0002_ledger.sql"});
+    CHECK(applied ==
+          std::vector<std::string>{
+              "0001_exo_core.sql", "0003_exo_sequence_gaps.sql", "0004_exo_applied_by.sql",
+              "0005_exo_replays.sql", "0006_exo_outbox.sql", "0007_exo_outbox_units.sql",
+              "0008_exo_retention.sql", "0009_exo_sequence_advances.sql",
+              "0010_exo_outbox_lean.sql", "0011_exo_processes.sql", "0012_dead_letter_digest.sql",
+              "0013_exo_key_fingerprint.sql", "0014_exo_outbox_pending_order.sql",
+              "0015_exo_hot_counters.sql", "0016_exo_outbox_pending_key.sql", "0002_ledger.sql"});
     CHECK(tx.exec("SELECT to_regclass('accounts') IS NOT NULL")[0][0].as<bool>());
     auto again = run_to_end("app_migrate_again", {"migrate", "--config", config});
     CHECK(again.exit_code == 0);

@@ -16,6 +16,7 @@
 
 #include "child_process.hpp"
 #include "kafka/producer.hpp"
+#include "outbox/outbox_admin.hpp"
 #include "outbox/outbox_relay.hpp"
 #include "outbox_support.hpp"
 #include "pg/migrations.hpp"
@@ -231,8 +232,9 @@ TEST_CASE(
     auto c = exo::open_postgres_session(config.postgres);
     // The pages of the pending table's ordering indexes a round reads, as
     // PostgreSQL counts them (flushed from the relay's session on demand, read
-    // without a snapshot). Not the primary key's: its probes (locks, marks) are
-    // a few pages per row taken whatever the backlog.
+    // without a snapshot). Not the primary key's (group, id): its probes
+    // (locks, marks) are a few pages per row taken whatever the backlog (the
+    // round of the oldest rows reads a range of it, sql/0016).
     pqxx::connection observer(h.postgres_uri());
     auto index_reads = [&] {
         pqxx::nontransaction(*c).exec("SELECT pg_stat_force_next_flush()");
@@ -536,4 +538,46 @@ TEST_CASE(
     CHECK(pending(h) == 1);
     CHECK(exo::testing::partition_end(h.bootstrap(), out) == 1);
     CHECK(stats.outbox_unit_failures.load() == 2);
+}
+
+TEST_CASE(
+    "migration 0016 gives a pending row two index entries, its unit's and (group, id), and keeps "
+    "the rows pending before it: the relay publishes them in order and the operator command "
+    "finds them by id") {
+    PipelineHarness h({.name = "outbox_pending_key", .partitions = 1});
+    const std::string out = h.out_topic();
+    h.cluster().create_topic(out, 1);
+    pqxx::connection c(h.postgres_uri());
+    // exo_outbox_pending as sql/0014 left it: a primary key (id) and (group, id).
+    pqxx::nontransaction(c).exec(
+        "ALTER TABLE exo_outbox_pending DROP CONSTRAINT exo_outbox_pending_pkey;"
+        " ALTER TABLE exo_outbox_pending ADD PRIMARY KEY (id);"
+        " CREATE INDEX exo_outbox_pending_oldest ON exo_outbox_pending (consumer_group, id)");
+    emit_committed(h, numbered(out, 3, 4));  // 3 keys, 4 rows each, pending
+    REQUIRE(pending(h) == 12);
+    for (const auto& m : exo::framework_migrations())
+        if (m.name.starts_with("0016")) pqxx::nontransaction(c).exec(m.sql);
+    // One index entry per pending row for the unit, one for (group, id): not a
+    // third for id alone.
+    CHECK(h.count("SELECT count(*) FROM pg_indexes WHERE tablename = 'exo_outbox_pending'"
+                  " AND schemaname = current_schema()") == 2);
+    CHECK(h.count("SELECT count(*) FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid"
+                  " AND a.attnum = ANY(i.indkey) WHERE i.indrelid = 'exo_outbox_pending'::regclass"
+                  " AND i.indisprimary AND a.attname IN ('consumer_group', 'id')") == 2);
+    // The operator command takes a unit's head (key-0#1) by id.
+    const auto head = h.count("SELECT min(id) FROM exo_outbox_pending");
+    exo::discard_outbox_row(c, h.config().kafka.group_id, head);
+    CHECK(pending(h) == 11);
+    exo::PipelineStats stats;
+    exo::Failpoints none;
+    exo::OutboxRelay relay(h.config(), stats, none, relay_producer(h));
+    auto session = exo::open_postgres_session(h.config().postgres);
+    while (relay.relay_once(*session) > 0) {
+    }
+    CHECK(pending(h) == 0);
+    auto published = values_by_key(read_topic(h.bootstrap(), out, 11));
+    CHECK(published["key-0"] == std::vector<std::string>{"key-0#2", "key-0#3", "key-0#4"});
+    for (const std::string key : {"key-1", "key-2"})
+        CHECK(published[key] ==
+              std::vector<std::string>{key + "#1", key + "#2", key + "#3", key + "#4"});
 }

@@ -38,6 +38,12 @@ OutboxProblemRow problem_of(const pqxx::row& r) {
     return p;
 }
 
+// A pending row is found by its primary key (group, id): the group is its
+// exo_outbox row's (sql/0016_exo_outbox_pending_key.sql).
+constexpr const char* kPendingById =
+    "FROM exo_outbox_pending p WHERE p.consumer_group ="
+    " (SELECT o.consumer_group FROM exo_outbox o WHERE o.id = $1) AND p.id = $1";
+
 // Locks pending row `id` if it may be taken out (see discard_outbox_row) and
 // returns it with its message, or throws OutboxAdminRefused.
 std::pair<OutboxProblemRow, OutboxMessage> take_head(pqxx::transaction_base& tx,
@@ -47,7 +53,7 @@ std::pair<OutboxProblemRow, OutboxMessage> take_head(pqxx::transaction_base& tx,
         // The relay locks a head's pending row; NOWAIT: a relay holding it is
         // publishing the row right now.
         pending =
-            !tx.exec_params("SELECT 1 FROM exo_outbox_pending WHERE id = $1 FOR UPDATE NOWAIT", id)
+            !tx.exec_params(std::string("SELECT 1 ") + kPendingById + " FOR UPDATE NOWAIT", id)
                  .empty();
     } catch (const pqxx::sql_error& e) {
         if (e.sqlstate() != "55P03") throw;
@@ -69,7 +75,8 @@ std::pair<OutboxProblemRow, OutboxMessage> take_head(pqxx::transaction_base& tx,
     const auto earlier = tx.exec_params(
         "SELECT min(w.id) FROM exo_outbox_pending o JOIN exo_outbox_pending w"
         " ON w.consumer_group = o.consumer_group AND w.topic = o.topic"
-        " AND w.ordering_key = o.ordering_key AND w.seq < o.seq WHERE o.id = $1",
+        " AND w.ordering_key = o.ordering_key AND w.seq < o.seq WHERE o.id = $1"
+        " AND o.consumer_group = (SELECT x.consumer_group FROM exo_outbox x WHERE x.id = $1)",
         id);
     if (!earlier[0][0].is_null())
         throw OutboxAdminRefused("outbox row " + std::to_string(id) + " waits behind row " +
@@ -97,13 +104,13 @@ std::pair<OutboxProblemRow, OutboxMessage> take_head(pqxx::transaction_base& tx,
 // Deletes the row, its pending row and its unit's failure record: the unit's
 // next row goes next.
 void remove_head(pqxx::transaction_base& tx, std::int64_t id) {
-    tx.exec_params(
-        "WITH p AS (DELETE FROM exo_outbox_pending WHERE id = $1),"
-        " gone AS (DELETE FROM exo_outbox WHERE id = $1"
-        " RETURNING consumer_group, topic, ordering_key)"
-        " DELETE FROM exo_outbox_units f USING gone WHERE f.consumer_group = gone.consumer_group"
-        " AND f.topic = gone.topic AND f.ordering_key = gone.ordering_key",
-        id);
+    tx.exec_params(std::string("WITH p AS (DELETE ") + kPendingById +
+                       "), gone AS (DELETE FROM exo_outbox WHERE id = $1"
+                       " RETURNING consumer_group, topic, ordering_key)"
+                       " DELETE FROM exo_outbox_units f USING gone"
+                       " WHERE f.consumer_group = gone.consumer_group"
+                       " AND f.topic = gone.topic AND f.ordering_key = gone.ordering_key",
+                   id);
 }
 
 }  // namespace

@@ -180,7 +180,7 @@ std::size_t OutboxRelay::relay_once(pqxx::connection& connection) {
         reports_.clear();
     }
     failpoints_.hit("outbox_after_ack");
-    mark_outbox_sent(batch.statements(), sent, config_.outbox.retention.count() > 0);
+    mark_outbox_sent(batch.statements(), group, sent, config_.outbox.retention.count() > 0);
     std::vector<OutboxUnitFailure> failures;
     failures.reserve(failed.size());
     for (auto& [unit, failure] : failed) failures.push_back(std::move(failure));

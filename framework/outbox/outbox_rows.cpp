@@ -61,9 +61,11 @@ const std::string kBacklogSql =
 
 // Locks the heads' pending rows: another relay's head is skipped, and one
 // another relay marked or the operator removed since the units were read is
-// gone and left out.
+// gone and left out. Pending rows are found by (group, id), the table's primary
+// key (sql/0016_exo_outbox_pending_key.sql).
 constexpr const char* kLockSql =
-    "SELECT id FROM exo_outbox_pending WHERE id = ANY($1::bigint[]) FOR UPDATE SKIP LOCKED";
+    "SELECT id FROM exo_outbox_pending WHERE consumer_group = $2 AND id = ANY($1::bigint[])"
+    " FOR UPDATE SKIP LOCKED";
 
 // The pending rows behind each locked head, sizes only: the values are read for
 // the chosen rows alone.
@@ -73,7 +75,7 @@ constexpr const char* kRowsSql =
     " (SELECT x.id, x.seq FROM exo_outbox_pending x"
     " WHERE x.consumer_group = $1 AND x.topic = h.topic AND x.ordering_key = h.ordering_key"
     " AND x.seq >= h.seq ORDER BY x.seq LIMIT $3) r JOIN exo_outbox o ON o.id = r.id"
-    " WHERE h.id = ANY($2::bigint[]) ORDER BY h.id, r.seq";
+    " WHERE h.consumer_group = $1 AND h.id = ANY($2::bigint[]) ORDER BY h.id, r.seq";
 
 // Whether the group has a unit with a failure not yet overcome: then a round
 // must leave parked units out, which the skip scan does.
@@ -81,8 +83,8 @@ constexpr const char* kAnyFailedUnitSql =
     "SELECT EXISTS (SELECT 1 FROM exo_outbox_units WHERE consumer_group = $1)";
 
 // The group's oldest pending rows in id order that no other relay holds,
-// locked, with their units and sizes. Within a unit, id order is seq order: a
-// unit's rows get their ids after its exo_outbox_keys row is locked
+// locked, with their units and sizes: a range of the primary key (group, id). Within a unit, id
+// order is seq order: a unit's rows get their ids after its exo_outbox_keys row is locked
 // (outbox_writer.cpp), so a later transaction's rows of a unit have larger ids
 // than an earlier one's. A row another relay (or `exo outbox`) holds is
 // stepped over (SKIP LOCKED); the rows of its unit behind it are then left out
@@ -162,7 +164,7 @@ std::vector<Candidate> lock_units(pqxx::transaction_base& tx, const std::string&
             heads.reserve(page.size());
             for (const auto& c : page) heads.push_back(c.head);
             std::set<std::int64_t> got;
-            for (const auto& r : tx.exec_params(kLockSql, int_array(heads)))
+            for (const auto& r : tx.exec_params(kLockSql, int_array(heads), group))
                 got.insert(r[0].as<std::int64_t>());
             for (auto& c : page)
                 if (got.contains(c.head)) locked.push_back(std::move(c));
@@ -314,15 +316,19 @@ OutboxClaim claim_outbox_rows(pqxx::transaction_base& tx, const std::string& gro
     return claim;
 }
 
-void mark_outbox_sent(pqxx::transaction_base& tx, const std::vector<std::int64_t>& ids, bool keep) {
+void mark_outbox_sent(pqxx::transaction_base& tx, const std::string& group,
+                      const std::vector<std::int64_t>& ids, bool keep) {
     if (ids.empty()) return;
     // Deleting the narrow pending row writes no index entry and leaves the
     // exo_outbox row as it was written: an UPDATE of it wrote a new copy of
-    // the row and an entry in every index (sql/0010_exo_outbox_lean.sql).
-    tx.exec_params(keep ? "DELETE FROM exo_outbox_pending WHERE id = ANY($1::bigint[])"
-                        : "WITH p AS (DELETE FROM exo_outbox_pending WHERE id = ANY($1::bigint[]))"
+    // the row and an entry in every index (sql/0010_exo_outbox_lean.sql). The
+    // rows are the group's: found by its primary key (group, id).
+    tx.exec_params(keep ? "DELETE FROM exo_outbox_pending WHERE consumer_group = $2"
+                          " AND id = ANY($1::bigint[])"
+                        : "WITH p AS (DELETE FROM exo_outbox_pending WHERE consumer_group = $2"
+                          " AND id = ANY($1::bigint[]))"
                           " DELETE FROM exo_outbox WHERE id = ANY($1::bigint[])",
-                   int_array(ids));
+                   int_array(ids), group);
 }
 
 std::vector<ParkedUnit> park_outbox_units(pqxx::transaction_base& tx, const std::string& group,

@@ -66,9 +66,11 @@ struct OutboxClaim {
 OutboxClaim claim_outbox_rows(pqxx::transaction_base& tx, const std::string& group,
                               const OutboxClaimLimits& limits, OutboxUnit& cursor);
 
-// Marks rows as sent, deleting their exo_outbox_pending rows, and with
-// `keep` false (retention 0) the rows themselves.
-void mark_outbox_sent(pqxx::transaction_base& tx, const std::vector<std::int64_t>& ids, bool keep);
+// Marks rows of `group` as sent, deleting their exo_outbox_pending rows, and
+// with `keep` false (retention 0) the rows themselves. An id of another group
+// is left pending.
+void mark_outbox_sent(pqxx::transaction_base& tx, const std::string& group,
+                      const std::vector<std::int64_t>& ids, bool keep);
 
 // A unit whose head `row_id` failed to publish, and librdkafka's reason.
 struct OutboxUnitFailure {

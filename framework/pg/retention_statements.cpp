@@ -50,7 +50,8 @@ std::string sent_outbox_rows(const std::string& column, int hours_param, const s
     const auto of = [&](const std::string& group) {
         return "(SELECT " + column + " FROM exo_outbox o WHERE o.consumer_group = " + group +
                " AND " + expired("o.created_at", hours_param) +
-               " AND NOT EXISTS (SELECT 1 FROM exo_outbox_pending p WHERE p.id = o.id)"
+               " AND NOT EXISTS (SELECT 1 FROM exo_outbox_pending p"
+               " WHERE p.consumer_group = o.consumer_group AND p.id = o.id)"
                " ORDER BY o.created_at LIMIT " +
                limit + ")";
     };
@@ -81,7 +82,8 @@ std::size_t prune_outbox(pqxx::transaction_base& tx, const std::string& group,
             sent_outbox_rows("o.ctid, o.created_at", 2, "$3") +
             ") c ORDER BY created_at LIMIT $3)) AND x.consumer_group IN ($1, '') AND " +
             expired("x.created_at", 2) +
-            " AND NOT EXISTS (SELECT 1 FROM exo_outbox_pending p WHERE p.id = x.id)",
+            " AND NOT EXISTS (SELECT 1 FROM exo_outbox_pending p"
+            " WHERE p.consumer_group = x.consumer_group AND p.id = x.id)",
         group, hours(retention), limit);
     return r.affected_rows();
 }
