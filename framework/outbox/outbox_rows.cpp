@@ -89,11 +89,19 @@ constexpr const char* kAnyFailedUnitSql =
 // than an earlier one's. A row another relay (or `exo outbox`) holds is
 // stepped over (SKIP LOCKED); the rows of its unit behind it are then left out
 // by kOvertakingSql.
+//
+// Each row's size is one probe of exo_outbox's primary key (a subquery per
+// row, NULL for a pending row whose exo_outbox row was deleted by hand). As a
+// join, PostgreSQL chose a merge join when its statistics saw many pending
+// rows: it walked exo_outbox's primary key from its first row, every sent row
+// kept for retention, up to the pending ones, each round (120,499 rows read
+// for 500 claimed, 105 ms, against 8 ms).
 constexpr const char* kOldestRowsSql =
     "SELECT p.id, p.topic, encode(p.ordering_key, 'hex'), p.seq,"
-    " octet_length(o.value) + coalesce(octet_length(o.message_key), 0)"
-    " + octet_length(o.headers::text) FROM exo_outbox_pending p JOIN exo_outbox o ON o.id = p.id"
-    " WHERE p.consumer_group = $1 ORDER BY p.id LIMIT $2 FOR UPDATE OF p SKIP LOCKED";
+    " (SELECT octet_length(o.value) + coalesce(octet_length(o.message_key), 0)"
+    " + octet_length(o.headers::text) FROM exo_outbox o WHERE o.id = p.id)"
+    " FROM exo_outbox_pending p WHERE p.consumer_group = $1 ORDER BY p.id LIMIT $2"
+    " FOR UPDATE SKIP LOCKED";
 
 // Of the claimed units ($2 topics, $3 ordering keys in hex, $4 the lowest seq
 // claimed of each), those with an earlier pending row: one that SKIP LOCKED
@@ -219,6 +227,9 @@ OutboxClaim claim_oldest_rows(pqxx::transaction_base& tx, const std::string& gro
     std::map<OutboxUnit, std::int64_t> last_seq;
     std::set<OutboxUnit> gapped;
     for (const auto& r : tx.exec_params(kOldestRowsSql, group, limits.rows)) {
+        // No exo_outbox row (deleted by hand): never published, and its unit's
+        // later rows wait behind it (a gap, or an earlier pending row).
+        if (r[4].is_null()) continue;
         Oldest row{r[0].as<std::int64_t>(),
                    {r[1].as<std::string>(), r[2].as<std::string>()},
                    r[4].as<std::size_t>()};
