@@ -85,7 +85,8 @@ TEST_CASE("a relay publishes rows another process committed without a NOTIFY, by
     h.mutable_config().outbox.poll_interval = 500ms;
     exo::PipelineStats stats;
     exo::Failpoints none;
-    exo::OutboxRelay relay(h.config(), stats, none, relay_producer(h));
+    exo::OutboxRelay relay(h.config().outbox, h.config().postgres, h.config().kafka.group_id, stats,
+                           none, relay_producer(h));
     relay.start();
     wait_for_first_round(stats);
     emit_committed(h, numbered(out, 1, 3));  // no doorbell of this relay, no NOTIFY
@@ -104,7 +105,8 @@ TEST_CASE(
     h.mutable_config().outbox.poll_interval = 60s;
     exo::PipelineStats stats;
     exo::Failpoints none;
-    exo::OutboxRelay relay(h.config(), stats, none, relay_producer(h));
+    exo::OutboxRelay relay(h.config().outbox, h.config().postgres, h.config().kafka.group_id, stats,
+                           none, relay_producer(h));
     relay.start();
     wait_for_first_round(stats);
     pqxx::connection c(h.postgres_uri());
@@ -163,7 +165,8 @@ TEST_CASE(
 
     exo::PipelineStats stats;
     exo::Failpoints none;
-    exo::OutboxRelay relay(h.config(), stats, none, relay_producer(h));
+    exo::OutboxRelay relay(h.config().outbox, h.config().postgres, h.config().kafka.group_id, stats,
+                           none, relay_producer(h));
     relay.start();
     wait_until(
         "the relay to publish old and new keyless rows", 30s, [&] { return pending(h); },

@@ -112,7 +112,8 @@ TEST_CASE(
     exo::PipelineStats stats;
     exo::Failpoints none;
     {
-        exo::OutboxRelay relay(h.config(), stats, none, relay_producer(h));
+        exo::OutboxRelay relay(h.config().outbox, h.config().postgres, h.config().kafka.group_id,
+                               stats, none, relay_producer(h));
         relay.start();
         wait_until(
             "every key but the two refused ones to drain", 60s, [&] { return pending(h); },
@@ -165,7 +166,8 @@ TEST_CASE(
     // The keys go on: big#2 after the discarded row, acl#1 on its new topic;
     // acl#2 still goes to the refused topic and parks that key again.
     exo::PipelineStats again;
-    exo::OutboxRelay relay(h.config(), again, none, relay_producer(h));
+    exo::OutboxRelay relay(h.config().outbox, h.config().postgres, h.config().kafka.group_id, again,
+                           none, relay_producer(h));
     relay.start();
     wait_until(
         "the moved row and the one behind the discarded row to be published", 60s,
@@ -228,7 +230,8 @@ TEST_CASE(
     config.outbox.batch_size = 500;
     exo::PipelineStats stats;
     exo::Failpoints none;
-    exo::OutboxRelay relay(config, stats, none, relay_producer(h));
+    exo::OutboxRelay relay(config.outbox, config.postgres, config.kafka.group_id, stats, none,
+                           relay_producer(h));
     auto c = exo::open_postgres_session(config.postgres);
     // The pages of the pending table's ordering indexes a round reads, as
     // PostgreSQL counts them (flushed from the relay's session on demand, read
@@ -287,7 +290,8 @@ TEST_CASE(
     REQUIRE(pending(h) == 10);
     exo::PipelineStats stats;
     exo::Failpoints none;
-    exo::OutboxRelay relay(h.config(), stats, none, relay_producer(h));
+    exo::OutboxRelay relay(h.config().outbox, h.config().postgres, h.config().kafka.group_id, stats,
+                           none, relay_producer(h));
     auto c = exo::open_postgres_session(h.config().postgres);
     // exo_outbox's heap and index pages a round reads, as in the test above.
     auto outbox_reads = [&] {
@@ -322,7 +326,8 @@ TEST_CASE(
     emit_committed(h, numbered(out, 1, 3));  // one key: seqs 1, 2, 3
     exo::PipelineStats stats;
     exo::Failpoints none;
-    exo::OutboxRelay relay(h.config(), stats, none, relay_producer(h));
+    exo::OutboxRelay relay(h.config().outbox, h.config().postgres, h.config().kafka.group_id, stats,
+                           none, relay_producer(h));
     auto c = exo::open_postgres_session(h.config().postgres);
     // Another relay holds the key's second row (its head published meanwhile).
     pqxx::connection other(h.postgres_uri());
@@ -353,7 +358,8 @@ TEST_CASE("a round is bounded by bytes as well as rows, and always takes at leas
     config.outbox.max_round_bytes = 10000;  // three rows of ~3,010 bytes
     exo::PipelineStats stats;
     exo::Failpoints none;
-    exo::OutboxRelay relay(config, stats, none, relay_producer(h));
+    exo::OutboxRelay relay(config.outbox, config.postgres, config.kafka.group_id, stats, none,
+                           relay_producer(h));
     const auto claimed = rounds(relay, config);
     // 13 rows: the 50 kB row alone in its round, the others three by three.
     CHECK(claimed.back() == 0);
@@ -378,14 +384,16 @@ TEST_CASE("each group's relay publishes only its own group's rows, with its own 
     emit_committed(h, {{out, "shared", "shared-b#1", {}}}, b.kafka.group_id);
     exo::PipelineStats stats_a, stats_b;
     exo::Failpoints none;
-    exo::OutboxRelay relay_a(a, stats_a, none, relay_producer(h));
+    exo::OutboxRelay relay_a(a.outbox, a.postgres, a.kafka.group_id, stats_a, none,
+                             relay_producer(h));
     rounds(relay_a, a);
     CHECK(stats_a.outbox_published.load() == 11);
     CHECK(pending(h) == 11);
     auto first = read_topic(h.bootstrap(), out, 11);
     REQUIRE(first.size() == 11);
     for (const auto& r : first) CHECK(r.value.find("b") == std::string::npos);
-    exo::OutboxRelay relay_b(b, stats_b, none, relay_producer(h));
+    exo::OutboxRelay relay_b(b.outbox, b.postgres, b.kafka.group_id, stats_b, none,
+                             relay_producer(h));
     rounds(relay_b, b);
     CHECK(stats_b.outbox_published.load() == 11);
     CHECK(pending(h) == 0);
@@ -509,7 +517,8 @@ TEST_CASE(
 
     exo::PipelineStats stats;
     exo::Failpoints none;
-    exo::OutboxRelay relay(h.config(), stats, none, relay_producer(h));
+    exo::OutboxRelay relay(h.config().outbox, h.config().postgres, h.config().kafka.group_id, stats,
+                           none, relay_producer(h));
     auto session = exo::open_postgres_session(h.config().postgres);
     while (relay.relay_once(*session) > 0) {
     }
@@ -544,7 +553,8 @@ TEST_CASE(
                            {out, "bad", "bad#2", {}}});
         exo::PipelineStats stats;
         exo::Failpoints none;
-        exo::OutboxRelay relay(h.config(), stats, none, relay_producer(h));
+        exo::OutboxRelay relay(h.config().outbox, h.config().postgres, h.config().kafka.group_id,
+                               stats, none, relay_producer(h));
         auto session = exo::open_postgres_session(h.config().postgres);
         CHECK(relay.relay_once(*session) == 4);
         CHECK(stats.outbox_published.load() == 2);
@@ -569,7 +579,8 @@ TEST_CASE(
     emit_committed(h, {{out, "pre", "pre#1", {}}, {out, "pre", over, {}}});
     exo::PipelineStats stats;
     exo::Failpoints none;
-    exo::OutboxRelay relay(h.config(), stats, none, relay_producer(h));
+    exo::OutboxRelay relay(h.config().outbox, h.config().postgres, h.config().kafka.group_id, stats,
+                           none, relay_producer(h));
     auto c = exo::open_postgres_session(h.config().postgres);
     CHECK(relay.relay_once(*c) == 2);
     CHECK(pending(h) == 1);
@@ -612,7 +623,8 @@ TEST_CASE(
     CHECK(pending(h) == 11);
     exo::PipelineStats stats;
     exo::Failpoints none;
-    exo::OutboxRelay relay(h.config(), stats, none, relay_producer(h));
+    exo::OutboxRelay relay(h.config().outbox, h.config().postgres, h.config().kafka.group_id, stats,
+                           none, relay_producer(h));
     auto session = exo::open_postgres_session(h.config().postgres);
     while (relay.relay_once(*session) > 0) {
     }
@@ -638,7 +650,8 @@ TEST_CASE(
     }
     exo::PipelineStats stats;
     exo::Failpoints none;
-    exo::OutboxRelay relay(h.config(), stats, none, relay_producer(h));
+    exo::OutboxRelay relay(h.config().outbox, h.config().postgres, h.config().kafka.group_id, stats,
+                           none, relay_producer(h));
     auto c = exo::open_postgres_session(h.config().postgres);
     CHECK(relay.relay_once(*c) == 3);
     CHECK(relay.relay_once(*c) == 0);

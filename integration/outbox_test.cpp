@@ -195,8 +195,10 @@ void two_relays_share_the_rows(bool a_unit_parked) {
     exo::PipelineStats stats_a, stats_b;
     exo::Failpoints none;
     {
-        exo::OutboxRelay a(h.config(), stats_a, none, relay_producer(h));
-        exo::OutboxRelay b(h.config(), stats_b, none, relay_producer(h));
+        exo::OutboxRelay a(h.config().outbox, h.config().postgres, h.config().kafka.group_id,
+                           stats_a, none, relay_producer(h));
+        exo::OutboxRelay b(h.config().outbox, h.config().postgres, h.config().kafka.group_id,
+                           stats_b, none, relay_producer(h));
         a.start();
         b.start();
         wait_until(
@@ -271,7 +273,8 @@ TEST_CASE("with Kafka down emitted rows wait, and are published in order once it
     h.mutable_config().outbox.batch_size = 8;
     exo::PipelineStats stats;
     exo::Failpoints none;
-    exo::OutboxRelay relay(h.config(), stats, none, relay_producer(h));
+    exo::OutboxRelay relay(h.config().outbox, h.config().postgres, h.config().kafka.group_id, stats,
+                           none, relay_producer(h));
     h.cluster().set_broker_down(1);
     emit_committed(h, numbered(out, 4, 10));
     relay.start();

@@ -43,9 +43,14 @@ public:
 
 }  // namespace
 
-OutboxRelay::OutboxRelay(const Config& config, PipelineStats& stats, Failpoints& failpoints,
+OutboxRelay::OutboxRelay(const OutboxConfig& outbox, const PostgresConfig& postgres,
+                         std::string group, PipelineStats& stats, Failpoints& failpoints,
                          ProducerOptions producer)
-    : config_(config), stats_(stats), failpoints_(failpoints) {
+    : outbox_(outbox),
+      postgres_(postgres),
+      group_(std::move(group)),
+      stats_(stats),
+      failpoints_(failpoints) {
     // A tag is (round << 32) | row: a report that arrives after its round gave up
     // on it (a purged record, served late) cannot count for the next round's row.
     producer.on_delivery = [this](std::uint64_t tag, rd_kafka_resp_err_t error) {
@@ -77,10 +82,10 @@ void OutboxRelay::run(std::stop_token stop) {
     std::unique_ptr<Listener> listener;
     int failures = 0;
     while (!stop.stop_requested()) {
-        std::chrono::milliseconds wait = config_.outbox.poll_interval;
+        std::chrono::milliseconds wait = outbox_.poll_interval;
         try {
             if (!connection) {
-                connection = open_postgres_session(config_.postgres);
+                connection = open_postgres_session(postgres_);
                 listener = std::make_unique<Listener>(*connection);
             }
             update_backlog_when_due(*connection);
@@ -113,11 +118,10 @@ void OutboxRelay::run(std::stop_token stop) {
 }
 
 std::size_t OutboxRelay::relay_once(pqxx::connection& connection) {
-    const std::string& group = config_.kafka.group_id;
+    const std::string& group = group_;
     ExplicitTransaction batch(connection);
-    auto claim =
-        claim_outbox_rows(batch.statements(), group,
-                          {config_.outbox.batch_size, config_.outbox.max_round_bytes}, cursor_);
+    auto claim = claim_outbox_rows(batch.statements(), group,
+                                   {outbox_.batch_size, outbox_.max_round_bytes}, cursor_);
     auto& rows = claim.rows;
     if (rows.empty()) {
         batch.commit();
@@ -180,7 +184,7 @@ std::size_t OutboxRelay::relay_once(pqxx::connection& connection) {
         reports_.clear();
     }
     failpoints_.hit("outbox_after_ack");
-    mark_outbox_sent(batch.statements(), group, sent, config_.outbox.retention.count() > 0);
+    mark_outbox_sent(batch.statements(), group, sent, outbox_.retention.count() > 0);
     std::vector<OutboxUnitFailure> failures;
     failures.reserve(failed.size());
     for (auto& [unit, failure] : failed) failures.push_back(std::move(failure));
@@ -258,7 +262,7 @@ void OutboxRelay::update_backlog_when_due(pqxx::connection& connection) {
     const auto now = std::chrono::steady_clock::now();
     if (now < next_backlog_) return;
     pqxx::nontransaction tx(connection);
-    const auto backlog = outbox_backlog(tx, config_.kafka.group_id);
+    const auto backlog = outbox_backlog(tx, group_);
     const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - now);
     next_backlog_ = now + next_backlog_reading(took);

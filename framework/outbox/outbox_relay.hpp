@@ -45,8 +45,10 @@ class OutboxRelay {
 public:
     // `producer` names the brokers and the properties (the dead-letter
     // producer's). Throws KafkaConfigError for a bad property.
-    OutboxRelay(const Config& config, PipelineStats& stats, Failpoints& failpoints,
-                ProducerOptions producer);
+    // Relays `group`'s rows at the pace and retention `outbox` sets, on connections
+    // to `postgres`; the sections outlive the relay.
+    OutboxRelay(const OutboxConfig& outbox, const PostgresConfig& postgres, std::string group,
+                PipelineStats& stats, Failpoints& failpoints, ProducerOptions producer);
     OutboxRelay(const OutboxRelay&) = delete;
     OutboxRelay& operator=(const OutboxRelay&) = delete;
     ~OutboxRelay();
@@ -76,7 +78,9 @@ private:
                       const std::vector<OutboxUnitFailure>& failures,
                       const std::vector<ParkedUnit>& parked) const;
 
-    const Config& config_;
+    const OutboxConfig& outbox_;
+    const PostgresConfig& postgres_;
+    const std::string group_;
     PipelineStats& stats_;
     Failpoints& failpoints_;
     std::mutex reports_mutex_;

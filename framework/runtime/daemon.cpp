@@ -101,8 +101,9 @@ Daemon::Daemon(const Config& config, const HandlerRegistry& handlers, Failpoints
                      spdlog::default_logger()->clone("leases")) {
     for (const auto& b : config.bindings) binding_of_.emplace(b.topic, &b);
     if (config.outbox.enabled)
-        relay_ = std::make_unique<OutboxRelay>(config_, stats_, failpoints,
-                                               relay_producer(bootstrap_, config));
+        relay_ =
+            std::make_unique<OutboxRelay>(config_.outbox, config_.postgres, config_.kafka.group_id,
+                                          stats_, failpoints, relay_producer(bootstrap_, config));
     // The workers create their dead-letter producers at their first dead
     // letter: one made and dropped here refuses a bad property at start-up.
     { const KafkaProducer checked(dead_letter_producer(bootstrap_, config.kafka)); }
