@@ -1,4 +1,4 @@
-// The optimistic and the careful pass of the transaction step (docs/design.md
+// The optimistic and the careful pass of the transaction step (
 // docs/design.md#transaction), driven directly against a real PostgreSQL and nothing else: no
 // Redis (records carry no claim token), no Kafka (records are made here), no
 // worker thread. What the passes decide is read off each record's fate and off

@@ -1,5 +1,5 @@
 #pragma once
-// The sequence decisions of a whole transaction's records at once (docs/design.md
+// The sequence decisions of a whole transaction's records at once (
 // docs/design.md#the-frameworks-sql-of-a-transactions-records-set-based), the rule alone. The
 // per-record path asks PostgreSQL one record at a time; the set-based start of a transaction's
 // records (pg/record_start.hpp) reads every entity's last sequence once, plans here, and writes the

@@ -1,5 +1,5 @@
 #pragma once
-// The framework's part of all the records of one transaction, set-based (docs/design.md
+// The framework's part of all the records of one transaction, set-based (
 // docs/design.md#the-frameworks-sql-of-a-transactions-records-set-based): what start_record() and
 // the stale / gap statements of run_record_in_transaction() do for one record, done for every
 // record of a transaction in two round trips instead of one or more per record. The optimistic pass

@@ -1,7 +1,7 @@
 #pragma once
 // A batch: the records a worker took from its inbox at once (up to
-// pipeline.batch_size, in partition order), owned while the passes of
-// docs/design.md#per-record run over them. Each pass leaves every record it
+// pipeline.batch_size, in partition order), owned while the steps of
+// docs/design.md#per-record run over them. Each step leaves every record it
 // touches with a fate (batch_record.hpp); the hand-back gives them back.
 //
 // The records of one PostgreSQL transaction are a TransactionRecords, the

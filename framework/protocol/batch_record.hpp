@@ -1,6 +1,6 @@
 #pragma once
-// One record's state while its batch runs through the passes
-// (docs/design.md#per-record), split by lifetime: what the passes learned about
+// One record's state while its batch runs through the steps
+// (docs/design.md#per-record), split by lifetime: what the steps learned about
 // it for this batch, and what was decided about it (its fate and its data).
 #include <any>
 #include <chrono>
@@ -32,7 +32,7 @@ struct Pending {  // still to run
 };
 // Its key came earlier in the batch: `first`, the batch's first record with
 // that key, claims and runs for both; this one is settled after it
-// (passes/repeated_keys.hpp), before the hand-back.
+// (steps/repeated_keys.hpp), before the hand-back.
 struct AwaitsFirst {
     static constexpr std::string_view name = "awaits_first";
     const BatchRecord* first;

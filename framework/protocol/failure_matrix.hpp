@@ -41,7 +41,7 @@ const char* to_string(Failure f);
 // CommitRefused; anything else, std::exception or not, is retryable: nothing
 // says it cannot pass. KafkaError, a DependencyError too, is retryable: Kafka
 // is met only in the dead-letter step, where a refused produce counts as a try
-// of its record (bounded, then the partition stalls loudly, docs/design.md 5.6).
+// of its record (bounded, then the partition stalls loudly, docs/design.md#dead-letters).
 Failure classify(const std::exception& e);
 
 // Whether the failure is about a dependency rather than the records at hand: the

@@ -1,8 +1,8 @@
 #pragma once
-// One record's part of its transaction (docs/design.md#per-record, step 3): the
-// dedup row, the sequence check and the handler, in the caller's transaction.
-// The worker runs it for every record of a batch; the handler test kit
-// (exo/testing.hpp) runs the very same step, so a handler's unit tests see the
+// One record's part of a pass of its transaction (docs/design.md#transaction):
+// the dedup row, the sequence check and the handler, in the caller's transaction.
+// The passes run it for every record of a batch; the handler test kit
+// (exo/testing.hpp) runs the very same function, so a handler's unit tests see the
 // daemon's behaviour, not a copy of it.
 //
 // Errors: whatever the handler or PostgreSQL throws propagates, and the caller

@@ -1,5 +1,5 @@
 #pragma once
-// When the poll loop pauses and resumes a partition's fetching (docs/design.md
+// When the poll loop pauses and resumes a partition's fetching (
 // docs/design.md#ordering-and-concurrency, memory bounds): a partition is paused once its records
 // in the pipeline reach pipeline.max_queued_per_partition or max_queued_bytes_per_partition, or its
 // held keys' spilled offsets reach kSpilledPerQueued times the first, or the whole process reaches

@@ -3,7 +3,7 @@
 // attempt over a transaction's records and returns how it ended as a value,
 // and does what the planner's plan says with that value (forget a rolled-back
 // attempt's verdicts, record the failures it names). run_ladder
-// (transaction_step.hpp) loops plan → execute → plan over it, for the daemon
+// (protocol/steps/transaction_step.hpp) loops plan → execute → plan over it, for the daemon
 // and the handler test kit (exo/testing.hpp) alike.
 //
 // Thread-safety: none; the worker's thread only.

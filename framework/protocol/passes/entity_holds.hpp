@@ -1,5 +1,5 @@
 #pragma once
-// Records whose sequence entity another transaction holds locked (docs/design.md
+// Records whose sequence entity another transaction holds locked (
 // docs/design.md#the-frameworks-sql-of-a-transactions-records-set-based). Both passes lock the
 // entities of a transaction's records FOR UPDATE SKIP LOCKED (pg/record_start.hpp) and put such
 // records back at once, instead of waiting lock_timeout for the lock and then failing the whole

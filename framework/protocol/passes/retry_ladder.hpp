@@ -2,7 +2,7 @@
 // The transaction's retry ladder (docs/design.md#transaction-retry-ladder), as
 // data: how the records of one transaction are tried again after an attempt
 // that did not commit. Pure: the previous attempt's result in, the next
-// attempt out; the executor (attempt.hpp) runs attempts, TransactionStep
+// attempt out; the executor (attempt_executor.hpp) runs attempts, TransactionStep
 // loops over the two. Table-tested in tests/retry_ladder_test.cpp.
 //
 // The rungs, in the order a failure walks down them:

@@ -1,9 +1,10 @@
 #pragma once
 // The transaction step (docs/design.md#transaction-retry-ladder): the batch's
 // pending records in PostgreSQL transactions, in partition order, each
-// transaction's records down the retry ladder (retry_ladder.hpp: optimistic,
+// transaction's records down the retry ladder (protocol/passes/retry_ladder.hpp: optimistic,
 // optimistic without a record a batch handler names, careful, each record
-// alone after a COMMIT that names none) by its executor (attempt_executor.hpp).
+// alone after a COMMIT that names none) by its executor
+// (protocol/passes/attempt_executor.hpp).
 // In either pass a record whose sequence entity another transaction holds
 // locked is NACKed at once, with the records of its lane behind it, and the
 // others go on in the same transaction.
