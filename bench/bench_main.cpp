@@ -113,7 +113,7 @@ private:
 
     static std::function<void(Config&)> tune_for(const PipelineOverrides& e) {
         return [&e](Config& c) {
-            if (e.workers) c.pipeline.workers = *e.workers;
+            if (e.concurrency) c.pipeline.concurrency = *e.concurrency;
             if (e.batch_size) c.pipeline.batch_size = *e.batch_size;
             if (e.linger_ms) c.pipeline.linger = std::chrono::milliseconds(*e.linger_ms);
             if (e.commit_interval_ms)
@@ -126,7 +126,7 @@ private:
 
     Config default_config(BenchWorld& world, const Isolation& iso, const std::string& topic) const {
         auto c = world.pipeline_config(iso, topic);
-        if (o_.workers) c.pipeline.workers = *o_.workers;
+        if (o_.concurrency) c.pipeline.concurrency = *o_.concurrency;
         return c;
     }
 
@@ -170,7 +170,7 @@ private:
         b.mode = mode;
         b.servers = servers_;
         // The same connections and batch size as exo-default.
-        b.threads = o_.workers.value_or(PipelineConfig{}.workers);
+        b.threads = o_.concurrency.value_or(PipelineConfig{}.concurrency);
         b.batch_size = PipelineConfig{}.batch_size;
         auto iso = world.isolate(b.name);
         auto r = run_postgres_bare(world, iso, w, b);
@@ -393,7 +393,7 @@ private:
         if (o_.wants("per-record"))
             pipeline(world, run, "per-record", *baseline, [](Config& c) {
                 c.pipeline.batch_size = 1;
-                c.pipeline.workers = 1;
+                c.pipeline.concurrency = 1;
                 c.pipeline.linger = std::chrono::milliseconds(0);
             });
         keyed(world, run);
@@ -479,17 +479,18 @@ void print_header(const BenchOptions& o) {
             o.steady_together ? "consume the same topic at once (--steady-together)"
                               : "one after the other, each alone on a topic of the same records");
     std::cout << fmt::format(
-        "exo-default config: workers={} batch_size={} linger_ms={} commit_interval_ms={} "
+        "exo-default config: concurrency={} batch_size={} linger_ms={} commit_interval_ms={} "
         "max_queued_per_partition={} (config.hpp defaults{}); binding: ledger, key /eventId, "
         "sequence strict /accountId /sequenceId\n",
-        o.workers.value_or(p.workers), p.batch_size, p.linger.count(),
+        o.concurrency.value_or(p.concurrency), p.batch_size, p.linger.count(),
         KafkaConfig{}.commit_interval.count(), p.max_queued_per_partition,
-        o.workers ? ", workers from --workers" : "");
-    std::cout << "per-record config: workers=1 batch_size=1 linger_ms=0; its workload has "
+        o.concurrency ? ", concurrency from --concurrency" : "");
+    std::cout << "per-record config: concurrency=1 batch_size=1 linger_ms=0; its workload has "
               << o.baseline_records << " records (rates are compared as records/s)\n";
-    std::cout << "postgres-bare: the pipeline's per-record SQL via exo's prepared statements, "
-                 "transactions of batch_size records, one connection per exo-default worker, no "
-                 "Kafka, no Redis\n";
+    std::cout
+        << "postgres-bare: the pipeline's per-record SQL via exo's prepared statements, "
+           "transactions of batch_size records, one connection per exo-default batch runner, no "
+           "Kafka, no Redis\n";
     std::cout << "inbox-peer: the hand-written inbox consumer (bench/inbox_peer/inbox_peer.js: "
                  "kafkajs eachBatch, 8 partitions at once, one transaction per fetched partition "
                  "batch, no Redis, no sequence checks)\n";
@@ -518,11 +519,11 @@ void print_header(const BenchOptions& o) {
             "{} partitions; handler keyed_wait, key /eventId, no sequence, one statement per "
             "record after a {:.1f} ms wait (client: sleep_for in handle(); server: SELECT "
             "pg_sleep() in the transaction; outside: sleep_for in before_transaction(), before "
-            "it); workers={} batch_size={}; -partition-c1: ordering partition, concurrency 1; "
+            "it); batch_size={}; -partition-c1: ordering partition, the default concurrency ({}); "
             "-partition: ordering partition, -key: ordering key, both at concurrency {} "
             "(outside: concurrency {}, pipeline.outside_threads {}){}\n",
             o.keyed_records, o.keyed_keys, o.keyed_partitions, o.keyed_wait_us / 1000.0,
-            o.keyed_workers, o.keyed_batch_size > 0 ? o.keyed_batch_size : p.batch_size,
+            o.keyed_batch_size > 0 ? o.keyed_batch_size : p.batch_size, p.concurrency,
             o.keyed_concurrency, o.keyed_outside_concurrency, o.keyed_outside_threads,
             o.keyed_config.empty() ? "" : "; --keyed-config " + describe(o.keyed_config));
     const char* arenas = std::getenv("MALLOC_ARENA_MAX");

@@ -66,8 +66,8 @@ Runs the exo pipeline against an in-process mock Kafka cluster (or the real one 
                          of pg_stat_statements (when the server preloads it: scripts/bench.sh
                          --pg-costs does), the postgres processes' CPU; and a Markdown table
                          exo-default vs inbox-peer
-  --workers N            workers of exo-default (default: the config default)
-  --extra SPEC           another pipeline scenario, SPEC like workers=2,batch_size=200,
+  --concurrency N        pipeline.concurrency of exo-default (default: the config default)
+  --extra SPEC           another pipeline scenario, SPEC like concurrency=4,batch_size=200,
                          linger_ms=2,commit_interval_ms=200 (repeatable); observability=1
                          serves /metrics and scrapes it every second during the run; any
                          exo.yaml path sets that key (claim.store=postgres,
@@ -94,13 +94,12 @@ Runs the exo pipeline against an in-process mock Kafka cluster (or the real one 
   --keyed-keys N         its distinct Kafka record keys (1000)
   --keyed-partitions N   its partitions (4)
   --keyed-wait-ms MS     simulated I/O per record, may be fractional (5)
-  --keyed-workers N      pipeline.workers of the keyed scenarios (2)
   --keyed-concurrency N  pipeline.concurrency of keyed-{client,server}-partition and
-                         -key (32)
+                         -key (64)
   --keyed-outside-concurrency N
-                         pipeline.concurrency of keyed-outside-partition and -key (4)
+                         pipeline.concurrency of keyed-outside-partition and -key (8)
   --keyed-outside-threads N
-                         pipeline.outside_threads of keyed-outside-* (64)
+                         pipeline.outside_threads of keyed-outside-* (128)
   --keyed-batch-size N   pipeline.batch_size of the keyed scenarios; 0: the config
                          default (0: a batch takes a slot's share of what is ready)
   --keyed-config K=V     an exo.yaml path set in every keyed scenario, as in --extra
@@ -135,7 +134,7 @@ double to_double(const std::string& flag, const std::string& v, double min, doub
     return d;
 }
 
-// Splits at `sep` outside [...], so "exo[workers=2,batch_size=200]" stays whole.
+// Splits at `sep` outside [...], so "exo[concurrency=4,batch_size=200]" stays whole.
 std::vector<std::string> split(const std::string& s, char sep) {
     std::vector<std::string> out;
     std::string part;
@@ -163,8 +162,8 @@ PipelineOverrides parse_extra(const std::string& spec) {
             throw std::invalid_argument("--extra: '" + item + "' is not name=value");
         auto name = item.substr(0, eq);
         auto value = item.substr(eq + 1);
-        if (name == "workers")
-            o.workers = to_int("--extra workers", value, 1);
+        if (name == "concurrency")
+            o.concurrency = to_int("--extra concurrency", value, 1);
         else if (name == "batch_size")
             o.batch_size = to_int("--extra batch_size", value, 1);
         else if (name == "linger_ms")
@@ -176,12 +175,13 @@ PipelineOverrides parse_extra(const std::string& spec) {
         else if (name.find('.') != std::string::npos || value == "~")  // "redis=~": no section
             o.config.push_back(parse_config_override(item));
         else
-            throw std::invalid_argument("--extra: unknown field '" + name +
-                                        "' (workers, batch_size, linger_ms, commit_interval_ms, "
-                                        "observability, or an exo.yaml path like claim.store)");
+            throw std::invalid_argument(
+                "--extra: unknown field '" + name +
+                "' (concurrency, batch_size, linger_ms, commit_interval_ms, "
+                "observability, or an exo.yaml path like claim.store)");
     }
-    if (!o.workers && !o.batch_size && !o.linger_ms && !o.commit_interval_ms && !o.observability &&
-        o.config.empty())
+    if (!o.concurrency && !o.batch_size && !o.linger_ms && !o.commit_interval_ms &&
+        !o.observability && o.config.empty())
         throw std::invalid_argument("--extra wants at least one name=value");
     return o;
 }
@@ -260,8 +260,8 @@ std::optional<BenchOptions> parse_bench_options(int argc, char** argv) {
             o.redis_port = to_int(flag, v, 1);
         else if (flag == "--only")
             for (auto& name : split(v, ',')) o.only.push_back(name);
-        else if (flag == "--workers")
-            o.workers = to_int(flag, v, 1);
+        else if (flag == "--concurrency")
+            o.concurrency = to_int(flag, v, 1);
         else if (flag == "--extra")
             o.extras.push_back(parse_extra(v));
         else if (flag == "--steady-config")
@@ -303,8 +303,6 @@ std::optional<BenchOptions> parse_bench_options(int argc, char** argv) {
             o.keyed_partitions = to_int(flag, v, 1);
         else if (flag == "--keyed-wait-ms")
             o.keyed_wait_us = static_cast<int>(to_double(flag, v, 0, 1000) * 1000);
-        else if (flag == "--keyed-workers")
-            o.keyed_workers = to_int(flag, v, 1);
         else if (flag == "--keyed-concurrency")
             o.keyed_concurrency = to_int(flag, v, 1);
         else if (flag == "--keyed-outside-concurrency")

@@ -12,12 +12,12 @@
 
 namespace exo::bench {
 
-// An extra pipeline scenario next to exo-default, e.g. "workers=2,batch_size=200,linger_ms=2"
+// An extra pipeline scenario next to exo-default, e.g. "concurrency=4,batch_size=200,linger_ms=2"
 // or any exo.yaml path: "claim.store=postgres,pipeline.batch_size=500". Unset fields keep
 // exo-default's value.
 struct PipelineOverrides {
-    std::string spec;  // as given, used in the scenario name
-    std::optional<int> workers;
+    std::string spec;                // as given, used in the scenario name
+    std::optional<int> concurrency;  // pipeline.concurrency
     std::optional<int> batch_size;
     std::optional<int> linger_ms;
     std::optional<int> commit_interval_ms;
@@ -63,7 +63,7 @@ struct BenchOptions {
     bool prototypes = false;                // also run the proto-set-* scenarios
     bool all = false;                       // also run the per-record and per-statement comparisons
     bool pg_costs = false;                  // PostgreSQL's costs per record (pg_costs.hpp)
-    std::optional<int> workers;             // exo-default workers; unset: the config default
+    std::optional<int> concurrency;         // exo-default's; unset: the config default
     std::vector<PipelineOverrides> extras;  // --extra, repeatable
     int paced_seconds = 10;                 // length of the exo-paced run; 0: skip it
     std::optional<double> paced_rate;       // records/s; unset: 50% of exo-default's median
@@ -82,16 +82,17 @@ struct BenchOptions {
     std::chrono::seconds timeout{300};  // per scenario, from start to last commit
     std::uint64_t seed = 42;
     // The per-key concurrency scenarios (keyed_scenario.hpp).
-    int keyed_records = 10000;   // records of the keyed workload
-    int keyed_keys = 1000;       // distinct Kafka record keys
-    int keyed_partitions = 4;    // partitions of its topic
-    int keyed_wait_us = 5000;    // simulated I/O per record
-    int keyed_workers = 2;       // pipeline.workers of every keyed scenario
-    int keyed_concurrency = 32;  // pipeline.concurrency of the concurrent ones
+    int keyed_records = 10000;  // records of the keyed workload
+    int keyed_keys = 1000;      // distinct Kafka record keys
+    int keyed_partitions = 4;   // partitions of its topic
+    int keyed_wait_us = 5000;   // simulated I/O per record
+    // pipeline.concurrency of the concurrent ones: the 2 workers x 32 of earlier versions.
+    int keyed_concurrency = 64;
     // The same for keyed-outside-*, whose waits overlap on the outside threads instead of
     // slots: fewer slots (PostgreSQL backends) and more outside threads serve them best.
-    int keyed_outside_concurrency = 4;
-    int keyed_outside_threads = 64;            // pipeline.outside_threads of keyed-outside-*
+    // (2 workers x 4 and 2 x 64 of earlier versions.)
+    int keyed_outside_concurrency = 8;
+    int keyed_outside_threads = 128;           // pipeline.outside_threads of keyed-outside-*
     int keyed_batch_size = 0;                  // pipeline.batch_size; 0: the config default (1000)
     std::vector<ConfigOverride> keyed_config;  // --keyed-config, set in every keyed scenario
 

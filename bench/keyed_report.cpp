@@ -26,14 +26,13 @@ void print_keyed_table(std::ostream& out, const BenchOptions& o, const BenchResu
     };
     out << fmt::format(
         "\n=== per-key concurrency (Markdown; {} records over {} keys, {} partitions, {:.1f} ms "
-        "wait per record, workers {}, batch_size {}, fsync on; records/s medians of {} runs) "
+        "wait per record, batch_size {}, fsync on; records/s medians of {} runs) "
         "===\n\n",
         o.keyed_records, o.keyed_keys, o.keyed_partitions, o.keyed_wait_us / 1000.0,
-        o.keyed_workers, o.keyed_batch_size > 0 ? o.keyed_batch_size : PipelineConfig{}.batch_size,
-        o.runs);
+        o.keyed_batch_size > 0 ? o.keyed_batch_size : PipelineConfig{}.batch_size, o.runs);
     out << fmt::format(
-        "| wait (concurrency N) | partition, concurrency 1 | partition, concurrency N | key, "
-        "concurrency N | key / partition (concurrency N) | key / partition (concurrency 1) | "
+        "| wait (concurrency N) | partition, default concurrency | partition, concurrency N | key, "
+        "concurrency N | key / partition (concurrency N) | key / partition (default concurrency) | "
         "key / Parallel Consumer ({}/s) |\n"
         "| --- | --- | --- | --- | --- | --- | --- |\n",
         grouped(kParallelConsumerKeyRate));

@@ -19,7 +19,6 @@ PipelineScenario keyed_scenario(BenchWorld& world, const Isolation& iso, const K
     b.handler = "keyed_wait";
     b.key = ledger_key_source();  // json /eventId
     b.sequence.reset();
-    config.pipeline.workers = o.keyed_workers;
     if (o.keyed_batch_size > 0) config.pipeline.batch_size = o.keyed_batch_size;
     std::vector<ConfigOverride> overrides;
     if (spec.concurrent)

@@ -3,9 +3,10 @@
 // waits per record (keyed_handler.hpp: in handle(), pg_sleep in the transaction, or in
 // before_transaction() outside it) over
 // the keyed workload (keyed_workload.hpp), run with `ordering: partition` (today) and
-// `ordering: key`, the same workers and pipeline.concurrency, plus partition ordering at
-// concurrency 1 (the default config's shape). Each is an ordinary pipeline scenario
-// (pipeline_scenario.hpp) with the keyed handler and check in place of the ledger's.
+// `ordering: key`, the same pipeline.concurrency, plus partition ordering at the default
+// concurrency (the default config's shape; "-c1" from when that was one batch a worker). Each is an
+// ordinary pipeline scenario (pipeline_scenario.hpp) with the keyed handler and check in place of
+// the ledger's.
 #include <string>
 
 #include "bench_world.hpp"
@@ -19,7 +20,7 @@ struct KeyedScenarioSpec {
     const char* name;
     KeyedWait wait;
     bool key_ordering;  // bindings[].ordering: key, else partition
-    bool concurrent;    // pipeline.concurrency: --keyed-concurrency, else 1
+    bool concurrent;    // pipeline.concurrency: --keyed-concurrency, else the default
 };
 
 // In the order they run; none is in the default set (--only NAME, or --only keyed for all).
@@ -41,7 +42,7 @@ inline int keyed_concurrency(const BenchOptions& o, KeyedWait wait) {
 }
 
 // Creates the handler's tables in `iso` and returns the scenario: `world`'s config with the
-// keyed binding (handler keyed_wait, key json /eventId, no sequence), --keyed-workers,
+// keyed binding (handler keyed_wait, key json /eventId, no sequence),
 // --keyed-batch-size, and the ordering, concurrency (keyed_concurrency()) and, for
 // keyed-outside-*, pipeline.outside_threads set through exo.yaml paths by exo's own parser
 // before --keyed-config. Throws ConfigError when

@@ -1,5 +1,5 @@
 #pragma once
-// One pipeline scenario: a Daemon (exo's real poll thread and workers) over a
+// One pipeline scenario: a Daemon (exo's real poll thread and batch runners) over a
 // topic of the mock cluster, timed from its first poll until the group's
 // committed offsets reach the end of the topic, then the exactly-once check.
 //

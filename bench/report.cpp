@@ -515,7 +515,7 @@ Verdict print_report(std::ostream& out, const BenchOptions& o, const Calibration
         if (!results.find(key) && !results.find(part) && !results.find(c1) &&
             !results.why_skipped(key))
             continue;
-        ratio_target(key, part, 10, " (the same workers and concurrency)");
+        ratio_target(key, part, 10, " (the same concurrency)");
         out << fmt::format("ratio {}/{}={}\n", key, c1, number(rate(key) / rate(c1), 2));
         const double k = rate(key);
         target(fmt::format("{} >= {:.0f} records/s (Confluent Parallel Consumer, ordering KEY, "

@@ -140,7 +140,7 @@ void check_config(const exo::Config& c) {
     FUZZ_CHECK(c.claim.lease.count() > 0, "a lease that is not positive");
     FUZZ_CHECK(c.claim.completed_ttl < c.postgres.dedup_retention,
                "dedup rows do not outlive the Redis COMPLETED record");
-    FUZZ_CHECK(c.pipeline.workers >= 1 && c.pipeline.batch_size >= 1 &&
+    FUZZ_CHECK(c.pipeline.concurrency >= 1 && c.pipeline.batch_size >= 1 &&
                    c.pipeline.max_queued_per_partition >= 1,
                "a pipeline count below 1");
     FUZZ_CHECK(c.pipeline.linger.count() >= 0 && c.pipeline.shutdown_timeout.count() > 0,

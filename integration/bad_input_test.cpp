@@ -210,9 +210,9 @@ TEST_CASE(
     "flooding, and resumes once Kafka accepts it") {
     PipelineHarness h({.name = "stall",
                        .partitions = 2,
-                       .workers = 1,
                        .handler = "misbehaving_ledger",
-                       .max_attempts = 3});
+                       .max_attempts = 3,
+                       .concurrency = 1});
     h.produce({payment("poison-1", "acc-1", 1, 1, 0), payment("ok-2", "acc-2", 2, 1, 1)});
     // Every produce request is refused from now on: the daemon's dead letters.
     h.cluster().push_request_errors(kApiProduce, 100'000,
@@ -240,7 +240,8 @@ TEST_CASE(
 TEST_CASE(
     "a record whose dedup row is locked by a frozen transaction is NACKed, not waited for, and "
     "its worker's other partitions go on") {
-    PipelineHarness h({.name = "locked", .partitions = 2, .with_sequence = false, .workers = 1});
+    PipelineHarness h(
+        {.name = "locked", .partitions = 2, .with_sequence = false, .concurrency = 1});
     h.mutable_config().postgres.lock_timeout = 300ms;
     // A session that took the row's lock and then stopped, as a frozen exo would.
     pqxx::connection frozen(h.postgres_uri());

@@ -50,7 +50,7 @@ TEST_CASE(
     "a record a batch handler names as poison is dead-lettered alone, and the rest of its batch "
     "applies once in one more batch call, not record by record") {
     PipelineHarness h(
-        {.name = "batchpoison", .partitions = 1, .workers = 1, .handler = "cue_batch_ledger"});
+        {.name = "batchpoison", .partitions = 1, .handler = "cue_batch_ledger", .concurrency = 1});
     h.produce({payment("ok-1", "acc-p", 1, 1), payment("ok-2", "acc-q", 2, 1),
                payment("poison-3", "acc-x", 4, 1), payment("ok-4", "acc-p", 8, 2),
                payment("ok-5", "acc-q", 16, 2)});
@@ -81,7 +81,7 @@ TEST_CASE(
     "a batch handler that fails without naming a record has each record run alone, so only the "
     "bad one is dead-lettered and the others apply once") {
     PipelineHarness h(
-        {.name = "batchanon", .partitions = 1, .workers = 1, .handler = "cue_batch_ledger"});
+        {.name = "batchanon", .partitions = 1, .handler = "cue_batch_ledger", .concurrency = 1});
     h.produce({payment("ok-1", "acc-p", 1, 1), payment("anon-2", "acc-x", 2, 1),
                payment("ok-3", "acc-p", 4, 2), payment("ok-4", "acc-q", 8, 1)});
     const BatchCalls counted;
@@ -104,9 +104,9 @@ TEST_CASE(
     "records of its partition behind it wait for it instead of parking") {
     PipelineHarness h({.name = "batchflaky",
                        .partitions = 1,
-                       .workers = 1,
                        .handler = "cue_batch_ledger",
-                       .max_attempts = 5});
+                       .max_attempts = 5,
+                       .concurrency = 1});
     h.produce({payment("f-1", "acc-f", 1, 1), payment("g-1", "acc-g", 2, 1),
                payment("flaky-2", "acc-f", 4, 2), payment("f-3", "acc-f", 8, 3),
                payment("g-2", "acc-g", 16, 2)});
@@ -129,7 +129,7 @@ TEST_CASE(
 
 TEST_CASE("results a batch handler sets are stored with the dedup rows, one statement per batch") {
     PipelineHarness h(
-        {.name = "batchresult", .partitions = 1, .workers = 1, .handler = "cue_batch_ledger"});
+        {.name = "batchresult", .partitions = 1, .handler = "cue_batch_ledger", .concurrency = 1});
     h.produce({payment("result-1", "acc-r", 1, 1), payment("plain-2", "acc-r", 2, 2),
                payment("result-3", "acc-s", 4, 1)});
     {
@@ -152,7 +152,7 @@ TEST_CASE("results a batch handler sets are stored with the dedup rows, one stat
 
 TEST_CASE("a per-record handler and a batch handler on two topics of one daemon each apply once") {
     PipelineHarness h(
-        {.name = "batchmixed", .partitions = 1, .workers = 1, .handler = "cue_batch_ledger"});
+        {.name = "batchmixed", .partitions = 1, .handler = "cue_batch_ledger", .concurrency = 1});
     const std::string other = h.topic() + "_records";
     h.cluster().create_topic(other, 1);
     auto binding = h.config().bindings.front();
@@ -195,9 +195,9 @@ TEST_CASE(
     "that did is found alone, retried and dead-lettered, and the others apply once") {
     PipelineHarness h({.name = "batchswallow",
                        .partitions = 1,
-                       .workers = 1,
                        .handler = "cue_batch_ledger",
-                       .max_attempts = 2});
+                       .max_attempts = 2,
+                       .concurrency = 1});
     h.produce({payment("ok-1", "acc-p", 1, 1), payment("swallow-2", "acc-x", 2, 1),
                payment("ok-3", "acc-q", 4, 1)});
     RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());
@@ -219,8 +219,8 @@ TEST_CASE(
     PipelineHarness h({.name = "batchbadindex",
                        .partitions = 1,
                        .with_sequence = false,
-                       .workers = 1,
-                       .handler = "cue_batch_ledger"});
+                       .handler = "cue_batch_ledger",
+                       .concurrency = 1});
     h.mutable_config().bindings.front().key =
         exo::KeySource{};  // coordinates: any payload has a key
     {
@@ -265,7 +265,7 @@ TEST_CASE(
     "with pipeline.framework_sql per_record, every record runs alone through the per-record "
     "statements, batch handlers included, and still applies once") {
     PipelineHarness h(
-        {.name = "batchpersql", .partitions = 1, .workers = 1, .handler = "cue_batch_ledger"});
+        {.name = "batchpersql", .partitions = 1, .handler = "cue_batch_ledger", .concurrency = 1});
     h.mutable_config().pipeline.framework_sql = exo::FrameworkSql::per_record;
     h.produce({payment("p-1", "acc-p", 1, 1), payment("p-3", "acc-p", 4, 3),
                payment("p-2", "acc-p", 2, 2), payment("poison-4", "acc-q", 8, 1),

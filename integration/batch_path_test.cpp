@@ -65,7 +65,7 @@ TEST_CASE(
     "a batch handler bound to two topics whose names sort opposite to arrival sees an entity's "
     "records in the order their sequences were decided, and emits them in that order") {
     PipelineHarness h(
-        {.name = "batchorder", .partitions = 1, .workers = 1, .handler = "cue_batch_ledger"});
+        {.name = "batchorder", .partitions = 1, .handler = "cue_batch_ledger", .concurrency = 1});
     // The second topic sorts after the first, and its record arrives first.
     const std::string first = h.topic() + "_z";
     h.cluster().create_topic(first, 1);
@@ -109,9 +109,9 @@ namespace {
 void wrongtype_key_fails_only_its_record(exo::RedisDownPolicy policy) {
     PipelineHarness h({.name = "wrongtype",
                        .partitions = 2,
-                       .workers = 1,
                        .on_redis_down = policy,
-                       .max_attempts = 3});
+                       .max_attempts = 3,
+                       .concurrency = 1});
     exo::RedisConnection redis(exo::testing::redis_options());
     const auto& config = h.config();
     const auto claim_of = [&](const std::string& key) {
@@ -180,7 +180,6 @@ std::int64_t run_crossing_careful_passes(bool entities_exist) {
     PipelineHarness h({.name = "carefulcross",
                        .partitions = 2,
                        .mode = exo::SequenceMode::latest,
-                       .workers = 2,
                        .handler = "misbehaving_ledger",
                        .slow_for = 1500ms,
                        .max_attempts = 1});
@@ -213,7 +212,8 @@ std::int64_t run_crossing_careful_passes(bool entities_exist) {
 
 // Serial (scripts/integration.sh): it reads the server's deadlock counter.
 TEST_CASE(
-    "two workers whose careful passes meet shared entities in crossing orders neither deadlock "
+    "two batch runners whose careful passes meet shared entities in crossing orders neither "
+    "deadlock "
     "nor dead-letter a good record" *
     doctest::test_suite("serial")) {
     CHECK(run_crossing_careful_passes(/*entities_exist=*/true) == 0);
@@ -235,7 +235,7 @@ TEST_CASE(
     "the set-based start inserts a group's dedup rows in key order, so a transaction holding "
     "one of its keys never deadlocks with it" *
     doctest::test_suite("serial")) {
-    PipelineHarness h({.name = "dedupsorted", .partitions = 1, .workers = 1});
+    PipelineHarness h({.name = "dedupsorted", .partitions = 1, .concurrency = 1});
     const std::string group = h.config().kafka.group_id;
     const auto insert = [&](pqxx::transaction_base& tx, const std::string& key) {
         tx.exec_params(

@@ -97,10 +97,10 @@ TEST_CASE(
     // broker refuses less than 6 s (group.min.session.timeout.ms).
     PipelineHarness h({.name = "chaoslong",
                        .partitions = 6,
-                       .workers = 1,
                        .lease = apache ? 3000ms : 1500ms,
                        .brokers = 3,
                        .session_timeout = apache ? 6000ms : 3000ms,
+                       .concurrency = 1,
                        .kafka = apache ? KafkaUnderTest::apache : KafkaUnderTest::mock});
     const auto planned = exo::generate_payments({.count = static_cast<int>(seconds * rate),
                                                  .accounts = 100,

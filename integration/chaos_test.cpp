@@ -40,7 +40,6 @@ void run_chaos(const ChaosRun& run) {
     // group's clock as before, in half the time.
     PipelineHarness h({.name = run.name,
                        .partitions = 6,
-                       .workers = 1,
                        .lease = 1500ms,
                        .session_timeout = 3000ms,
                        .ordering = run.ordering,

@@ -69,16 +69,15 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "every worker slot opens its PostgreSQL session when the daemon starts, before its first "
-    "record, named after the slot in pg_stat_activity") {
-    PipelineHarness h({.name = "open_sessions", .partitions = 2, .workers = 2, .concurrency = 3});
+    "every batch runner opens its PostgreSQL session when the daemon starts, before its first "
+    "record, named after the runner in pg_stat_activity") {
+    PipelineHarness h({.name = "open_sessions", .partitions = 2, .concurrency = 6});
     RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());
-    // 2 workers x 3 slots, each named "exo/w<worker>.<slot> <group>@<host>:<pid>:<n>".
+    // 6 runners, each named "exo/r<runner> <group>@<host>:<pid>:<n>".
     auto names = exo::testing::wait_until(
-        "the slots' sessions", 30s, [&] { return joined(session_names(h, "exo/w%")); },
+        "the runners' sessions", 30s, [&] { return joined(session_names(h, "exo/r%")); },
         [](const std::string& all) { return std::count(all.begin(), all.end(), ',') == 5; });
-    for (const char* slot :
-         {"exo/w0.0 ", "exo/w0.1 ", "exo/w0.2 ", "exo/w1.0 ", "exo/w1.1 ", "exo/w1.2 "}) {
+    for (const char* slot : {"exo/r0 ", "exo/r1 ", "exo/r2 ", "exo/r3 ", "exo/r4 ", "exo/r5 "}) {
         CAPTURE(slot);
         CHECK(names.find(slot + h.config().kafka.group_id) != std::string::npos);
     }
@@ -87,13 +86,13 @@ TEST_CASE(
 }
 
 TEST_CASE("a slot's session keeps the application_name its PostgreSQL uri gives") {
-    PipelineHarness h({.name = "own_name", .partitions = 1, .workers = 1});
+    PipelineHarness h({.name = "own_name", .partitions = 1, .concurrency = 1});
     h.mutable_config().postgres.uri = h.postgres_uri() + "&application_name=billing-consumer";
     RunningDaemon daemon(h.config(), h.registry(), h.bootstrap());
     exo::testing::wait_until(
         "the slot's session", 30s, [&] { return joined(session_names(h, "billing-consumer")); },
         [](const std::string& all) { return !all.empty(); });
-    CHECK(session_names(h, "exo/w%").empty());
+    CHECK(session_names(h, "exo/r%").empty());
     daemon.stop();
 }
 

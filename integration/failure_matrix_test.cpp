@@ -42,11 +42,11 @@ TEST_CASE(
     "later sees it as a duplicate, and neither leaves the group") {
     PipelineHarness h({.name = "nack",
                        .partitions = 2,
-                       .workers = 1,
                        .lease = 1000ms,
                        .handler = "misbehaving_ledger",
                        .slow_for = 5500ms,
-                       .session_timeout = 4000ms});
+                       .session_timeout = 4000ms,
+                       .concurrency = 1});
     // Shorter than the slow handler: had it blocked polling, its member would leave the
     // group. It may not be below session.timeout.ms, shortened with it (8 heartbeats).
     h.mutable_config().kafka.properties["max.poll.interval.ms"] = "4500";
@@ -85,11 +85,11 @@ TEST_CASE(
     "so the new owner takes them over after one lease; PostgreSQL keeps it exactly once") {
     PipelineHarness h({.name = "abandon",
                        .partitions = 1,
-                       .workers = 1,
                        .lease = 1000ms,
                        .handler = "misbehaving_ledger",
                        .slow_for = 8000ms,
-                       .session_timeout = 3000ms});
+                       .session_timeout = 3000ms,
+                       .concurrency = 1});
     h.mutable_config().pipeline.shutdown_timeout = 500ms;
     RunningDaemon a(h.config(), h.registry(), h.bootstrap());
     wait_until(
@@ -124,9 +124,9 @@ TEST_CASE(
     "the dedup row") {
     PipelineHarness h({.name = "frozen",
                        .partitions = 1,
-                       .workers = 1,
                        .lease = 1000ms,
-                       .session_timeout = 3000ms});
+                       .session_timeout = 3000ms,
+                       .concurrency = 1});
     h.produce({payment("f-1", "acc-1", 1, 1), payment("f-2", "acc-1", 10, 2),
                payment("f-3", "acc-1", 100, 3)});
     auto config_file = "/tmp/" + h.schema() + ".yaml";
@@ -218,7 +218,7 @@ TEST_CASE(
 TEST_CASE(
     "a transaction cancelled in its COMMIT round trip (57014) is rolled back, so the slot's "
     "next transactions begin and apply: nothing is counted or dead-lettered") {
-    PipelineHarness h({.name = "commit_cancel", .partitions = 1, .workers = 1});
+    PipelineHarness h({.name = "commit_cancel", .partitions = 1, .concurrency = 1});
     // The first COMMIT fails on the server as a cancel does, in the statement sent with
     // it: COMMIT is skipped. Before, no ROLLBACK followed and every later BEGIN on the
     // session failed with 25P02: counted, dead-lettered, then the partition stalled.
@@ -374,7 +374,7 @@ TEST_CASE(
 static void rebalance_mid_stream(const std::string& assignor) {
     // Each join and leave is a rebalance, which waits session.timeout.ms less 1 s.
     PipelineHarness h(
-        {.name = "rebalance", .partitions = 6, .workers = 1, .session_timeout = 3000ms});
+        {.name = "rebalance", .partitions = 6, .session_timeout = 3000ms, .concurrency = 1});
     h.mutable_config().kafka.properties["partition.assignment.strategy"] = assignor;
     auto w = exo::generate_payments(
         {.count = 6000, .accounts = 80, .duplicate_ratio = 0.15, .partitions = 6, .seed = 25});
@@ -410,7 +410,7 @@ TEST_CASE(
 }
 
 TEST_CASE("SIGTERM drains, commits and exits 0 within the shutdown bound") {
-    PipelineHarness h({.name = "sigterm", .partitions = 2, .workers = 1});
+    PipelineHarness h({.name = "sigterm", .partitions = 2, .concurrency = 1});
     auto w = exo::generate_payments({.count = 500, .accounts = 10, .partitions = 2, .seed = 26});
     h.produce(w);
     auto config_file = "/tmp/" + h.schema() + ".yaml";

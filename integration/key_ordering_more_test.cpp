@@ -229,7 +229,7 @@ TEST_CASE(
         "every partition paused", 30s, [&] { return paused_partitions(run); },
         [](auto n) { return n == 4; });
     wait_for_polls(run);
-    // One poll (at most max(batch_size x workers, 100) records) may pass the limit.
+    // One poll (at most max(batch_size x 2, 100) records) may pass the limit.
     const std::uint64_t one_poll = 100;
     CHECK(run.daemon->stats().polled.load() <= 40 + one_poll);
     CHECK(paused_partitions(run) == 4);

@@ -28,7 +28,6 @@ inline HarnessOptions order_recording(const char* name, Ordering ordering) {
     return {.name = name,
             .partitions = 1,
             .with_sequence = false,  // exo's strict sequences would hide a key applied out of order
-            .workers = 1,
             .handler = "order_recording",
             .slow_for = 0ms,       // the handler's pause per call
             .max_attempts = 1000,  // a held-* record is retried, never dead-lettered

@@ -34,7 +34,6 @@ HarnessOptions one_slot(const char* name, const char* handler) {
     return {.name = name,
             .partitions = 1,
             .with_sequence = false,
-            .workers = 1,
             .batch_size = 100,
             .handler = handler,
             .slow_for = 0ms,
@@ -47,7 +46,7 @@ void prepare(PipelineHarness& h, std::chrono::milliseconds pause) {
     outside::reset();
     outside::create_table(h.postgres_uri());
     outside::observer_uri = h.postgres_uri();
-    outside::session_like = "exo/w% " + h.config().kafka.group_id + "@%";
+    outside::session_like = "exo/r% " + h.config().kafka.group_id + "@%";
     outside::pause = pause;
     h.mutable_config().pipeline.outside_threads = 8;
 }

@@ -43,7 +43,8 @@ TEST_CASE(
     "past max_parked_per_partition new strict-sequence gaps are dead-lettered at once without a "
     "dedup row, while the parked ones back off toward gap_timeout and apply once their gap "
     "fills") {
-    PipelineHarness h({.name = "parked_bound", .partitions = 1, .workers = 1, .gap_timeout = 60s});
+    PipelineHarness h(
+        {.name = "parked_bound", .partitions = 1, .gap_timeout = 60s, .concurrency = 1});
     h.mutable_config().pipeline.max_parked_per_partition = 3;
     // acc-a and acc-b wait for their first records; then a stream of fresh
     // entities whose first record is sequence 2: the first takes the last

@@ -131,7 +131,6 @@ PipelineHarness::PipelineHarness(HarnessOptions options) : options_(std::move(op
     config_.redis.command_timeout = std::chrono::milliseconds(1000);
     config_.postgres.uri = uri_;
     config_.claim.lease = options_.lease;
-    config_.pipeline.workers = options_.workers;
     config_.pipeline.concurrency = options_.concurrency;
     config_.pipeline.batch_size = options_.batch_size;
     config_.pipeline.linger = std::chrono::milliseconds(2);
@@ -199,7 +198,7 @@ std::string PipelineHarness::config_yaml() const {
         "{}"
         "postgres: {{uri: \"{}\"}}\n"
         "{}"
-        "pipeline: {{workers: {}, {}batch_size: {}, linger_ms: 2}}\n"
+        "pipeline: {{concurrency: {}, batch_size: {}, linger_ms: 2}}\n"
         "logging: {{level: info}}\n"
         "outbox: {{enabled: {}, batch_size: {}, poll_interval_ms: {}{}}}\n"
         "bindings:\n"
@@ -220,13 +219,9 @@ std::string PipelineHarness::config_yaml() const {
         config_.claim.in_redis()
             ? fmt::format("claim: {{lease_ms: {}}}\n", config_.claim.lease.count())
             : std::string("claim: {store: postgres}\n"),
-        config_.pipeline.workers,
-        // The defaults are left out: the YAML reads as it did before the keys existed.
-        config_.pipeline.concurrency == 1
-            ? std::string()
-            : fmt::format("concurrency: {}, ", config_.pipeline.concurrency),
-        config_.pipeline.batch_size, config_.outbox.enabled, config_.outbox.batch_size,
-        config_.outbox.poll_interval.count(),
+        // Always written: left out, a binding's ordering: key would make it 16.
+        config_.pipeline.concurrency, config_.pipeline.batch_size, config_.outbox.enabled,
+        config_.outbox.batch_size, config_.outbox.poll_interval.count(),
         // As a test set them (a topic declared for the start-up check).
         config_.outbox.topics.empty()
             ? std::string()

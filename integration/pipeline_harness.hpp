@@ -39,7 +39,6 @@ struct HarnessOptions {
     int partitions = 4;
     SequenceMode mode = SequenceMode::strict;
     bool with_sequence = true;
-    int workers = 2;
     int batch_size = 50;
     std::chrono::milliseconds lease{10000};
     RedisDownPolicy on_redis_down = RedisDownPolicy::pause;
@@ -53,9 +52,9 @@ struct HarnessOptions {
     // after it: tests that wait for either shorten it.
     std::chrono::milliseconds session_timeout{6000};
     // The binding's ordering and pipeline.concurrency (issue 20): which records of a
-    // partition may run at once, and how many batches a worker runs at once.
+    // partition may run at once, and how many batches the process runs at once.
     Ordering ordering = Ordering::partition;
-    int concurrency = 1;
+    int concurrency = 2;
     // Cases with KafkaUnderTest::apache are tagged `* doctest::test_suite("real-kafka")`:
     // scripts/integration.sh runs them against the real broker only.
     KafkaUnderTest kafka = KafkaUnderTest::mock;

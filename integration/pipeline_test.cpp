@@ -43,7 +43,7 @@ TEST_CASE(
 }
 
 TEST_CASE("two daemons in one group never apply a duplicate twice") {
-    PipelineHarness h({.name = "two", .partitions = 6, .workers = 1});
+    PipelineHarness h({.name = "two", .partitions = 6, .concurrency = 1});
     auto workload = exo::generate_payments(
         {.count = 4000, .accounts = 60, .duplicate_ratio = 0.2, .partitions = 6, .seed = 11});
     RunningDaemon first(h.config(), h.registry(), h.bootstrap());
@@ -66,9 +66,9 @@ TEST_CASE(
     // The killed member is dropped after session.timeout.ms: 3 s instead of 6.
     PipelineHarness h({.name = "crash",
                        .partitions = 1,
-                       .workers = 1,
                        .lease = 1500ms,
-                       .session_timeout = 3000ms});
+                       .session_timeout = 3000ms,
+                       .concurrency = 1});
     std::vector<exo::PaymentMessage> messages{payment("c-1", "acc-1", 100, 1),
                                               payment("c-2", "acc-1", 20, 2),
                                               payment("c-3", "acc-1", 3, 3)};

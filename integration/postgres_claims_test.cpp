@@ -111,7 +111,7 @@ TEST_CASE(
 TEST_CASE(
     "two daemons with claim.store postgres settle keys they hold at once on the dedup row and "
     "never apply a duplicate twice") {
-    PipelineHarness h({.name = "pgclaim_two", .partitions = 6, .workers = 1});
+    PipelineHarness h({.name = "pgclaim_two", .partitions = 6, .concurrency = 1});
     RedisTrap trap;
     // A third of the events repeat, in other partitions: the two members meet
     // the same keys at the same time, with no claim to keep them apart.
@@ -142,7 +142,7 @@ TEST_CASE(
     "answers at once, and exo inspect says the claim store is postgres") {
     // The killed member is dropped after session.timeout.ms: 3 s instead of 6.
     PipelineHarness h(
-        {.name = "pgclaim_crash", .partitions = 1, .workers = 1, .session_timeout = 3000ms});
+        {.name = "pgclaim_crash", .partitions = 1, .session_timeout = 3000ms, .concurrency = 1});
     RedisTrap trap;
     h.mutable_config() = without_redis(h, trap);
     h.produce({payment("pc-1", "acc-1", 100, 1), payment("pc-2", "acc-1", 20, 2),

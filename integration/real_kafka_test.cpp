@@ -247,7 +247,7 @@ GroupState wait_for_group(const PipelineHarness& h, int members) {
 // applied once, the balances are exact and the group's offsets reach the end.
 void three_daemons_mid_stream(const std::string& assignor) {
     PipelineHarness h(
-        {.name = "rk_members", .partitions = 6, .workers = 1, .kafka = KafkaUnderTest::apache});
+        {.name = "rk_members", .partitions = 6, .concurrency = 1, .kafka = KafkaUnderTest::apache});
     h.mutable_config().kafka.properties["partition.assignment.strategy"] = assignor;
     const auto w = exo::generate_payments(
         {.count = 6000, .accounts = 80, .duplicate_ratio = 0.15, .partitions = 6, .seed = 33});
@@ -466,8 +466,8 @@ void static_member_restarted(Stop stop) {
     // 20 s: the restart below takes about a second; the margin is for a loaded 2-core box.
     PipelineHarness h({.name = "rk_static",
                        .partitions = 4,
-                       .workers = 1,
                        .session_timeout = 20000ms,
+                       .concurrency = 1,
                        .kafka = KafkaUnderTest::apache});
     const auto w = exo::generate_payments(
         {.count = 3000, .accounts = 40, .duplicate_ratio = 0.15, .partitions = 4, .seed = 36});

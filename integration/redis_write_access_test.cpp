@@ -32,7 +32,7 @@ void forge_completed_claim(const exo::Config& config, const std::string& key) {
 TEST_CASE(
     "by default a forged Redis COMPLETED claim makes exo skip a record that never ran, which "
     "is why Redis write access is a credential") {
-    PipelineHarness h({.name = "forged_off", .partitions = 1, .workers = 1});
+    PipelineHarness h({.name = "forged_off", .partitions = 1, .concurrency = 1});
     forge_completed_claim(h.config(), "f-1");
     h.produce({payment("f-1", "acc-1", 100, 1), payment("f-2", "acc-2", 20, 1)});
 
@@ -49,7 +49,7 @@ TEST_CASE(
     "with claim.verify_duplicates a forged Redis COMPLETED claim is caught by the missing "
     "dedup row: the record is applied once and the contradiction counted, while a real "
     "duplicate stays a duplicate") {
-    PipelineHarness h({.name = "forged_on", .partitions = 1, .workers = 1});
+    PipelineHarness h({.name = "forged_on", .partitions = 1, .concurrency = 1});
     exo::Config config = h.config();
     config.claim.verify_duplicates = true;
     forge_completed_claim(config, "f-1");

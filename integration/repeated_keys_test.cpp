@@ -266,7 +266,7 @@ TEST_CASE(
 TEST_CASE(
     "the daemon settles a key repeated in one poll within one batch and one transaction, and "
     "commits every offset") {
-    PipelineHarness h({.name = "inbatchdaemon", .partitions = 2, .workers = 1});
+    PipelineHarness h({.name = "inbatchdaemon", .partitions = 2, .concurrency = 1});
     // Long enough for everything produced before the start to make one batch.
     h.mutable_config().pipeline.linger = 1000ms;
     h.produce({payment("k-1", "acc-k", 1, 1, 0), payment("k-1", "acc-k", 1, 1, 0),
@@ -339,9 +339,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "keys repeated across partitions under strict sequences, two workers and batches of 1000 "
+    "keys repeated across partitions under strict sequences, two batch runners and batches of 1000 "
     "finish in a few dozen batches, not a storm of NACKs and parks") {
-    PipelineHarness h({.name = "storm", .partitions = 4, .workers = 2, .batch_size = 1000});
+    PipelineHarness h({.name = "storm", .partitions = 4, .batch_size = 1000});
     // A fifth of the records repeat an earlier event, half of those in another
     // partition, at its end (payments_workload.hpp).
     const auto workload = exo::generate_payments(

@@ -83,7 +83,7 @@ TEST_CASE(
     PipelineHarness h({.name = "seq_scope_group",
                        .partitions = 1,
                        .mode = exo::SequenceMode::latest,
-                       .workers = 1});
+                       .concurrency = 1});
     const std::string group = h.config().kafka.group_id;
     CHECK(production_after_test_group(h, exo::SequenceScope::group) == "APPLIED");
     CHECK(last_sequence(h, "ledger@" + group) == 5);
@@ -97,7 +97,7 @@ TEST_CASE(
     PipelineHarness h({.name = "seq_scope_shared",
                        .partitions = 1,
                        .mode = exo::SequenceMode::latest,
-                       .workers = 1});
+                       .concurrency = 1});
     CHECK(production_after_test_group(h, exo::SequenceScope::shared) == "STALE");
     CHECK(last_sequence(h, "ledger") == kMax);
     CHECK(h.count("SELECT count(*) FROM exo_sequences") == 1);
@@ -106,8 +106,10 @@ TEST_CASE(
 TEST_CASE(
     "an entity a sequence of INT64_MAX made STALE is rewound by an audited sequence rewind, "
     "refused while its row is locked, and its next record applies exactly once") {
-    PipelineHarness h(
-        {.name = "seq_rewind", .partitions = 1, .mode = exo::SequenceMode::latest, .workers = 1});
+    PipelineHarness h({.name = "seq_rewind",
+                       .partitions = 1,
+                       .mode = exo::SequenceMode::latest,
+                       .concurrency = 1});
     h.mutable_config().bindings[0].sequence->scope = exo::SequenceScope::group;
     const std::string owner = "ledger@" + h.config().kafka.group_id;
     const std::string config = write_config(h);

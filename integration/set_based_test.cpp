@@ -88,7 +88,7 @@ Rows applied(std::initializer_list<const char*> keys) {
 TEST_CASE(
     "in one batch a strict gap parks only the records behind it of its entity, and the rest of "
     "the batch applies") {
-    PipelineHarness h({.name = "setgap", .partitions = 1, .workers = 1});
+    PipelineHarness h({.name = "setgap", .partitions = 1, .concurrency = 1});
     // acc-a: 1, 2, 4, 5 (3 missing); acc-b: 1, 2, 3 interleaved. Amounts are
     // powers of two, so a balance names exactly the events it holds.
     h.produce({payment("a-1", "acc-a", 1, 1), payment("b-1", "acc-b", 1, 1),
@@ -117,7 +117,7 @@ TEST_CASE(
 }
 
 TEST_CASE("in one batch, strict records older than or equal to one applied before are STALE") {
-    PipelineHarness h({.name = "setstrictstale", .partitions = 1, .workers = 1});
+    PipelineHarness h({.name = "setstrictstale", .partitions = 1, .concurrency = 1});
     // s-1b and s-2b repeat sequences applied just before them in the same batch.
     h.produce({payment("s-1", "acc-s", 1, 1), payment("s-2", "acc-s", 2, 2),
                payment("s-1b", "acc-s", 4, 1), payment("s-2b", "acc-s", 8, 2),
@@ -139,8 +139,10 @@ TEST_CASE("in one batch, strict records older than or equal to one applied befor
 }
 
 TEST_CASE("in one batch, latest records older than or equal to the newest applied are STALE") {
-    PipelineHarness h(
-        {.name = "setlatest", .partitions = 1, .mode = exo::SequenceMode::latest, .workers = 1});
+    PipelineHarness h({.name = "setlatest",
+                       .partitions = 1,
+                       .mode = exo::SequenceMode::latest,
+                       .concurrency = 1});
     // acc-l: 5 applies (a new entity takes any first sequence), 3 and 5 are
     // stale, 7 applies, 6 is stale, 9 applies; acc-m: 0 then 0 again.
     h.produce({payment("l-5", "acc-l", 1, 5), payment("m-0", "acc-m", 1, 0),
@@ -169,7 +171,7 @@ TEST_CASE(
     "duplicates inside one batch and across batches are each applied once, also when only the "
     "dedup rows remember them" *
     doctest::test_suite("serial")) {
-    PipelineHarness h({.name = "setdup", .partitions = 2, .workers = 1});
+    PipelineHarness h({.name = "setdup", .partitions = 2, .concurrency = 1});
     // d-2 twice in one batch: the second ends as a duplicate of the first.
     h.produce({payment("d-1", "acc-d", 1, 1, 0), payment("d-2", "acc-d", 2, 2, 0),
                payment("d-2", "acc-d", 2, 2, 0), payment("d-3", "acc-d", 4, 3, 0),
@@ -198,7 +200,7 @@ TEST_CASE(
 TEST_CASE(
     "a poison record in the middle of a batch is dead-lettered alone and the rest apply once") {
     PipelineHarness h(
-        {.name = "setpoison", .partitions = 1, .workers = 1, .handler = "misbehaving_ledger"});
+        {.name = "setpoison", .partitions = 1, .handler = "misbehaving_ledger", .concurrency = 1});
     h.produce({payment("ok-1", "acc-p", 1, 1), payment("ok-2", "acc-q", 2, 1),
                payment("poison-3", "acc-x", 4, 1), payment("ok-4", "acc-p", 8, 2),
                payment("ok-5", "acc-q", 16, 2)});
@@ -220,7 +222,7 @@ TEST_CASE(
 }
 
 TEST_CASE("records of a sequenced and an unsequenced binding in one batch each apply once") {
-    PipelineHarness h({.name = "setmixed", .partitions = 1, .workers = 1});
+    PipelineHarness h({.name = "setmixed", .partitions = 1, .concurrency = 1});
     const std::string plain = h.topic() + "_plain";
     h.cluster().create_topic(plain, 1);
     auto binding = h.config().bindings.front();
@@ -250,15 +252,13 @@ TEST_CASE("records of a sequenced and an unsequenced binding in one batch each a
 }
 
 // Serial (scripts/integration.sh): it reads the server's deadlock counter.
-TEST_CASE("two workers whose partitions share entities neither deadlock nor apply anything twice" *
-          doctest::test_suite("serial")) {
-    PipelineHarness h({.name = "setshared",
-                       .partitions = 8,
-                       .workers = 2,
-                       .batch_size = 40,
-                       .gap_timeout = 120s});
+TEST_CASE(
+    "two batch runners whose batches share entities neither deadlock nor apply anything twice" *
+    doctest::test_suite("serial")) {
+    PipelineHarness h(
+        {.name = "setshared", .partitions = 8, .batch_size = 40, .gap_timeout = 120s});
     // 12 accounts x 25 strict sequences, spread so that consecutive sequences of
-    // an account sit on different partitions (and so on both workers).
+    // an account sit on different partitions (and so in both runners' batches).
     std::vector<exo::PaymentMessage> messages;
     Balances expected;
     for (int seq = 1; seq <= 25; ++seq)
@@ -294,9 +294,9 @@ namespace {
 void held_entity_holds_only_its_records(const char* name, bool poison) {
     PipelineHarness h({.name = name,
                        .partitions = 1,
-                       .workers = 1,
                        .handler = poison ? "misbehaving_ledger" : "ledger",
-                       .ordering = exo::Ordering::key});
+                       .ordering = exo::Ordering::key,
+                       .concurrency = 1});
     h.mutable_config().postgres.lock_timeout = 1s;
     h.produce({payment("e-1", "acc-e", 1, 1)});
     consume_all(h);

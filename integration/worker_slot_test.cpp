@@ -21,9 +21,9 @@ namespace {
 exo::testing::HarnessOptions one_worker(const char* name) {
     return {.name = name,
             .partitions = 2,
-            .workers = 1,
             .handler = "misbehaving_ledger",
-            .slow_for = 3000ms};
+            .slow_for = 3000ms,
+            .concurrency = 1};
 }
 
 // Produces slow-1 to partition 0 and, once its claim is taken (its batch is

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # exo's unit and integration suites under ThreadSanitizer (GCC's -fsanitize=thread): the poll
-# thread, workers, lease keepers, outbox relay, retention pruner and HTTP endpoint run at once,
+# thread, batch runners, lease keepers, outbox relay, retention pruner and HTTP endpoint run at once,
 # and TSan reports every data race, lock-order inversion and misuse of a mutex it sees them make.
 #
 #   scripts/tsan.sh [doctest options for the integration tests, e.g. --test-case='*outbox*']
@@ -149,7 +149,7 @@ summarize_reports() {
     # shellcheck disable=SC2086
     awk -v root="$REPO_ROOT/" '
         function where(line,    m) {
-            # "#3 exo::Worker::run(...) ../framework/runtime/worker.cpp:85 (exo+0x1234)"
+            # "#3 exo::BatchRunners::run(...) ../framework/runtime/worker.cpp:85 (exo+0x1234)"
             if (match(line, /(framework|integration|tests|handlers|bench)\/[^ :]+:[0-9]+/))
                 return substr(line, RSTART, RLENGTH)
             return ""

@@ -176,7 +176,7 @@ bindings:
         s.last_poll = DaemonStatus::Clock::now();
         s.joined = true;
         s.kafka_up = true;
-        s.workers = {{0, true, std::nullopt}};
+        s.runners = {{0, std::nullopt}};
         s.redis_used = false;
         s.redis_up = false;  // whatever it says, nothing shows it
         const auto now = DaemonStatus::Clock::now();

@@ -31,7 +31,7 @@ postgres:
   uri: "postgresql://exo:${PG_PW}@db/exo?sslmode=require"
   lock_timeout_ms: 2000
 pipeline:
-  workers: 4
+  concurrency: 8
   on_redis_down: postgres_only
 logging:
   level: debug
@@ -68,7 +68,7 @@ TEST_SUITE("check-config --print") {
         CHECK(again.redis.port == 6380);
         CHECK(again.redis.username == "exo-app");
         CHECK(again.postgres.lock_timeout.count() == 2000);
-        CHECK(again.pipeline.workers == 4);
+        CHECK(again.pipeline.concurrency == 8);
         CHECK(again.pipeline.on_redis_down == RedisDownPolicy::postgres_only);
         CHECK(again.logging.level == "debug");
         CHECK(again.logging.format == LogFormat::json);
@@ -161,7 +161,8 @@ bindings:
                                  "keepalives_count: 3",
                                  "lease_ms: 30000",
                                  "completed_ttl_ms: 86400000",
-                                 "workers: 2",
+                                 "concurrency: 2",
+                                 "outside_threads: 32",
                                  "linger_ms: 5",
                                  "on_redis_down: \"pause\"",
                                  "level: \"info\"",

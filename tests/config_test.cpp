@@ -49,7 +49,7 @@ claim:
   completed_ttl_ms: 3600000
   verify_duplicates: true
 pipeline:
-  workers: 4
+  outside_threads: 8
   batch_size: 50
   linger_ms: 0
   concurrency: 3
@@ -106,7 +106,7 @@ bindings:
         CHECK(c.claim.lease == 20000ms);
         CHECK(c.claim.completed_ttl == 3600000ms);
 
-        CHECK(c.pipeline.workers == 4);
+        CHECK(c.pipeline.outside_threads == 8);
         CHECK(c.pipeline.batch_size == 50);
         CHECK(c.pipeline.linger == 0ms);
         CHECK(c.pipeline.max_queued_per_partition == 500);
@@ -163,7 +163,8 @@ bindings:
         CHECK(c.claim.lease == defaults.claim.lease);
         CHECK(c.claim.completed_ttl == defaults.claim.completed_ttl);
 
-        CHECK(c.pipeline.workers == defaults.pipeline.workers);
+        CHECK(c.pipeline.concurrency == defaults.pipeline.concurrency);
+        CHECK(c.pipeline.outside_threads == defaults.pipeline.outside_threads);
         CHECK(c.pipeline.batch_size == defaults.pipeline.batch_size);
         CHECK(c.pipeline.linger == defaults.pipeline.linger);
         CHECK(c.pipeline.max_queued_per_partition == defaults.pipeline.max_queued_per_partition);
@@ -369,7 +370,7 @@ kafka:
 postgres:
   uri: x
 pipline:
-  workers: 2
+  concurrency: 2
 bindings:
   - topic: t
     handler: ledger
@@ -425,7 +426,7 @@ postgres:
 claim:
   lease_ms: -5
 pipeline:
-  workers: many
+  concurrency: many
   batch_size: 0
   linger_ms: 1.5
   on_redis_down: crash
@@ -453,7 +454,7 @@ bindings:
               std::string::npos);
         CHECK(text.find("exo.yaml:13: claim.lease_ms: must be at least 1, got -5") !=
               std::string::npos);
-        CHECK(text.find("exo.yaml:15: pipeline.workers: expected a whole number, got 'many'") !=
+        CHECK(text.find("exo.yaml:15: pipeline.concurrency: expected a whole number, got 'many'") !=
               std::string::npos);
         CHECK(text.find("exo.yaml:16: pipeline.batch_size: must be at least 1, got 0") !=
               std::string::npos);
@@ -797,7 +798,27 @@ bindings:
                         "got -1") != std::string::npos);
     }
 
-    TEST_CASE("pipeline.concurrency takes 1 to 256") {
+    TEST_CASE(
+        "pipeline.workers, replaced by one pool of batch runners, is refused naming its line and "
+        "saying that pipeline.concurrency now counts the whole process's batches") {
+        const ConfigError e = error_of(R"(
+kafka: { bootstrap_servers: localhost:9092, group_id: g }
+postgres: { uri: postgresql://exo@db/exo }
+pipeline:
+  workers: 4
+  concurrency: 2
+bindings:
+  - { topic: a, handler: ledger, key: coordinates }
+)");
+        REQUIRE(e.problems().size() == 1);
+        CHECK(std::string(e.what()).find(
+                  "exo.yaml:4: pipeline.workers: was removed: the process runs one pool of batch "
+                  "runners; pipeline.concurrency now counts the batches the whole process runs at "
+                  "once: set it to the old workers x concurrency (and outside_threads to the old "
+                  "workers x outside_threads), and remove the key") == 0);
+    }
+
+    TEST_CASE("pipeline.concurrency takes 1 to 1024") {
         const Config c = parse(R"(
 kafka: { bootstrap_servers: localhost:9092, group_id: g }
 postgres: { uri: postgresql://exo@db/exo }
@@ -819,10 +840,22 @@ bindings:
 )");
         CHECK(text.find("exo.yaml:4: pipeline.concurrency:") != std::string::npos);
         CHECK(text.find("exo.yaml:5: pipeline.max_in_flight:") != std::string::npos);
+        const char* base = R"(
+kafka: { bootstrap_servers: localhost:9092, group_id: g }
+postgres: { uri: postgresql://exo@db/exo }
+bindings:
+  - { topic: a, handler: ledger, key: coordinates }
+)";
+        CHECK(parse(std::string(base) + "pipeline: { concurrency: 1024 }\n").pipeline.concurrency ==
+              1024);
+        CHECK(errors_of(std::string(base) + "pipeline: { concurrency: 1025 }\n")
+                  .find("pipeline.concurrency") != std::string::npos);
     }
 
     TEST_CASE(
-        "pipeline.concurrency defaults to 8 when a binding orders by key or entity, else to 1") {
+        "pipeline.concurrency defaults to 16 when a binding orders by key or entity, else to 2 "
+        "(the "
+        "two workers of earlier versions)") {
         const char* head = R"(
 kafka: { bootstrap_servers: localhost:9092, group_id: g }
 postgres: { uri: postgresql://exo@db/exo }
@@ -831,22 +864,22 @@ postgres: { uri: postgresql://exo@db/exo }
   - { topic: a, handler: ledger, key: coordinates }
   - { topic: b, handler: ledger, key: coordinates, ordering: key }
 )";
-        CHECK(parse(keyed).pipeline.concurrency == 8);
+        CHECK(parse(keyed).pipeline.concurrency == 16);
         CHECK(parse(keyed + "pipeline: { concurrency: 1 }\n").pipeline.concurrency == 1);
         CHECK(parse(std::string(head) + R"(bindings:
   - { topic: a, handler: ledger, key: coordinates }
 )")
-                  .pipeline.concurrency == 1);
+                  .pipeline.concurrency == 2);
     }
 
-    TEST_CASE("pipeline.outside_threads defaults to 16 and takes 1 to 1024") {
+    TEST_CASE("pipeline.outside_threads defaults to 32 and takes 1 to 1024") {
         const char* head = R"(
 kafka: { bootstrap_servers: localhost:9092, group_id: g }
 postgres: { uri: postgresql://exo@db/exo }
 bindings:
   - { topic: a, handler: ledger, key: coordinates }
 )";
-        CHECK(parse(head).pipeline.outside_threads == 16);
+        CHECK(parse(head).pipeline.outside_threads == 32);
         CHECK(parse(std::string(head) + "pipeline: { outside_threads: 64 }\n")
                   .pipeline.outside_threads == 64);
         const std::string text = errors_of(std::string(head) + "pipeline:\n  outside_threads: 0\n");
@@ -1076,7 +1109,7 @@ kafka:
 redis:
   port: zero
 postgres: { uri: x }
-pipeline: { workers: 0 }
+pipeline: { concurrency: 0 }
 bindings:
   - { topic: t, handler: nobody, key: { json: id } }
 )");
@@ -1088,7 +1121,7 @@ bindings:
         CHECK(e.problems()[0].line == 4);
         CHECK(e.problems()[1].path == "redis.port");
         CHECK(e.problems()[1].line == 6);
-        CHECK(e.problems()[2].path == "pipeline.workers");
+        CHECK(e.problems()[2].path == "pipeline.concurrency");
         CHECK(e.problems()[2].line == 8);
         CHECK(e.problems()[3].path == "bindings[0].handler");
         CHECK(e.problems()[4].path == "bindings[0].key.json");
@@ -1316,11 +1349,11 @@ TEST_SUITE("config") {
     TEST_CASE("a NUL byte quoted from the input does not cut the error message short") {
         std::string yaml(kMinimal);
         yaml.replace(yaml.find("topic: payments"), 15, "topic: \"pay\\0ments\"");
-        yaml += "pipeline: {workers: -1}\n";
+        yaml += "pipeline: {concurrency: -1}\n";
         const ConfigError e = error_of(yaml);
         const std::string what = e.what();
         CHECK(what.find('\0') == std::string::npos);
-        CHECK(what.find("pipeline.workers") != std::string::npos);  // the problem after it
+        CHECK(what.find("pipeline.concurrency") != std::string::npos);  // the problem after it
         CHECK(what.find("pay\xEF\xBF\xBDments") != std::string::npos);
     }
 

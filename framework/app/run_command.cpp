@@ -2,7 +2,7 @@
 // start in dependency order and stop in reverse (declaration order below): the
 // observability endpoint (first, so probes answer "starting" while PostgreSQL's
 // schema is awaited), the Kafka endpoint (and the wait for the topics exo produces
-// to, protocol/produced_topics.hpp), then the daemon (workers, producers,
+// to, protocol/produced_topics.hpp), then the daemon (batch runners, producers,
 // consumer, retention pruner), served by the endpoint while it exists.
 #include <spdlog/spdlog.h>
 

@@ -133,31 +133,32 @@ struct ClaimConfig {
 enum class FrameworkSql { set_based, per_record };
 
 struct PipelineConfig {
-    int workers = 2;  // threads, each with its own Redis and PostgreSQL connection
-    // Records a worker takes at once, at most: one claim call and (when nothing
-    // fails) one transaction. A worker takes what is ready up to this cap, so a
+    // Records a batch runner takes at once, at most: one claim call and (when
+    // nothing fails) one transaction. A runner takes what is ready up to this cap, so a
     // backlog fills batches (fewer round trips and commits per record) while a
     // trickle runs in small ones after `linger` (latency).
     int batch_size = 1000;
     // Wait until this long after the longest-waiting ready record was polled for a
     // batch to fill; 0: take what is there.
     milliseconds linger{5};
-    // Batches each worker runs at once, each on its own thread with its own
-    // PostgreSQL connection, Redis connection and lease keeper, so connections
-    // number workers x concurrency. What lets more batches than partitions run
-    // is a binding's `ordering` (key, entity): a batch takes whole lanes
+    // Batches the whole process runs at once: its batch runners, each on its own
+    // thread with its own PostgreSQL connection, Redis connection and lease
+    // keeper, all fed by one lane scheduler (scheduling/worker_inbox.hpp), so
+    // connections number `concurrency`. What lets more batches than partitions
+    // run is a binding's `ordering` (key, entity): a batch takes whole lanes
     // (a partition, or one ordering key of it), a lane is in one batch at a
-    // time. Not set in the file: 1, or kLaneConcurrency when a binding orders
+    // time. Not set in the file: 2, or kLaneConcurrency when a binding orders
     // by key or entity: that ordering's promise, different keys at once, needs
-    // more than one batch a worker to mean anything.
-    int concurrency = 1;
-    static constexpr int kLaneConcurrency = 8;
-    // Threads per worker that run handlers' before_transaction()
-    // (exo/outside_transaction.hpp), shared by its batches: how many records'
-    // outside work (HTTP calls, lookups) a worker waits on at once. Started only
-    // when a bound handler has such work.
-    int outside_threads = 16;
-    // Records of a partition waiting in its worker's queue or in a batch
+    // many batches at once to mean anything. (The defaults are the parallelism
+    // of the two workers of earlier versions: 2 x 1, 2 x 8.)
+    int concurrency = 2;
+    static constexpr int kLaneConcurrency = 16;
+    // Threads of the process that run handlers' before_transaction()
+    // (exo/outside_transaction.hpp), shared by every runner: how many records'
+    // outside work (HTTP calls, lookups) the process waits on at once. Started
+    // only when a bound handler has such work.
+    int outside_threads = 32;
+    // Records of a partition waiting in the scheduler's queue or in a batch
     // (parked ones excluded: pausing for them could keep out the predecessor
     // they wait for): the partition is paused at this, resumed at half.
     int max_queued_per_partition = 1000;

@@ -60,8 +60,8 @@ void check_claim_store(const Config& config, const Reader& top, const Reader& cl
                          "says what to do while Redis is down, but" + why + "the key" + or_redis);
 }
 
-// ordering: key or entity says different keys run at once; with one batch a
-// worker they would not, so a file that does not set the concurrency gets one
+// ordering: key or entity says different keys run at once; with two batches at
+// once they would hardly, so a file that does not set the concurrency gets one
 // that does (PipelineConfig::concurrency).
 void default_lane_concurrency(Config& config, const config_reading::Reader& pipeline) {
     if (pipeline.has("concurrency")) return;

@@ -1,4 +1,4 @@
-// pipeline and logging: how the process runs (workers, batches, retries, what
+// pipeline and logging: how the process runs (batch runners, batches, retries, what
 // to do while Redis is down) and how much it says.
 #include "config/sections.hpp"
 
@@ -19,9 +19,9 @@ using config_reading::kPositiveBytes;
 using config_reading::kPositiveMs;
 using P = PipelineConfig;
 
-// Each batch in flight holds a PostgreSQL connection: beyond a few hundred
-// per worker the server's max_connections is the limit, not exo.
-constexpr Bounds kConcurrency{1, 256};
+// Each batch in flight holds a PostgreSQL connection: beyond a thousand per
+// process the server's max_connections is the limit, not exo.
+constexpr Bounds kConcurrency{1, 1024};
 // Threads that mostly wait on other services; a few thousand threads a process
 // is where the stacks' memory starts to matter.
 constexpr Bounds kOutsideThreads{1, 1024};
@@ -51,14 +51,21 @@ namespace {
 
 std::vector<Key<PipelineConfig>> pipeline_keys() {
     return {
-        number(
-            "workers", &P::workers, kPositive,
-            R"md(worker threads, each with its own PostgreSQL connection (and Redis connection, with `claim.store: redis`) and one transaction in flight; partitions are spread over them. With full batches 2 measured as fast as 4 or 8 on a 2-core machine with fsync on (docs/performance.md); raise it with your PostgreSQL's cores)md"),
+        removed<P>(
+            "workers",
+            "was removed: the process runs one pool of "
+            "batch runners; pipeline.concurrency now "
+            "counts the batches the whole process runs "
+            "at once: set it to the old workers x "
+            "concurrency (and outside_threads to the "
+            "old workers x outside_threads), and "
+            "remove the key",
+            R"md(removed, refused naming its line: the process runs one pool of `pipeline.concurrency` batch runners fed by one lane scheduler, so no runner idles while another holds the busy partitions; set `pipeline.concurrency` to the old `workers` × `concurrency` (and `outside_threads` to the old `workers` × `outside_threads`))md"),
         number(
             "batch_size", &P::batch_size, kPositive,
-            R"md(records a worker takes at once, at most: one claim call and, when nothing fails, one transaction. A worker takes what is ready up to this cap, so a backlog runs in full batches (few round trips and commits per record) and a trickle in small ones after `linger_ms`. Lower it for handlers that hold row locks other consumers need (a transaction holds its rows' locks until it commits))md"),
+            R"md(records a batch runner takes at once, at most: one claim call and, when nothing fails, one transaction. A runner takes what is ready up to this cap (and, while several runners wait, about its share of what is ready), so a backlog runs in full batches (few round trips and commits per record) and a trickle in small ones after `linger_ms`. Lower it for handlers that hold row locks other consumers need (a transaction holds its rows' locks until it commits))md"),
         ms("linger_ms", &P::linger, kNonNegativeMs,
-           R"md(how long a worker waits for a batch to fill, counted from when the longest-waiting ready record was polled (records that waited while the worker ran its last batch go at once); 0: take what is there)md"),
+           R"md(how long a batch runner waits for a batch to fill, counted from when the longest-waiting ready record was polled (records that waited while the runners ran their last batches go at once); 0: take what is there)md"),
         removed<P>(
             "claim_ahead",
             "was removed: claims are made by each "
@@ -68,12 +75,12 @@ std::vector<Key<PipelineConfig>> pipeline_keys() {
             R"md(removed, refused naming its line: claims are made by each batch's own thread; use `pipeline.concurrency` for parallelism (it measured no faster: docs/performance.md, "Claiming ahead"))md"),
         number(
             "concurrency", &P::concurrency, kConcurrency,
-            R"md(batches each worker runs at once (1 to 256), each on its own thread with its own PostgreSQL connection, Redis connection, handler instances and dead-letter producer (one thread and Redis connection renew every batch's claims). With `ordering: key` or `entity` a partition's keys run concurrently; with `ordering: partition` only a worker's different partitions do. Connections: workers × concurrency to PostgreSQL (mind its `max_connections`), as many plus one to Redis. (docs/design.md#ordering-and-concurrency))md")
-            .default_plus("; 8 when a binding has `ordering: "
+            R"md(batches the whole process runs at once (1 to 1024): its batch runners, each on its own thread with its own PostgreSQL connection, Redis connection, handler instances and dead-letter producer, all fed by one lane scheduler (one thread and Redis connection renew every batch's claims). With `ordering: key` or `entity` a partition's keys run concurrently; with `ordering: partition` only different partitions do. Connections: `concurrency` to PostgreSQL (mind its `max_connections`), as many plus one to Redis. Replaces `workers` × `concurrency` of earlier versions (docs/design.md#ordering-and-concurrency))md")
+            .default_plus("; 16 when a binding has `ordering: "
                           "key` or `entity`"),
         number(
             "outside_threads", &P::outside_threads, kOutsideThreads,
-            R"md(threads per worker, shared by its batches, that run handlers' `before_transaction()` (exo/outside_transaction.hpp): with each running batch's own thread, how many records' calls to other services a worker waits on at once. A batch's records run it lane by lane (a lane's records one after another, different lanes at once), before the batch's transaction begins. Started only when a bound handler has such work (1 to 1024; docs/handlers.md, "Work outside the transaction"; docs/design.md#work-outside-the-transaction))md"),
+            R"md(threads of the process, shared by every batch runner, that run handlers' `before_transaction()` (exo/outside_transaction.hpp): with each running batch's own thread, how many records' calls to other services the process waits on at once. A batch's records run it lane by lane (a lane's records one after another, different lanes at once), before the batch's transaction begins. Started only when a bound handler has such work (1 to 1024; docs/handlers.md, "Work outside the transaction"; docs/design.md#work-outside-the-transaction))md"),
         number(
             "max_in_flight", &P::max_in_flight, kPositive,
             R"md(records over the whole process, a memory guard: every partition is paused at it, resumed at half (`max_queued_per_partition` is the same for one partition). Keep it above partitions × `max_queued_per_partition` in normal use: at 10,000 it cost the 32-partition benchmark a sixth of its rate (the queues run low between pause and resume))md"),
@@ -103,7 +110,7 @@ std::vector<Key<PipelineConfig>> pipeline_keys() {
            R"md(the longest backoff (with jitter) for NACKs, retries and reconnects; at least `retry_backoff_initial_ms`)md"),
         choice(
             "on_redis_down", &P::on_redis_down, config_reading::kRedisDownPolicies,
-            R"md(what a worker does while Redis is down (docs/design.md#the-matrix); refused with `claim.store: postgres`)md")
+            R"md(what the batch runners do while Redis is down (docs/design.md#the-matrix); refused with `claim.store: postgres`)md")
             .printed_if([](const Config& c, const P&) { return c.claim.in_redis(); }),
         removed<P>(
             "framework_sql",
@@ -130,7 +137,7 @@ const Section<LoggingConfig>& logging_section() {
             one_of("level", &LoggingConfig::level, kLogLevels, ""),
             choice(
                 "format", &LoggingConfig::format, config_reading::kLogFormats,
-                R"md(`text`: `[time] [logger] [level] message`, plus ` [topic[partition]@offset key=...]` when the line concerns a record; `json`: one JSON object per line with `time` (RFC 3339, UTC, ms), `level`, `logger` (`exo`, `kafka`, `worker-N`), `message` and, for a record, `topic`, `partition`, `offset`, `key`. Invalid UTF-8 shows as U+FFFD and control characters are escaped: a line never breaks in two)md"),
+                R"md(`text`: `[time] [logger] [level] message`, plus ` [topic[partition]@offset key=...]` when the line concerns a record; `json`: one JSON object per line with `time` (RFC 3339, UTC, ms), `level`, `logger` (`exo`, `kafka`, `runners`, `leases`, ...), `message` and, for a record, `topic`, `partition`, `offset`, `key`. Invalid UTF-8 shows as U+FFFD and control characters are escaped: a line never breaks in two)md"),
         });
     return section;
 }

@@ -166,7 +166,7 @@ const Section<RedisConfig>& redis_section() {
                 .printed_if([](const Config&, const R& r) { return !r.cluster.empty(); }),
             text(
                 "username", &R::username, Text::any,
-                R"md(Redis 6+ ACL user: with it exo sends `AUTH <username> <password>`, without it `AUTH <password>` (the default user). Needs `redis.password`. Used by every Redis connection exo opens (workers, the lease renewer, `exo inspect`, `exo dlq`). Not a secret: printed as written. Give the user only the claim keys: `ACL SETUSER exo on >PASSWORD ~exo:* &* +@all` (`~<key_prefix>:*`))md"),
+                R"md(Redis 6+ ACL user: with it exo sends `AUTH <username> <password>`, without it `AUTH <password>` (the default user). Needs `redis.password`. Used by every Redis connection exo opens (the batch runners, the lease renewer, `exo inspect`, `exo dlq`). Not a secret: printed as written. Give the user only the claim keys: `ACL SETUSER exo on >PASSWORD ~exo:* &* +@all` (`~<key_prefix>:*`))md"),
             text(
                 "password", &R::password, Text::any,
                 R"md(`AUTH` if set. Secret: masked in `check-config --print`, and by value in logs and errors when 8 characters or longer (`check-config` warns when shorter))md",

@@ -1,10 +1,10 @@
 #pragma once
-// Counters of what the pipeline did, shared by all workers (relaxed atomics:
+// Counters of what the pipeline did, shared by all batch runners (relaxed atomics:
 // they are reports, not synchronization). Read by the metrics endpoint, the
 // demo, tests and the bench.
 //
 // A record's outcome is counted in one place, record_finished(), when its outcome is
-// durable (the worker hands its offset back). The other counters count events
+// durable (the runner hands its offset back). The other counters count events
 // where they happen (a CONFLICT, a retry, a lease renewal, a pruned row).
 #include <array>
 #include <atomic>

@@ -15,12 +15,12 @@ namespace exo {
 
 struct PartitionStatus {
     TopicPartition partition{};
-    bool paused = false;   // fetching paused: its worker's queue is full
+    bool paused = false;   // fetching paused: its queue is full
     bool stalled = false;  // a record that cannot even be dead-lettered holds it
     // The next offset to read, as this member last committed it (nullopt: none yet).
     std::optional<std::int64_t> committed{};
-    std::size_t queued = 0;     // waiting in its worker's queue (parked ones excluded)
-    std::size_t in_flight = 0;  // handed to a worker, in a batch now
+    std::size_t queued = 0;     // waiting in the scheduler's queue (parked ones excluded)
+    std::size_t in_flight = 0;  // handed to a batch runner, in a batch now
     // Records holding a place among its strict-sequence gaps waiting for a
     // predecessor (parked, or back in a batch to try again), and their bytes:
     // what pipeline.max_parked_per_partition and max_parked_bytes_per_partition bound.
@@ -37,11 +37,9 @@ struct PartitionStatus {
     std::optional<std::int64_t> lag{};
 };
 
-struct WorkerStatus {
+// One batch runner (pipeline.concurrency of them).
+struct RunnerStatus {
     int index = 0;
-    // Its dependencies answered on last use, its handlers prepared, none of its
-    // partitions stalled (Worker::healthy()).
-    bool healthy = true;
     // Since when it works on the batch in hand; nullopt while it waits for records.
     std::optional<std::chrono::steady_clock::time_point> busy_since;
 };
@@ -53,15 +51,18 @@ struct DaemonStatus {
     // The group gave this member an assignment, possibly empty (a spare member).
     bool joined = false;
     std::vector<PartitionStatus> partitions;  // assigned to this member
-    std::vector<WorkerStatus> workers;
-    // Over every worker: batches being run now, and lanes (a partition, or one
+    std::vector<RunnerStatus> runners;
+    // The dependencies answered on the latest batch's use of them, the handlers
+    // prepared, no lane stalled (BatchRunners::healthy()).
+    bool pipeline_healthy = true;
+    // Batches being run now, and lanes (a partition, or one
     // ordering key of it) held by a record that retries later (NACK, retry,
     // stall) with the records waiting in them.
     std::size_t batches_in_flight = 0;
     std::size_t held_lanes = 0;
     std::size_t waiting_behind_held = 0;       // behind the first record of each
     std::size_t keys_waiting_behind_held = 0;  // their Kafka keys, the held record's left out
-    // As last observed: Redis and PostgreSQL by every worker's last use of
+    // As last observed: Redis and PostgreSQL by the latest batch's use of
     // them, Kafka by librdkafka's statistics (a broker connection up).
     bool redis_up = true;
     // False with claim.store: postgres: the daemon has no Redis to be up or

@@ -17,10 +17,11 @@ HealthVerdict liveness(const DaemonStatus& status, DaemonStatus::Clock::time_poi
     if (now - status.last_poll > bound)
         return {false, "the poll loop last turned " + std::to_string(ms(now - status.last_poll)) +
                            " ms ago (bound " + std::to_string(bound.count()) + " ms)"};
-    for (const auto& w : status.workers)
-        if (w.busy_since && now - *w.busy_since > bound)
-            return {false, "worker " + std::to_string(w.index) + " has been on one batch for " +
-                               std::to_string(ms(now - *w.busy_since)) + " ms (bound " +
+    for (const auto& r : status.runners)
+        if (r.busy_since && now - *r.busy_since > bound)
+            return {false, "batch runner " + std::to_string(r.index) +
+                               " has been on one batch for " +
+                               std::to_string(ms(now - *r.busy_since)) + " ms (bound " +
                                std::to_string(bound.count()) + " ms): a handler may hang"};
     return {true, {}};
 }
@@ -31,7 +32,7 @@ HealthVerdict readiness(const DaemonStatus& status, DaemonStatus::Clock::time_po
     if (!live.ok) return live;
     if (!status.joined) return {false, "not yet joined to the consumer group"};
     if (!status.kafka_up) return {false, "no Kafka broker connection is up"};
-    // Redis and PostgreSQL count through the workers: with on_redis_down:
+    // Redis and PostgreSQL count through the runners: with on_redis_down:
     // postgres_only a Redis outage does not stop the pipeline, so it does not
     // make the member unready either (exo_dependency_up still shows it); with
     // claim.store: postgres no Redis is asked at all.
@@ -41,11 +42,10 @@ HealthVerdict readiness(const DaemonStatus& status, DaemonStatus::Clock::time_po
                                std::to_string(p.partition.partition.value) +
                                "] is stalled: a record cannot be recorded even as a dead "
                                "letter (see the error in the log)"};
-    for (const auto& w : status.workers)
-        if (!w.healthy)
-            return {false, "worker " + std::to_string(w.index) +
-                               " is not healthy: a dependency failed on its last use or a "
-                               "handler cannot prepare (see the log)"};
+    if (!status.pipeline_healthy)
+        return {false,
+                "the batch runners are not healthy: a dependency failed on its last use or a "
+                "handler cannot prepare (see the log)"};
     return {true, {}};
 }
 

@@ -2,12 +2,12 @@
 // The answers of /healthz and /readyz, decided from a DaemonStatus. Pure: the
 // endpoint passes the time, the unit tests every case.
 //
-// Live (healthz): the poll loop turned, and every worker either waits for
-// records or has worked on its batch in hand, within `bound`. A process that
+// Live (healthz): the poll loop turned, and every batch runner either waits
+// for records or has worked on its batch in hand, within `bound`. A process that
 // is not live should be restarted: it is stuck, and restarting loses nothing
 // (the guarantee holds across kill -9).
 // Ready (readyz): live, joined to its group, a Kafka broker connection up,
-// every worker healthy (its dependencies answered, as far as the pipeline
+// the batch runners healthy (their dependencies answered, as far as the pipeline
 // needs them) and no partition stalled. A member that joined and got no partitions is ready:
 // spare replicas must not block a rolling deploy.
 #include <chrono>

@@ -244,8 +244,7 @@ std::string render_metrics(const PipelineStats& stats, const DaemonStatus& statu
         w.family(name, "gauge", help);
         w.sample(name, "", static_cast<std::uint64_t>(value));
     };
-    process_gauge("exo_batches_in_flight",
-                  "Batches being run now (at most workers x pipeline.concurrency).",
+    process_gauge("exo_batches_in_flight", "Batches being run now (at most pipeline.concurrency).",
                   status.batches_in_flight);
     process_gauge("exo_held_lanes",
                   "Lanes (a partition, or one ordering key of it) held by a record that retries "
@@ -261,7 +260,7 @@ std::string render_metrics(const PipelineStats& stats, const DaemonStatus& statu
     w.family("exo_partitions_assigned", "gauge", "Partitions assigned to this member.");
     w.sample("exo_partitions_assigned", "", static_cast<std::uint64_t>(status.partitions.size()));
     w.family("exo_partitions_paused", "gauge",
-             "Assigned partitions whose fetching is paused (worker queue full).");
+             "Assigned partitions whose fetching is paused (queue full).");
     w.sample("exo_partitions_paused", "", paused);
     w.family("exo_dependency_up", "gauge",
              "1 when the dependency answered on its last use, else 0.");

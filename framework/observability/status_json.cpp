@@ -24,14 +24,18 @@ std::string status_json(const DaemonStatus& status, const HealthVerdict& live,
     out["joined"] = status.joined;
     out["dependencies"] = {{"postgres", status.postgres_up}, {"kafka", status.kafka_up}};
     if (status.redis_used) out["dependencies"]["redis"] = status.redis_up;
+    // "workers" keeps the name and fields of the per-worker list of earlier
+    // versions, so readers of /status keep working: one entry per batch runner,
+    // each with the pipeline's one health.
     out["workers"] = nlohmann::json::array();
-    for (const auto& w : status.workers) {
+    for (const auto& r : status.runners) {
         std::optional<long long> busy_ms;
-        if (w.busy_since)
+        if (r.busy_since)
             busy_ms =
-                std::chrono::duration_cast<std::chrono::milliseconds>(now - *w.busy_since).count();
-        out["workers"].push_back(
-            {{"index", w.index}, {"healthy", w.healthy}, {"busy_ms", or_null(busy_ms)}});
+                std::chrono::duration_cast<std::chrono::milliseconds>(now - *r.busy_since).count();
+        out["workers"].push_back({{"index", r.index},
+                                  {"healthy", status.pipeline_healthy},
+                                  {"busy_ms", or_null(busy_ms)}});
     }
     out["partitions"] = nlohmann::json::array();
     for (const auto& p : status.partitions)

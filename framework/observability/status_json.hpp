@@ -9,7 +9,8 @@
 namespace exo {
 
 // {"live":{"ok":..,"reason":..},"ready":{..},"joined":..,"dependencies":{"redis":..,
-//  "postgres":..,"kafka":..},"workers":[{"index","healthy","busy_ms"}],
+//  "postgres":..,"kafka":..},"workers":[{"index","healthy","busy_ms"}] (one per batch
+//  runner, healthy the same for all: the pipeline's),
 //  "partitions":[{"topic","partition","paused","stalled","committed","queued",
 //  "in_flight","parked","parked_bytes","lag"}]}; committed, lag and busy_ms are null when unknown;
 //  "redis" is left out with claim.store: postgres (no Redis to be up or down).

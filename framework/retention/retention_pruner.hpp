@@ -18,7 +18,7 @@
 // session and is retried with backoff; it never stops the daemon.
 //
 // Lifecycle: start() once, stop() (or the destructor) stops and joins; the
-// daemon, the composition root, starts it beside the workers and stops it after
+// daemon, the composition root, starts it beside the batch runners and stops it after
 // them. Thread-safety: start() and stop() from the owning thread only.
 #include <chrono>
 #include <condition_variable>

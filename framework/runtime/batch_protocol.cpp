@@ -7,8 +7,8 @@
 namespace exo {
 namespace {
 
-// "exo/w0.3 <group>@<host>:<pid>:<n>" for owner "<group>@<host>:<pid>:<n>/w0.3":
-// the slot first, because PostgreSQL keeps only 63 bytes of a name.
+// "exo/r3 <group>@<host>:<pid>:<n>" for owner "<group>@<host>:<pid>:<n>/r3":
+// the runner first, because PostgreSQL keeps only 63 bytes of a name.
 std::string application_name(const std::string& owner) {
     const auto slash = owner.rfind('/');
     if (slash == std::string::npos) return "exo " + owner;
@@ -131,7 +131,7 @@ BatchEnd BatchProtocol::batch_failed(Batch& batch, const std::exception& e) {
     if (prepare_failed) {
         if (!postgres_.prepare_failing())
             log_.error(
-                "{}; {} records wait and the worker reports not ready until it succeeds "
+                "{}; {} records wait and the process reports not ready until it succeeds "
                 "(retried every {} ms)",
                 why, batch.size(), delay.count());
         postgres_.mark_prepare_failing();

@@ -9,7 +9,6 @@
 #include <random>
 
 #include "core/log_context.hpp"
-#include "core/topic_partition_hash.hpp"
 #include "kafka/kafka_names.hpp"
 #include "scheduling/ordering_key.hpp"
 #include "scheduling/record_limits.hpp"
@@ -43,7 +42,7 @@ std::string describe(const std::vector<TopicPartition>& parts) {
 }
 
 // The dead-letter producer: the consumer's properties (security settings) but the
-// consumer-only ones, and a delivery timeout below the worker's 10 s flush, so a dead letter whose
+// consumer-only ones, and a delivery timeout below the runner's 10 s flush, so a dead letter whose
 // flush gave up has failed for good instead of being delivered later, beside the copy the retry
 // produces.
 ProducerOptions dead_letter_producer(const std::string& bootstrap, const KafkaConfig& kafka) {
@@ -104,28 +103,20 @@ Daemon::Daemon(const Config& config, const HandlerRegistry& handlers, Failpoints
         relay_ =
             std::make_unique<OutboxRelay>(config_.outbox, config_.postgres, config_.kafka.group_id,
                                           stats_, failpoints, relay_producer(bootstrap_, config));
-    // The workers create their dead-letter producers at their first dead
+    // The runners create their dead-letter producers at their first dead
     // letter: one made and dropped here refuses a bad property at start-up.
     { const KafkaProducer checked(dead_letter_producer(bootstrap_, config.kafka)); }
-    auto prefix = owner_prefix(config.kafka.group_id);
-    for (int i = 0; i < config.pipeline.workers; ++i) {
-        WorkerContext ctx{config_,
-                          handlers,
-                          dead_letter_producer(bootstrap_, config.kafka),
-                          stats_,
-                          failpoints,
-                          [this](const std::vector<FinishedOffset>& done) {
-                              {
-                                  std::lock_guard lock(offsets_mutex_);
-                                  for (const auto& f : done) offsets_.finish(f.partition, f.offset);
-                              }
-                              finished_records_ += done.size();
-                          },
-                          prefix,
-                          lease_renewer_,
-                          relay_ ? &relay_->doorbell() : nullptr};
-        workers_.push_back(std::make_unique<Worker>(i, std::move(ctx)));
-    }
+    runners_ = std::make_unique<BatchRunners>(RunnersContext{
+        config_, handlers, dead_letter_producer(bootstrap_, config.kafka), stats_, failpoints,
+        [this](const std::vector<FinishedOffset>& done) {
+            {
+                std::lock_guard lock(offsets_mutex_);
+                for (const auto& f : done) offsets_.finish(f.partition, f.offset);
+            }
+            finished_records_ += done.size();
+        },
+        owner_prefix(config.kafka.group_id), lease_renewer_,
+        relay_ ? &relay_->doorbell() : nullptr});
 }
 
 Daemon::~Daemon() {
@@ -139,12 +130,8 @@ Daemon::~Daemon() {
         }
     }
     consumer_.reset();
-    for (auto& w : workers_) w->request_stop();
-    workers_.clear();
-}
-
-Worker& Daemon::worker_for(const TopicPartition& tp) {
-    return *workers_[TopicPartitionHash{}(tp) % workers_.size()];
+    runners_->request_stop();
+    runners_.reset();
 }
 
 void Daemon::run(std::stop_token stop) {
@@ -161,17 +148,19 @@ void Daemon::run(std::stop_token stop) {
         on_commit_answered(accepted);
     };
     consumer_.emplace(options, static_cast<RebalanceListener&>(*this));
-    for (auto& w : workers_) w->start();
+    runners_->start();
     pruner_.start();
     if (relay_) relay_->start();
     std::string topics;
     for (const auto& t : options.topics) topics += (topics.empty() ? "" : ", ") + t;
-    spdlog::info("consuming {} as group '{}' with {} worker(s)", topics, config_.kafka.group_id,
-                 workers_.size());
+    spdlog::info("consuming {} as group '{}' with {} batch runner(s)", topics,
+                 config_.kafka.group_id, runners_->runners());
 
     commit_schedule_.emplace(config_.kafka.commit_interval, Clock::now());
-    const std::size_t poll_max = static_cast<std::size_t>(
-        std::max(config_.pipeline.batch_size * config_.pipeline.workers, 100));
+    // Two batches' worth a turn, as the two workers of earlier versions took:
+    // more would only make the turns (pauses, commits, status) further apart.
+    const std::size_t poll_max =
+        static_cast<std::size_t>(std::max(config_.pipeline.batch_size * 2, 100));
     while (!stop.stop_requested()) {
         last_poll_ = Clock::now().time_since_epoch().count();
         dispatch(consumer_->poll(poll_max, std::chrono::milliseconds(50)));
@@ -185,8 +174,8 @@ void Daemon::run(std::stop_token stop) {
     spdlog::info("stopping: draining {} partition(s)", assigned_.size());
     drain(std::vector<TopicPartition>(assigned_.begin(), assigned_.end()), "shutdown");
     consumer_->close();  // leaves the group; on_revoked runs for what is still assigned
-    for (auto& w : workers_) w->request_stop();
-    for (auto& w : workers_) w->join();
+    runners_->request_stop();
+    runners_->join();
     pruner_.stop();
     if (relay_) relay_->stop();
     ready_ = false;
@@ -200,7 +189,7 @@ void Daemon::run(std::stop_token stop) {
 void Daemon::dispatch(std::vector<Record> records) {
     if (records.empty()) return;
     // Ordering keys first, outside the offsets lock: ordering: entity parses
-    // every payload, and every worker's finish waits on that lock.
+    // every payload, and every runner's finish waits on that lock.
     std::vector<PendingRecord> fresh;
     fresh.reserve(records.size());
     // Re-reads by read-again window (one per partition at a time).
@@ -232,14 +221,13 @@ void Daemon::dispatch(std::vector<Record> records) {
     // fetched (still unfinished if spilled); spilled records a window proved
     // gone from Kafka are finished: nothing can apply them.
     std::vector<FinishedOffset> gone;
+    auto& inbox = runners_->inbox();
     for (auto& [window, batch] : rereads) {
-        auto& inbox = worker_for(batch.front().record.topic_partition()).inbox();
         auto lost = inbox.push_rereads(std::move(batch), window);
         gone.insert(gone.end(), lost.begin(), lost.end());
     }
     for (const auto& c : closed) {
-        auto lost =
-            worker_for(c.partition).inbox().forget_unread_spilled(c.partition, c.end, c.window);
+        auto lost = inbox.forget_unread_spilled(c.partition, c.end, c.window);
         gone.insert(gone.end(), lost.begin(), lost.end());
     }
     {
@@ -252,32 +240,23 @@ void Daemon::dispatch(std::vector<Record> records) {
             "{}[{}] offset {}: a record held back for its key (spilled) is no longer in Kafka "
             "(compacted or deleted by retention before it was read again): skipped",
             g.partition.topic.value, g.partition.partition.value, g.offset.value);
-    std::map<Worker*, std::vector<PendingRecord>> per_worker;
-    for (auto& p : fresh)
-        per_worker[&worker_for(p.record.topic_partition())].push_back(std::move(p));
-    for (auto& [worker, batch] : per_worker) {
-        stats_.polled += batch.size();
-        worker->inbox().push(std::move(batch));
-    }
+    stats_.polled += fresh.size();
+    inbox.push(std::move(fresh));
 }
 
 std::size_t Daemon::records_in_flight() const {
-    std::size_t total = 0;
-    for (const auto& w : workers_) total += w->inbox().in_flight();
-    return total;
+    return runners_->inbox().in_flight();
 }
 
 std::size_t Daemon::bytes_in_flight() const {
-    std::size_t total = 0;
-    for (const auto& w : workers_) total += w->inbox().in_flight_bytes();
-    return total;
+    return runners_->inbox().in_flight_bytes();
 }
 
 void Daemon::update_pauses(std::size_t total, std::size_t total_bytes) {
     const auto now = Clock::now();
     std::map<TopicPartition, PartitionLoad> loads;
+    auto& inbox = runners_->inbox();
     for (const auto& tp : assigned_) {
-        auto& inbox = worker_for(tp).inbox();
         PartitionLoad load{inbox.queued(tp) + inbox.in_batch(tp),
                            inbox.queued_bytes(tp) + inbox.in_batch_bytes(tp), 0};
         // Held keys' own records do not count (worker_inbox.hpp): walked only
@@ -366,20 +345,15 @@ bool Daemon::commit_finished(bool synchronous, const std::vector<TopicPartition>
 
 void Daemon::drain(const std::vector<TopicPartition>& partitions, const char* why) {
     if (partitions.empty()) return;
-    std::map<Worker*, std::vector<TopicPartition>> per_worker;
-    for (const auto& tp : partitions) per_worker[&worker_for(tp)].push_back(tp);
-    // Drop everywhere first, so no worker starts another batch of a revoked
-    // partition while an earlier one is being waited for; then wait.
-    for (auto& [worker, mine] : per_worker) worker->inbox().drop_partitions(mine, Clock::now());
+    // The drop discards what is queued, so no runner starts another batch of
+    // a revoked partition while an earlier one is being waited for.
     auto deadline = Clock::now() + config_.pipeline.shutdown_timeout;
-    for (auto& [worker, mine] : per_worker) {
-        if (worker->inbox().drop_partitions(mine, deadline)) continue;
-        worker->abandon_leases();
-        spdlog::warn(
-            "{}: a batch of {} did not finish within {} ms; its claims are abandoned "
-            "and its records will be redelivered and deduplicated",
-            why, describe(mine), config_.pipeline.shutdown_timeout.count());
-    }
+    if (runners_->inbox().drop_partitions(partitions, deadline)) return;
+    runners_->abandon_leases(partitions);
+    spdlog::warn(
+        "{}: a batch of {} did not finish within {} ms; its claims are abandoned "
+        "and its records will be redelivered and deduplicated",
+        why, describe(partitions), config_.pipeline.shutdown_timeout.count());
 }
 
 void Daemon::on_assigned(const std::vector<TopicPartition>& partitions) {
@@ -416,9 +390,7 @@ void Daemon::on_revoked(const std::vector<TopicPartition>& partitions, bool lost
 }
 
 void Daemon::update_readiness() {
-    bool healthy =
-        std::all_of(workers_.begin(), workers_.end(), [](const auto& w) { return w->healthy(); });
-    bool now_ready = healthy && !assigned_.empty();
+    bool now_ready = runners_->healthy() && !assigned_.empty();
     if (now_ready != ready_.load() || !ready_logged_) {
         ready_ = now_ready;
         ready_logged_ = true;
@@ -444,8 +416,8 @@ void Daemon::publish_status(bool now) {
     s.running = true;
     s.joined = joined_;
     s.redis_used = config_.claim.in_redis();
+    const auto& inbox = runners_->inbox();
     for (const auto& tp : assigned_) {
-        auto& inbox = worker_for(tp).inbox();
         PartitionStatus p;
         p.partition = tp;
         p.paused = pauses_.paused(tp);
@@ -466,17 +438,16 @@ void Daemon::publish_status(bool now) {
                 p.lag = it->second;
         s.partitions.push_back(std::move(p));
     }
-    for (std::size_t i = 0; i < workers_.size(); ++i) {
-        const auto& w = *workers_[i];
-        s.workers.push_back({static_cast<int>(i), w.healthy(), w.busy_since()});
-        s.redis_up = s.redis_up && w.redis_up();
-        s.postgres_up = s.postgres_up && w.postgres_up();
-        const auto t = workers_[i]->inbox().totals();
-        s.batches_in_flight += t.batches_out;
-        s.held_lanes += t.held_lanes;
-        s.waiting_behind_held += t.waiting_behind_held;
-        s.keys_waiting_behind_held += t.keys_waiting_behind_held;
-    }
+    s.pipeline_healthy = runners_->healthy();
+    for (std::size_t i = 0; i < runners_->runners(); ++i)
+        s.runners.push_back({static_cast<int>(i), runners_->busy_since(i)});
+    s.redis_up = runners_->redis_up();
+    s.postgres_up = runners_->postgres_up();
+    const auto t = inbox.totals();
+    s.batches_in_flight = t.batches_out;
+    s.held_lanes = t.held_lanes;
+    s.waiting_behind_held = t.waiting_behind_held;
+    s.keys_waiting_behind_held = t.keys_waiting_behind_held;
     // Before librdkafka's first statistics, an assignment proves a broker answered.
     s.kafka_up = kafka_statistics_ ? kafka_statistics_->brokers_up > 0 : joined_;
     std::lock_guard lock(status_mutex_);

@@ -1,7 +1,8 @@
 #pragma once
-// The long-lived consumer: one poll thread (this object's run()) and N workers.
-// The poll thread owns the KafkaConsumer, hands records to the worker that owns
-// their partition, pauses partitions whose queue is full (so it can keep polling
+// The long-lived consumer: one poll thread (this object's run()) and the batch
+// runners (worker.hpp: one lane scheduler feeding pipeline.concurrency runners).
+// The poll thread owns the KafkaConsumer, hands records to the scheduler,
+// pauses partitions whose queue is full (so it can keep polling
 // and never exceeds max.poll.interval.ms), and commits, per partition, the
 // lowest unfinished offset. Rebalances and shutdown drain the same way: drop
 // queued records, wait for in-flight batches (pipeline.shutdown_timeout), commit
@@ -48,7 +49,7 @@ public:
     void run(std::stop_token stop);
 
     const PipelineStats& stats() const override { return stats_; }
-    // Partitions assigned and every worker's dependencies answering.
+    // Partitions assigned and the runners' dependencies answering.
     bool ready() const { return ready_.load(); }
     // What the daemon does, as of its poll loop's last snapshot (a few hundred
     // milliseconds old at most) and its last turn (live).
@@ -59,9 +60,9 @@ private:
     void on_revoked(const std::vector<TopicPartition>& partitions, bool lost) override;
 
     void dispatch(std::vector<Record> records);
-    // Records queued or in a batch, over every worker (parked ones excluded).
+    // Records queued or in a batch (parked ones excluded).
     std::size_t records_in_flight() const;
-    // Their bytes (scheduling/record_limits.hpp), kept by the inboxes as records
+    // Their bytes (scheduling/record_limits.hpp), kept by the inbox as records
     // come and go: no walk of the records.
     std::size_t bytes_in_flight() const;
     void update_pauses(std::size_t in_flight, std::size_t bytes_in_flight);
@@ -82,7 +83,6 @@ private:
     // Poll thread: publishes a new status snapshot when the last is older than
     // its interval (or at once with `now`).
     void publish_status(bool now = false);
-    Worker& worker_for(const TopicPartition& tp);
 
     const Config& config_;
     std::string bootstrap_;
@@ -94,7 +94,7 @@ private:
     OffsetTracker offsets_;  // guarded by offsets_mutex_
 
     std::set<TopicPartition> assigned_;  // poll thread only
-    // Records finished (the workers count them), and, poll thread only, when the
+    // Records finished (the runners count them), and, poll thread only, when the
     // next commit is due.
     std::atomic<std::uint64_t> finished_records_{0};
     std::optional<CommitSchedule> commit_schedule_;
@@ -111,13 +111,13 @@ private:
     std::atomic<std::chrono::steady_clock::rep> last_poll_{0};
 
     // Destruction order: the consumer goes first (its close() calls on_revoked,
-    // which uses the workers), then the workers, then the pruner and the relay.
+    // which uses the runners), then the runners, then the pruner and the relay.
     std::unique_ptr<OutboxRelay> relay_;  // null when outbox.enabled is false
     RetentionPruner pruner_;
-    // One thread and one Redis connection renew every worker's claims; after the
-    // workers go (declared before them).
+    // One thread and one Redis connection renew every runner's claims; after the
+    // runners go (declared before them).
     LeaseRenewer lease_renewer_;
-    std::vector<std::unique_ptr<Worker>> workers_;
+    std::unique_ptr<BatchRunners> runners_;
     std::optional<KafkaConsumer> consumer_;
 };
 

@@ -8,10 +8,9 @@
 namespace exo {
 namespace {
 
-std::shared_ptr<spdlog::logger> worker_logger(int index) {
-    auto name = "worker-" + std::to_string(index);
-    if (auto existing = spdlog::get(name)) return existing;
-    return spdlog::default_logger()->clone(name);
+std::shared_ptr<spdlog::logger> runners_logger() {
+    if (auto existing = spdlog::get("runners")) return existing;
+    return spdlog::default_logger()->clone("runners");
 }
 
 // What one held key may keep queued before it spills (worker_inbox.hpp): half
@@ -22,18 +21,17 @@ std::size_t held_lane_cap(const PipelineConfig& p) {
 
 }  // namespace
 
-Worker::Worker(int index, WorkerContext context)
+BatchRunners::BatchRunners(RunnersContext context)
     : ctx_(std::move(context)),
-      owner_(ctx_.owner_prefix + "/w" + std::to_string(index)),
-      log_(worker_logger(index)),
+      log_(runners_logger()),
       inbox_(ctx_.config.pipeline.concurrency, held_lane_cap(ctx_.config.pipeline),
              ParkLimits{static_cast<std::size_t>(ctx_.config.pipeline.max_parked_per_partition),
                         ctx_.config.pipeline.max_parked_bytes_per_partition}) {
     const auto& p = ctx_.config.pipeline;
     for (int i = 0; i < p.concurrency; ++i) {
-        // A claim is re-entrant for its owner: slots must never share one.
-        auto owner = p.concurrency == 1 ? owner_ : owner_ + "." + std::to_string(i);
-        slots_.push_back(std::make_unique<Slot>(ctx_, owner, log_));
+        // A claim is re-entrant for its owner: runners must never share one.
+        slots_.push_back(
+            std::make_unique<Slot>(ctx_, ctx_.owner_prefix + "/r" + std::to_string(i), log_));
     }
     if (slots_.front()->protocol.has_outside_work()) {
         outside_ = std::make_unique<OutsideWork>(p.outside_threads, ctx_.stats, *log_);
@@ -41,49 +39,62 @@ Worker::Worker(int index, WorkerContext context)
     }
 }
 
-Worker::~Worker() {
+BatchRunners::~BatchRunners() {
     request_stop();
     join();
 }
 
-void Worker::start() {
+void BatchRunners::start() {
     for (auto& slot : slots_)
         slot->thread =
             std::jthread([this, &slot = *slot](std::stop_token stop) { run(stop, slot); });
 }
 
-void Worker::request_stop() {
+void BatchRunners::request_stop() {
     for (auto& slot : slots_) slot->thread.request_stop();
 }
 
-void Worker::join() {
+void BatchRunners::join() {
     for (auto& slot : slots_)
         if (slot->thread.joinable()) slot->thread.join();
 }
 
-bool Worker::healthy() const {
+bool BatchRunners::healthy() const {
     return healthy_.load() && inbox_.stalled_lanes() == 0;
 }
 
-std::optional<std::chrono::steady_clock::time_point> Worker::busy_since() const {
-    Rep since = kIdle;
-    for (const auto& slot : slots_) {
-        const Rep busy = slot->busy_since.load();
-        if (busy != kIdle && (since == kIdle || busy < since)) since = busy;
+void BatchRunners::abandon_leases(const std::vector<TopicPartition>& partitions) {
+    bool any = false;
+    for (auto& slot : slots_) {
+        std::lock_guard lock(slot->partitions_mutex);
+        if (std::none_of(partitions.begin(), partitions.end(),
+                         [&](const TopicPartition& tp) { return slot->partitions.contains(tp); }))
+            continue;
+        slot->leases.abandon();
+        any = true;
     }
+    // Every batch in run() stops calling (OutsideWork knows no partitions): a
+    // batch of another partition puts its uncalled records back and calls them
+    // in its next try, which costs time, never a record.
+    if (any && outside_) outside_->abandon_calls();
+}
+
+std::optional<std::chrono::steady_clock::time_point> BatchRunners::busy_since(
+    std::size_t index) const {
+    const Rep since = slots_.at(index)->busy_since.load();
     if (since == kIdle) return std::nullopt;
     return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(since));
 }
 
-bool Worker::redis_up() const {
+bool BatchRunners::redis_up() const {
     return redis_up_.load();
 }
 
-bool Worker::postgres_up() const {
+bool BatchRunners::postgres_up() const {
     return postgres_up_.load();
 }
 
-void Worker::run(std::stop_token stop, Slot& slot) {
+void BatchRunners::run(std::stop_token stop, Slot& slot) {
     slot.protocol.open_sessions();
     const auto& p = ctx_.config.pipeline;
     while (!stop.stop_requested()) {
@@ -92,7 +103,7 @@ void Worker::run(std::stop_token stop, Slot& slot) {
     }
 }
 
-HandBack Worker::hand_back_or_abort(Batch& batch) {
+HandBack BatchRunners::hand_back_or_abort(Batch& batch) {
     try {
         return hand_back(batch, ctx_.stats);
     } catch (const std::logic_error& e) {
@@ -111,8 +122,12 @@ HandBack Worker::hand_back_or_abort(Batch& batch) {
     }
 }
 
-void Worker::run_batch(Slot& slot, WorkerInbox::Taken taken) {
+void BatchRunners::run_batch(Slot& slot, WorkerInbox::Taken taken) {
     slot.busy_since = std::chrono::steady_clock::now().time_since_epoch().count();
+    {
+        std::lock_guard lock(slot.partitions_mutex);
+        for (const auto& r : taken.records) slot.partitions.insert(r.record.topic_partition());
+    }
     Batch batch(std::move(taken.records));  // never moves: its records point into it
     LeaseKeeper& leases = slot.leases;
     ctx_.stats.batches++;
@@ -148,6 +163,10 @@ void Worker::run_batch(Slot& slot, WorkerInbox::Taken taken) {
             "{} strict-sequence gap(s) refused a parked place (pipeline.max_parked_per_"
             "partition / max_parked_bytes_per_partition): dead-lettered",
             refused.size());
+    {
+        std::lock_guard lock(slot.partitions_mutex);
+        slot.partitions.clear();
+    }
     slot.busy_since = kIdle;
     redis_up_ = slot.protocol.redis_up();
     postgres_up_ = slot.protocol.postgres_up();

@@ -1,9 +1,9 @@
 #pragma once
-// One worker's Redis: its connection and claim store, opened when first needed,
+// One batch runner's Redis: its connection and claim store, opened when first needed,
 // forgotten on any failure and reopened after a backoff. An outage is logged
 // once when it starts and once when it ends, not once per retry.
 //
-// Thread-safety: none; one worker slot's thread (BatchProtocol).
+// Thread-safety: none; one batch runner's thread (BatchProtocol).
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -19,7 +19,7 @@
 
 namespace exo {
 
-// How every exo Redis connection (workers, the lease keeper, operator commands)
+// How every exo Redis connection (batch runners, the lease keeper, operator commands)
 // reaches Redis: the one place the redis section becomes connection options.
 RedisOptions redis_options(const RedisConfig& redis);
 // The router to the server or cluster the redis section names (redis.cluster).
