@@ -56,9 +56,11 @@ void WorkerInbox::push(std::vector<PendingRecord> records) {
     {
         std::lock_guard lock(mutex_);
         const auto now = Clock::now();
+        std::set<Lane> touched;
         for (auto& r : records) {
             const auto tp = r.record.topic_partition();
             auto [it, _] = lanes_.try_emplace(r.lane());
+            touched.insert(it->first);
             auto& state = it->second;
             auto& spilled = state.spilled;
             // Delivered again outside a read-again window: if spilled, it stays
@@ -82,6 +84,7 @@ void WorkerInbox::push(std::vector<PendingRecord> records) {
             state.queued_bytes += r.bytes;
             state.queue.push_back(std::move(r));
         }
+        for (const auto& lane : touched) refresh(lane, now);
         ++generation_;
     }
     changed_.notify_all();
@@ -94,9 +97,11 @@ std::vector<FinishedOffset> WorkerInbox::push_rereads(std::vector<PendingRecord>
     {
         std::lock_guard lock(mutex_);
         const auto now = Clock::now();
+        std::set<Lane> touched;
         for (auto& r : records) {
             auto it = lanes_.find(r.lane());
             if (it == lanes_.end()) continue;
+            touched.insert(it->first);
             auto& state = it->second;
             auto& spilled = state.spilled;
             const auto tp = r.record.topic_partition();
@@ -123,6 +128,7 @@ std::vector<FinishedOffset> WorkerInbox::push_rereads(std::vector<PendingRecord>
             state.queued_bytes += r.bytes;
             state.queue.push_back(std::move(r));
         }
+        for (const auto& lane : touched) refresh(lane, now);
         ++generation_;
     }
     changed_.notify_all();
@@ -153,30 +159,76 @@ std::vector<FinishedOffset> WorkerInbox::forget_unread_spilled(const TopicPartit
     return gone;
 }
 
+void WorkerInbox::refresh(const Lane& lane, Clock::time_point now) {
+    auto it = lanes_.find(lane);
+    if (it == lanes_.end() || in_batch_.contains(lane)) {
+        ready_.erase(lane);
+        return;
+    }
+    auto& state = it->second;
+    const bool held = is_held(state, now);
+    bool ready = false;
+    std::optional<Clock::time_point> next;
+    const auto later = [&](Clock::time_point t) {
+        if (!next || t < *next) next = t;
+    };
+    for (const auto& p : state.parked) {
+        // Sorted: the rest are younger still, and wait for the hold (its end is below).
+        if (held && behind_held_head(state, p)) break;
+        if (p.due <= now)
+            ready = true;
+        else
+            later(p.due);
+    }
+    if (!state.queue.empty()) {
+        if (held)
+            later(*state.held_until);
+        else
+            ready = true;
+    }
+    if (ready)
+        ready_.insert(lane);
+    else
+        ready_.erase(lane);
+    // One entry no later than `next` is enough: reached, it refreshes the lane,
+    // which schedules what comes after.
+    if (next && (!state.wake || *next < *state.wake)) {
+        state.wake = next;
+        due_.emplace(*next, lane);
+    }
+}
+
+void WorkerInbox::advance(Clock::time_point now) {
+    while (!due_.empty() && due_.top().first <= now) {
+        const auto [at, lane] = due_.top();
+        due_.pop();
+        auto it = lanes_.find(lane);
+        if (it == lanes_.end()) continue;  // gone since: stale
+        if (it->second.wake && *it->second.wake <= now) it->second.wake.reset();
+        refresh(lane, now);
+    }
+}
+
 std::size_t WorkerInbox::ready_count(Clock::time_point now, Clock::time_point* next_release,
-                                     Clock::time_point* ready_since) const {
+                                     Clock::time_point* ready_since) {
+    advance(now);
+    if (next_release && !due_.empty() && due_.top().first < *next_release)
+        *next_release = due_.top().first;
     std::size_t ready = 0;
     const auto since = [&](Clock::time_point t) {
         if (ready_since && t < *ready_since) *ready_since = t;
     };
-    for (const auto& [lane, state] : lanes_) {
-        if (in_batch_.contains(lane)) continue;
+    for (const auto& lane : ready_) {
+        const auto& state = lanes_.at(lane);
         const bool held = is_held(state, now);
         for (const auto& p : state.parked) {
-            if (held && behind_held_head(state, p)) continue;  // counted when the hold ends
+            if (held && behind_held_head(state, p)) break;  // counted when the hold ends
             if (p.due <= now) {
                 ++ready;
                 since(p.due);
-            } else if (next_release && p.due < *next_release) {
-                *next_release = p.due;
             }
         }
-        if (state.queue.empty()) continue;
-        if (held) {
-            if (next_release && *state.held_until < *next_release)
-                *next_release = *state.held_until;
-            continue;
-        }
+        if (state.queue.empty() || held) continue;
         ready += state.queue.size();
         since(state.queue.front().polled_at);  // a lane's queue is in poll order
     }
@@ -214,7 +266,13 @@ bool WorkerInbox::take_lane(LaneState& lane, Clock::time_point now, std::size_t 
 
 void WorkerInbox::collect(std::map<Lane, LaneState>::iterator it) {
     const auto& state = it->second;
-    if (state.queue.empty() && state.parked.empty() && state.spilled.empty()) lanes_.erase(it);
+    if (state.queue.empty() && state.parked.empty() && state.spilled.empty()) erase_lane(it);
+}
+
+std::map<Lane, WorkerInbox::LaneState>::iterator WorkerInbox::erase_lane(
+    std::map<Lane, LaneState>::iterator it) {
+    ready_.erase(it->first);
+    return lanes_.erase(it);
 }
 
 WorkerInbox::Taken WorkerInbox::take_batch(std::size_t max, std::chrono::milliseconds linger,
@@ -251,10 +309,11 @@ WorkerInbox::Taken WorkerInbox::take_batch(std::size_t max, std::chrono::millise
     const auto share = [&](std::size_t n) { return (n + takers - 1) / takers; };
     const std::size_t limit = std::min(max, std::max<std::size_t>({1, share(ready), share(max)}));
     const auto now = Clock::now();
+    advance(now);
     BatchOut batch;
     std::vector<std::map<Lane, LaneState>::iterator> visited;
-    auto visit = [&](std::map<Lane, LaneState>::iterator it) {
-        if (in_batch_.contains(it->first)) return;
+    auto visit = [&](const Lane& lane) {
+        const auto it = lanes_.find(lane);
         const auto before = taken.records.size();
         if (!take_lane(it->second, now, limit - before, taken.records)) return;
         batch.lanes.insert(it->first);
@@ -266,17 +325,19 @@ WorkerInbox::Taken WorkerInbox::take_batch(std::size_t max, std::chrono::millise
         }
         visited.push_back(it);
     };
-    // From where the last batch stopped, around: every lane gets its turn.
-    auto start = last_lane_ ? lanes_.upper_bound(*last_lane_) : lanes_.begin();
-    for (auto it = start; it != lanes_.end() && taken.records.size() < limit; ++it) visit(it);
-    for (auto it = lanes_.begin(); it != start && taken.records.size() < limit; ++it) visit(it);
+    // From where the last batch stopped, around: every ready lane gets its turn.
+    // (ready_ is changed only below, after the walk.)
+    auto start = last_lane_ ? ready_.upper_bound(*last_lane_) : ready_.begin();
+    for (auto it = start; it != ready_.end() && taken.records.size() < limit; ++it) visit(*it);
+    for (auto it = ready_.begin(); it != start && taken.records.size() < limit; ++it) visit(*it);
     if (taken.records.empty()) return taken;  // an empty batch is never finished
 
     last_lane_ = visited.back()->first;
+    for (const auto& lane : batch.lanes) in_batch_.insert(lane);
+    for (const auto& lane : batch.lanes) ready_.erase(lane);
     for (auto it : visited) collect(it);
 
     taken.id = next_id_++;
-    for (const auto& lane : batch.lanes) in_batch_.insert(lane);
     for (const auto& [tp, n] : batch.records) taken_[tp] += n;
     for (const auto& [tp, n] : batch.bytes) taken_bytes_[tp] += n;
     batches_.emplace(taken.id, std::move(batch));
@@ -295,6 +356,15 @@ std::vector<TopicPartition> WorkerInbox::finish_batch(
         // batch's put-back of the same partition, taken after a re-assignment
         // to this member, is kept: only the batches out at the drop are marked.
         static const std::set<TopicPartition> kNoneDropped;
+        // Everything put back belongs to the batch's lanes (a contract): they
+        // are all looked at again at the end, out of the batch (named before
+        // the records move).
+        std::set<Lane> touched;
+        for (const auto& r : requeue) touched.insert(r.lane());
+        for (const auto& p : parked) touched.insert(p.record.lane());
+        for (const auto& [lane, _] : hold_until) touched.insert(lane);
+        if (out != batches_.end())
+            touched.insert(out->second.lanes.begin(), out->second.lanes.end());
         const auto& dropped = out != batches_.end() ? out->second.dropped : kNoneDropped;
         // The batch's parked places are given back first: those parked again
         // below take theirs again, without a check (a record keeps its place).
@@ -359,6 +429,8 @@ std::vector<TopicPartition> WorkerInbox::finish_batch(
             for (const auto& [tp, n] : out->second.bytes) take_from(taken_bytes_, tp, n);
             batches_.erase(out);
         }
+        const auto now = Clock::now();
+        for (const auto& lane : touched) refresh(lane, now);
         ++generation_;
     }
     changed_.notify_all();
@@ -371,7 +443,7 @@ bool WorkerInbox::drop_partitions(const std::vector<TopicPartition>& partitions,
     for (const auto& tp : partitions) {
         for (auto it = lanes_.lower_bound(Lane{tp});
              it != lanes_.end() && it->first.partition == tp;)
-            it = lanes_.erase(it);
+            it = erase_lane(it);
         for (auto it = stalled_.lower_bound(Lane{tp}); it != stalled_.end() && it->partition == tp;)
             it = stalled_.erase(it);
         queued_.erase(tp);

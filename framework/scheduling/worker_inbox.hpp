@@ -1,12 +1,13 @@
 #pragma once
-// The queue between the poll thread and one worker: a FIFO per lane (a
+// The process's lane scheduler, between the poll thread and the batch runners
+// (worker.hpp): a FIFO per lane (a
 // partition, or one ordering key of it: bindings[].ordering, pending_record.hpp).
 // A lane's order is kept because a lane is in at most one batch at a time, and
 // records that could not finish (NACK, retry, gap) go back to the *front* of
 // their lane, which is then held until their retry time: nothing behind them
 // overtakes them, and nothing of other lanes waits for them.
 //
-// Several batches may be out at once: the worker's threads (pipeline.concurrency)
+// Several batches may be out at once: the batch runners (pipeline.concurrency)
 // each run one. No two share a lane, and they finish in any order:
 // the offsets of a partition are committed only below its lowest unfinished
 // record (core/offset_tracker.hpp), whichever batch finishes first.
@@ -40,6 +41,12 @@
 // lane (ordering: partition, or keyless records) never spills: it is the partition, and pausing it
 // costs nothing else.
 //
+// A taker finds work without a walk of every lane: an index holds the lanes
+// ready now (something to take, in no batch), and a heap of due times the
+// moments a held lane or a parked record becomes ready; every change to a lane
+// looks at that lane again (refresh()), and a due time passing moves its lane
+// into the index.
+//
 // Thread-safety: every method is safe from any thread. A batch is finished once,
 // by whoever took it.
 #include <algorithm>
@@ -50,6 +57,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <queue>
 #include <set>
 #include <stop_token>
 #include <string_view>
@@ -205,6 +213,8 @@ private:
             std::uint64_t seen_in = 0;  // the last read-again window that delivered it
         };
         std::deque<Spilled> spilled;  // ascending; all younger than `queue`
+        // The earliest due time of this lane in due_ not yet reached, if any.
+        std::optional<Clock::time_point> wake;
     };
     using ParkedLoads = std::map<TopicPartition, ParkedLoad>;
     struct BatchOut {
@@ -217,11 +227,17 @@ private:
         std::set<TopicPartition> dropped;
     };
 
-    // Records ready now; lowers *next_release to when a held or parked one becomes
-    // ready, and *ready_since to when the longest-waiting ready one became ready
-    // (polled, or due).
+    // Records ready now, over the lanes of ready_ (after advance(now)); lowers
+    // *next_release to the next due time of due_, and *ready_since to when the
+    // longest-waiting ready record became ready (polled, or due).
     std::size_t ready_count(Clock::time_point now, Clock::time_point* next_release,
-                            Clock::time_point* ready_since = nullptr) const;
+                            Clock::time_point* ready_since = nullptr);
+    // Looks at `lane` again: in ready_ exactly when it has something to take
+    // now and is in no batch; when it will have later (a hold ending, a parked
+    // record due), a due_ entry no later than that time.
+    void refresh(const Lane& lane, Clock::time_point now);
+    // Refreshes the lanes whose due times passed.
+    void advance(Clock::time_point now);
     // Takes up to `limit` ready records of `lane` into `out`; true if any.
     bool take_lane(LaneState& lane, Clock::time_point now, std::size_t limit,
                    std::vector<PendingRecord>& out);
@@ -245,12 +261,19 @@ private:
         std::deque<LaneState::Spilled>& spilled, Offset offset);
     // Forgets the lane when nothing keeps it (see the file comment).
     void collect(std::map<Lane, LaneState>::iterator it);
+    // Erases a lane (ready_ with it); returns the next.
+    std::map<Lane, LaneState>::iterator erase_lane(std::map<Lane, LaneState>::iterator it);
 
     mutable std::mutex mutex_;
     std::condition_variable_any changed_;
     std::map<Lane, LaneState> lanes_;
-    std::set<Lane> in_batch_;              // lanes of every batch out
-    std::map<BatchId, BatchOut> batches_;  // out now
+    std::set<Lane> in_batch_;  // lanes of every batch out
+    // The index of lanes ready now, and when others become ready (file comment).
+    // A due_ entry may be stale (its lane changed since): it only costs a refresh.
+    std::set<Lane> ready_;
+    using Due = std::pair<Clock::time_point, Lane>;
+    std::priority_queue<Due, std::vector<Due>, std::greater<>> due_;
+    std::map<BatchId, BatchOut> batches_;                                      // out now
     std::map<TopicPartition, std::size_t> queued_, parked_, taken_, spilled_;  // record counts
     std::map<TopicPartition, std::size_t> queued_bytes_, taken_bytes_;  // of queued_ and taken_
     // Records holding a parked place (see above), parked and in batches out:
