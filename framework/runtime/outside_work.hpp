@@ -1,7 +1,7 @@
 #pragma once
 // The work handlers do outside their records' transaction
-// (exo/outside_transaction.hpp): a worker's outside threads
-// (pipeline.outside_threads), shared by its batches. A batch's records run
+// (exo/outside_transaction.hpp): the process's outside threads
+// (pipeline.outside_threads), shared by every batch runner's batches. A batch's records run
 // their before_transaction() lane by lane: a lane's records one after another
 // in batch order, different lanes at the same time, so a batch waits about as
 // long as its slowest lane.
@@ -11,7 +11,7 @@
 // a lane of any batch in run() with lanes not yet taken, the one with the
 // fewest outside threads on it first (the earliest among equals; a thread
 // just done with a lane counts where it was), so the threads are shared
-// evenly between the worker's slots. A lane is taken when its work starts,
+// evenly between the batch runners. A lane is taken when its work starts,
 // never queued for a thread, so a batch waits only for its lanes in progress,
 // never behind another batch's calls. At most outside_threads calls, plus one
 // per batch in run(), are in progress.
@@ -25,7 +25,7 @@
 // (fate::Requeue, no delay): its own fate, a retry or a dead letter, is
 // decided in the transaction.
 //
-// Thread-safety: run() from any of the worker's threads, concurrently.
+// Thread-safety: run() from any of the runners' threads, concurrently.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -48,7 +48,7 @@ namespace exo {
 // handler threw, but for what classify() (protocol/failure_matrix.hpp) reads
 // as exo's own sessions failing, which before the transaction can only be the
 // handler's own clients: a lost connection is the handler's dependency down
-// (DependencyError: the worker pauses, uncounted), an aborted transaction, a
+// (DependencyError: the runner pauses, uncounted), an aborted transaction, a
 // lock timeout or a failed prepare a retryable failure of the record.
 std::exception_ptr outside_failure(std::exception_ptr thrown);
 
@@ -62,14 +62,14 @@ public:
     ~OutsideWork();  // stops and joins the threads; no run() may be in progress
 
     // Runs before_transaction() for every pending record of `batch` whose
-    // binding's handler has one (`handlers`: the calling slot's instances), and
+    // binding's handler has one (`handlers`: the calling runner's instances), and
     // returns when every call returned. Decide records that must not call
     // (a dead-letter verdict carried from an earlier try, and what it holds
     // behind it) first. Never throws.
     void run(Batch& batch, const BindingHandlers& handlers);
     // The batches in progress make no more calls: each record not called yet
     // is put back as if a record of its lane ahead of it had failed. For a
-    // revoke or shutdown whose deadline passed (Worker::abandon_leases): those
+    // revoke or shutdown whose deadline passed (BatchRunners::abandon_leases): those
     // records will be redelivered, here or to the partition's new owner, and
     // must not wait for, or make, calls meanwhile. Later batches call again.
     // Thread-safe.
