@@ -16,6 +16,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "app/consumer_process.hpp"
 #include "bench_ledger.hpp"
 #include "core/failpoints.hpp"
 #include "flaky_ledger.hpp"
@@ -28,7 +29,6 @@
 #include "paced_producer.hpp"
 #include "pg_cost_probe.hpp"
 #include "pg_round_trips.hpp"
-#include "runtime/daemon.hpp"
 
 namespace exo::bench {
 namespace {
@@ -49,12 +49,12 @@ class DaemonThread {
 public:
     DaemonThread(const Config& config, const HandlerRegistry& registry,
                  const std::string& bootstrap)
-        : daemon_(config, registry, failpoints_, bootstrap) {
+        : process_(config, registry, failpoints_, bootstrap) {
         thread_ = std::jthread([this](std::stop_token stop) {
             ::pthread_setname_np(::pthread_self(), kDaemonThreadName);
             tid_ = current_thread_id();
             try {
-                daemon_.run(stop);
+                process_.run(stop);
             } catch (...) {
                 error_ = std::current_exception();
                 failed_ = true;
@@ -63,7 +63,7 @@ public:
     }
     ~DaemonThread() { stop(); }
 
-    const Daemon& daemon() const { return daemon_; }
+    const Daemon& daemon() const { return process_.daemon(); }
     int thread_id() const { return tid_.load(); }
     bool failed() const { return failed_.load(); }
     std::string error() const {
@@ -82,7 +82,7 @@ public:
 
 private:
     Failpoints failpoints_;
-    Daemon daemon_;
+    ConsumerProcess process_;
     std::exception_ptr error_;
     std::atomic<bool> failed_{false};
     std::atomic<int> tid_{0};

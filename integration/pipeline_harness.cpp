@@ -283,10 +283,10 @@ void PipelineHarness::check_exactly_once(const PaymentWorkload& workload) const 
 RunningDaemon::RunningDaemon(const Config& config, const HandlerRegistry& registry,
                              const std::string& bootstrap, const std::string& failpoints)
     : failpoints_(Failpoints::parse(failpoints)),
-      daemon_(std::make_unique<Daemon>(config, registry, failpoints_, bootstrap)) {
+      process_(std::make_unique<ConsumerProcess>(config, registry, failpoints_, bootstrap)) {
     thread_ = std::thread([this] {
         try {
-            daemon_->run(stop_.get_token());
+            process_->run(stop_.get_token());
         } catch (...) {
             error_ = std::current_exception();
         }

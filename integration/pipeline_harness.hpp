@@ -17,13 +17,13 @@
 #include <string>
 #include <thread>
 
+#include "app/consumer_process.hpp"
 #include "config/config.hpp"
 #include "core/failpoints.hpp"
 #include "kafka/mock_cluster.hpp"
 #include "kafka/producer.hpp"
 #include "payments_workload.hpp"
 #include "protocol/handler_registry.hpp"
-#include "runtime/daemon.hpp"
 
 namespace exo::testing {
 
@@ -114,13 +114,13 @@ public:
                   const std::string& bootstrap, const std::string& failpoints = {});
     ~RunningDaemon();
     void stop();
-    const PipelineStats& stats() const { return daemon_->stats(); }
-    bool ready() const { return daemon_->ready(); }
-    DaemonStatus status() const { return daemon_->status(); }
+    const PipelineStats& stats() const { return process_->daemon().stats(); }
+    bool ready() const { return process_->daemon().ready(); }
+    DaemonStatus status() const { return process_->daemon().status(); }
 
 private:
     Failpoints failpoints_;
-    std::unique_ptr<Daemon> daemon_;
+    std::unique_ptr<ConsumerProcess> process_;
     std::stop_source stop_;
     std::thread thread_;
     std::exception_ptr error_;

@@ -18,6 +18,7 @@
 #include "app/arguments.hpp"
 #include "app/commands.hpp"
 #include "app/config_loading.hpp"
+#include "app/consumer_process.hpp"
 #include "config/config_docs.hpp"
 #include "config/config_printer.hpp"
 #include "config/config_secrets.hpp"
@@ -130,9 +131,9 @@ int run_command(int argc, char** argv, const AppSetup& setup, ErrorOutput& error
         if (!produced_topics_ready(config, kafka.bootstrap_servers(),
                                    endpoint ? &*endpoint : nullptr, stop))
             return 0;
-        Daemon daemon(config, setup.handlers, failpoints, kafka.bootstrap_servers());
-        AttachedDaemon served(endpoint ? &*endpoint : nullptr, daemon);
-        daemon.run(stop);
+        ConsumerProcess process(config, setup.handlers, failpoints, kafka.bootstrap_servers());
+        AttachedDaemon served(endpoint ? &*endpoint : nullptr, process.daemon());
+        process.run(stop);
         return 0;
     });
 }

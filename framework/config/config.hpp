@@ -303,6 +303,13 @@ struct Config {
     OutboxConfig outbox;
     RetentionConfig retention;
     std::vector<BindingConfig> bindings;  // at least one; topics are unique
+
+    // The bound topics, in binding order: what the daemon subscribes to.
+    std::vector<std::string> binding_topics() const {
+        std::vector<std::string> topics;
+        for (const auto& b : bindings) topics.push_back(b.topic);
+        return topics;
+    }
 };
 
 }  // namespace exo

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cerrno>
+#include <charconv>
 #include <map>
 #include <pqxx/pqxx>
 #include <random>
@@ -21,6 +22,21 @@
 #include "pg/session.hpp"
 
 namespace exo {
+
+ProducerOptions relay_producer(ProducerOptions base, const EmitLimits& limits) {
+    auto options = std::move(base);
+    const auto smallest = limits.smallest_topic_bytes();
+    if (!smallest || *smallest <= kRecordBatchOverhead) return options;
+    std::size_t batch = 1000000;
+    if (auto it = options.properties.find("batch.size"); it != options.properties.end()) {
+        const auto& text = it->second;
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), batch);
+        if (error != std::errc() || end != text.data() + text.size()) return options;
+    }
+    options.properties["batch.size"] =
+        std::to_string(std::min(batch, *smallest - kRecordBatchOverhead));
+    return options;
+}
 namespace {
 
 // The producer's message.timeout.ms is 8 s (the dead-letter producer's): by

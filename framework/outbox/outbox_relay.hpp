@@ -41,6 +41,13 @@
 
 namespace exo {
 
+// The relay's producer: `base` (the dead-letter producer's) with librdkafka's
+// batch.size (a MessageSet's bytes, default 1,000,000) kept under the smallest
+// max.message.bytes the brokers reported for the topics of outbox.topics. A broker
+// refuses a whole batch over its topic's limit (MSG_SIZE_TOO_LARGE) although each
+// record in it fits, and the relay would park and retry rows emit() accepted.
+ProducerOptions relay_producer(ProducerOptions base, const EmitLimits& limits);
+
 class OutboxRelay {
 public:
     // `producer` names the brokers and the properties (the dead-letter

@@ -7,6 +7,7 @@
 #include "core/log_context.hpp"
 #include "core/text.hpp"
 #include "kafka/kafka_error.hpp"
+#include "kafka/kafka_names.hpp"
 #include "pg/dead_letter_record.hpp"
 #include "pg/explicit_transaction.hpp"
 #include "pg/framework_statements.hpp"
@@ -14,6 +15,14 @@
 #include "redis/redis_error.hpp"
 
 namespace exo {
+
+ProducerOptions dead_letter_producer(const std::string& bootstrap, const KafkaConfig& kafka) {
+    ProducerOptions options{bootstrap, {}};
+    for (const auto& [name, value] : kafka.properties)
+        if (!is_consumer_only_property(name)) options.properties.emplace(name, value);
+    options.properties.try_emplace("message.timeout.ms", "8000");
+    return options;
+}
 namespace {
 
 using Clock = std::chrono::steady_clock;

@@ -28,6 +28,12 @@
 
 namespace exo {
 
+// The dead-letter producer's options: the consumer's properties (security settings)
+// but the consumer-only ones, and a delivery timeout below the publisher's 10 s flush,
+// so a dead letter whose flush gave up has failed for good instead of being delivered
+// later, beside the copy the retry produces. The relay's start from these too.
+ProducerOptions dead_letter_producer(const std::string& bootstrap, const KafkaConfig& kafka);
+
 // What the publisher reads of exo.yaml, taken once by the runner that builds it.
 struct DeadLetterSettings {
     std::string group;                              // kafka.group_id

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <map>
 #include <random>
 
@@ -26,12 +25,6 @@ std::string owner_prefix(const std::string& group) {
     return group + "@" + host + ":" + std::to_string(::getpid()) + ":" + std::to_string(rd());
 }
 
-std::vector<std::string> binding_topics(const Config& c) {
-    std::vector<std::string> topics;
-    for (const auto& b : c.bindings) topics.push_back(b.topic);
-    return topics;
-}
-
 std::string describe(const std::vector<TopicPartition>& parts) {
     std::string s;
     for (const auto& tp : parts) {
@@ -39,38 +32,6 @@ std::string describe(const std::vector<TopicPartition>& parts) {
         s += tp.topic.value + "[" + std::to_string(tp.partition.value) + "]";
     }
     return s.empty() ? "none" : s;
-}
-
-// The dead-letter producer: the consumer's properties (security settings) but the
-// consumer-only ones, and a delivery timeout below the runner's 10 s flush, so a dead letter whose
-// flush gave up has failed for good instead of being delivered later, beside the copy the retry
-// produces.
-ProducerOptions dead_letter_producer(const std::string& bootstrap, const KafkaConfig& kafka) {
-    ProducerOptions options{bootstrap, {}};
-    for (const auto& [name, value] : kafka.properties)
-        if (!is_consumer_only_property(name)) options.properties.emplace(name, value);
-    options.properties.try_emplace("message.timeout.ms", "8000");
-    return options;
-}
-
-// The relay's producer: the dead-letter producer's, with librdkafka's batch.size (a
-// MessageSet's bytes, default 1,000,000) kept under the smallest max.message.bytes the
-// brokers reported for the topics of outbox.topics. A broker refuses a whole batch over
-// its topic's limit (MSG_SIZE_TOO_LARGE) although each record in it fits, and the relay
-// would park and retry rows emit() accepted.
-ProducerOptions relay_producer(const std::string& bootstrap, const Config& config) {
-    auto options = dead_letter_producer(bootstrap, config.kafka);
-    const auto smallest = config.outbox.emit_limits.smallest_topic_bytes();
-    if (!smallest || *smallest <= kRecordBatchOverhead) return options;
-    std::size_t batch = 1000000;
-    if (auto it = options.properties.find("batch.size"); it != options.properties.end()) {
-        const auto& text = it->second;
-        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), batch);
-        if (error != std::errc() || end != text.data() + text.size()) return options;
-    }
-    options.properties["batch.size"] =
-        std::to_string(std::min(batch, *smallest - kRecordBatchOverhead));
-    return options;
 }
 
 // A malformed traceparent is the sender's slip, not the record's failure: the
@@ -90,19 +51,13 @@ void log_unused_traceparent(const PendingRecord& pending) {
 }  // namespace
 
 Daemon::Daemon(const Config& config, const HandlerRegistry& handlers, Failpoints& failpoints,
-               std::string bootstrap_servers)
+               std::string bootstrap_servers, PipelineStats& stats, OutboxDoorbell* outbox_doorbell)
     : config_(config),
       bootstrap_(std::move(bootstrap_servers)),
-      stats_(binding_topics(config)),
-      pruner_(config.retention, config.postgres, config.outbox.retention, config.kafka.group_id,
-              stats_),
+      stats_(stats),
       lease_renewer_(config_.redis, config_.claim.lease, config_.kafka.group_id, stats_,
                      spdlog::default_logger()->clone("leases")) {
     for (const auto& b : config.bindings) binding_of_.emplace(b.topic, &b);
-    if (config.outbox.enabled)
-        relay_ =
-            std::make_unique<OutboxRelay>(config_.outbox, config_.postgres, config_.kafka.group_id,
-                                          stats_, failpoints, relay_producer(bootstrap_, config));
     // The runners create their dead-letter producers at their first dead
     // letter: one made and dropped here refuses a bad property at start-up.
     { const KafkaProducer checked(dead_letter_producer(bootstrap_, config.kafka)); }
@@ -115,8 +70,7 @@ Daemon::Daemon(const Config& config, const HandlerRegistry& handlers, Failpoints
             }
             finished_records_ += done.size();
         },
-        owner_prefix(config.kafka.group_id), lease_renewer_,
-        relay_ ? &relay_->doorbell() : nullptr});
+        owner_prefix(config.kafka.group_id), lease_renewer_, outbox_doorbell});
 }
 
 Daemon::~Daemon() {
@@ -136,7 +90,7 @@ Daemon::~Daemon() {
 
 void Daemon::run(std::stop_token stop) {
     ConsumerOptions options{
-        bootstrap_, config_.kafka.group_id, binding_topics(config_), config_.kafka.properties, {}};
+        bootstrap_, config_.kafka.group_id, config_.binding_topics(), config_.kafka.properties, {}};
     if (config_.observability.enabled()) {
         // The consumer lag and broker state of /metrics; a user's own interval wins.
         options.properties.try_emplace("statistics.interval.ms", "5000");
@@ -149,8 +103,6 @@ void Daemon::run(std::stop_token stop) {
     };
     consumer_.emplace(options, static_cast<RebalanceListener&>(*this));
     runners_->start();
-    pruner_.start();
-    if (relay_) relay_->start();
     std::string topics;
     for (const auto& t : options.topics) topics += (topics.empty() ? "" : ", ") + t;
     spdlog::info("consuming {} as group '{}' with {} batch runner(s)", topics,
@@ -176,8 +128,6 @@ void Daemon::run(std::stop_token stop) {
     consumer_->close();  // leaves the group; on_revoked runs for what is still assigned
     runners_->request_stop();
     runners_->join();
-    pruner_.stop();
-    if (relay_) relay_->stop();
     ready_ = false;
     {
         std::lock_guard lock(status_mutex_);

@@ -28,9 +28,8 @@
 #include "kafka/consumer_statistics.hpp"
 #include "metrics/pipeline_stats.hpp"
 #include "observability/observed_daemon.hpp"
-#include "outbox/outbox_relay.hpp"
+#include "outbox/outbox_doorbell.hpp"
 #include "protocol/handler_registry.hpp"
-#include "retention/retention_pruner.hpp"
 #include "runtime/worker.hpp"
 #include "scheduling/commit_schedule.hpp"
 #include "scheduling/pause_policy.hpp"
@@ -41,9 +40,13 @@ namespace exo {
 class Daemon final : public ObservedDaemon, private RebalanceListener {
 public:
     // `bootstrap_servers` is the resolved address (the config's, or an embedded
-    // mock cluster's). Throws KafkaConfigError for bad librdkafka properties.
+    // mock cluster's). `stats` (counted into by the runners and the poll loop) and
+    // `outbox_doorbell` (the process's relay's, rung after a COMMIT that emitted;
+    // nullptr: no relay) outlive the daemon: the composition root owns them and
+    // the relay and pruner beside it (app/consumer_process.hpp). Throws
+    // KafkaConfigError for bad librdkafka properties.
     Daemon(const Config& config, const HandlerRegistry& handlers, Failpoints& failpoints,
-           std::string bootstrap_servers);
+           std::string bootstrap_servers, PipelineStats& stats, OutboxDoorbell* outbox_doorbell);
     ~Daemon() override;
 
     void run(std::stop_token stop);
@@ -86,7 +89,7 @@ private:
 
     const Config& config_;
     std::string bootstrap_;
-    PipelineStats stats_;
+    PipelineStats& stats_;
     std::atomic<bool> ready_{false};
     bool ready_logged_ = false;
 
@@ -111,9 +114,7 @@ private:
     std::atomic<std::chrono::steady_clock::rep> last_poll_{0};
 
     // Destruction order: the consumer goes first (its close() calls on_revoked,
-    // which uses the runners), then the runners, then the pruner and the relay.
-    std::unique_ptr<OutboxRelay> relay_;  // null when outbox.enabled is false
-    RetentionPruner pruner_;
+    // which uses the runners), then the runners, then the lease renewer.
     // One thread and one Redis connection renew every runner's claims; after the
     // runners go (declared before them).
     LeaseRenewer lease_renewer_;
