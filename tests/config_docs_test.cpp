@@ -57,6 +57,24 @@ TEST_SUITE("config schema") {
         CHECK(tables.find("| `bindings[].max_attempts` | 5 |") != std::string::npos);
     }
 
+    TEST_CASE(
+        "a binding's keys, and its sequence's, are documented from the table the reader reads, "
+        "in its order, with the struct's defaults") {
+        const std::string tables = configuration_tables();
+        std::size_t at = 0;
+        for (const std::string_view key :
+             {"topic", "handler", "key", "sequence", "sequence.entity", "sequence.value",
+              "sequence.mode", "sequence.scope", "sequence.gap_timeout_ms", "ordering",
+              "max_attempts", "dead_letter_topic", "on_key_reuse", "options"}) {
+            const std::size_t found = tables.find("| `bindings[]." + std::string(key) + "` |", at);
+            CHECK_MESSAGE(found != std::string::npos, key);
+            if (found != std::string::npos) at = found;
+        }
+        CHECK(tables.find("| `bindings[].sequence.gap_timeout_ms` | 60000 |") != std::string::npos);
+        CHECK(tables.find("| `bindings[].sequence.mode` | latest | `latest` or `strict`") !=
+              std::string::npos);
+    }
+
     TEST_CASE("the generated tables replace only the text between the markers") {
         const std::string before =
             file_text(std::string(EXO_SOURCE_DIR) + "/docs/configuration.md");

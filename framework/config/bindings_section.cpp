@@ -5,6 +5,7 @@
 #include <map>
 
 #include "config/sections.hpp"
+#include "core/secrets.hpp"
 #include "kafka/kafka_names.hpp"
 
 namespace exo::config_reading {
@@ -21,12 +22,8 @@ const Choices<SequenceScope> kSequenceScopes = {{"shared", SequenceScope::shared
 
 namespace {
 
-const Keys kBindingKeys = {
-    "topic",        "handler",           "key",     "sequence",    "ordering",
-    "max_attempts", "dead_letter_topic", "options", "on_key_reuse"};
 const Keys kKeySourceKeys = {"header", "json", "hash"};
 const Keys kHashKeys = {"fields", "exclude", "prefix_topic"};
-const Keys kSequenceKeys = {"entity", "value", "mode", "scope", "gap_timeout_ms"};
 
 constexpr std::string_view kKeyForms =
     "{ header: NAME }, { json: /pointer }, { hash: { fields | exclude: [/pointer, ...] } } or "
@@ -176,24 +173,22 @@ KeySource read_key(const Reader& binding) {
 // sequences in one group and `exo sequence` could not say which it moves.
 using ScopesSeen = std::map<std::string, std::pair<SequenceScope, int>>;
 
-SequenceConfig read_sequence(const Reader& sequence, const std::string& handler,
-                             ScopesSeen& scopes) {
-    SequenceConfig out;
-    if (sequence.require("entity",
-                         "give the JSON pointer to the entity id, e.g. entity: /account_id")) {
-        read_pointer(sequence, "entity", out.entity_pointer);
-    }
-    if (sequence.require("value",
-                         "give the JSON pointer to the sequence number, e.g. value: /sequence")) {
-        read_pointer(sequence, "value", out.value_pointer);
-    }
-    sequence.read("mode", out.mode, kSequenceModes);
-    sequence.read("scope", out.scope, kSequenceScopes);
-    sequence.read("gap_timeout_ms", out.gap_timeout, kPositiveMs);
-    if (handler.empty()) return out;
+// What reading one binding needs of the others and of the application: the
+// registered handler names, the topics bound so far (with their bindings'
+// lines) and the sequence scopes seen so far. Empty for the docs and the printer.
+struct BindingsSeen {
+    const std::vector<std::string>* handlers = nullptr;
+    std::map<std::string, int> bound;
+    ScopesSeen scopes;
+};
+
+// Rules between a binding's sequence and its handler: sequence_owner() writes
+// "<handler>@<group>", and every sequenced binding of one handler needs one scope.
+void check_sequence_scope(const Reader& sequence, const SequenceConfig& out,
+                          const std::string& handler, ScopesSeen& scopes) {
+    if (handler.empty()) return;
     const int line = sequence.line_of("scope");  // the sequence's own line without one
-    // sequence_owner() writes "<handler>@<group>": a handler with '@' would make
-    // two (handler, group) pairs one row.
+    // A handler with '@' would make two (handler, group) pairs one row.
     if (out.scope == SequenceScope::group && handler.find('@') != std::string::npos) {
         sequence.problem("scope", "is group, but handler " + in_quotes(handler) +
                                       " has '@' in its name, which exo uses to add the group to "
@@ -212,7 +207,6 @@ SequenceConfig read_sequence(const Reader& sequence, const std::string& handler,
                                       ": give every sequenced binding of one handler the same "
                                       "scope, or its entities would have two sequences");
     }
-    return out;
 }
 
 void read_handler(const Reader& binding, const std::vector<std::string>& handlers,
@@ -253,53 +247,191 @@ HandlerOptions read_options(const Reader& binding, const std::string& source_nam
                           binding.line_of("options"));
 }
 
-// `bound` maps each topic already bound to the line of its binding.
-BindingConfig read_binding(Context& ctx, const Item& item, const std::vector<std::string>& handlers,
-                           std::map<std::string, int>& bound, ScopesSeen& scopes) {
-    const Reader binding(ctx, item.node, item.path, item.line, kBindingKeys);
-    BindingConfig out;
-    out.yaml_line = item.line;
-    if (binding.require("topic", "name the topic to consume, e.g. topic: payments")) {
-        read_topic(binding, "topic", out.topic);
-        if (!out.topic.empty()) {
-            if (const auto [it, added] = bound.emplace(out.topic, item.line); !added) {
-                binding.problem("topic",
-                                "topic " + in_quotes(out.topic) + " is already bound at line " +
-                                    std::to_string(it->second) + ": give each topic one binding");
-            }
-        }
-    }
-    if (binding.require("handler", "name a registered handler, e.g. handler: ledger")) {
-        read_handler(binding, handlers, out.handler);
-    }
-    if (binding.require("key",
-                        "say where the idempotency key comes from: " + std::string(kKeyForms))) {
-        out.key = read_key(binding);
-    }
-    if (binding.has("sequence"))
-        out.sequence = read_sequence(binding.map("sequence", kSequenceKeys), out.handler, scopes);
-    binding.read("ordering", out.ordering, kOrderings);
-    if (out.ordering == Ordering::entity && !binding.has("sequence")) {
-        binding.problem("ordering",
-                        "is entity, but the binding has no sequence to name the entity: add "
-                        "sequence: { entity: /pointer, value: /pointer }, or use ordering: key");
-    }
-    out.options = read_options(binding, ctx.source);
-    binding.read("max_attempts", out.max_attempts, kPositive);
-    binding.read("on_key_reuse", out.on_key_reuse, kKeyReusePolicies);
-    if (binding.has("dead_letter_topic")) {
-        read_topic(binding, "dead_letter_topic", out.dead_letter_topic);
-        if (!out.topic.empty() && out.dead_letter_topic == out.topic) {
+namespace schema = config_schema;
+
+// `sequence:` of a binding: the entity and value pointers (required), the mode,
+// the scope and the gap timeout.
+const schema::Section<SequenceConfig>& sequence_section() {
+    static const schema::Section<SequenceConfig> section(
+        "sequence",
+        {
+            schema::custom<SequenceConfig>(
+                "entity",
+                [](const Reader& r, SequenceConfig& s) {
+                    read_pointer(r, "entity", s.entity_pointer);
+                },
+                [](YAML::Emitter& e, const SequenceConfig& s, const Config&) {
+                    yaml_writer::text(e, "entity", s.entity_pointer);
+                },
+                "—", R"md(the JSON pointer (RFC 6901) to the entity id)md")
+                .required("give the JSON pointer to the entity id, e.g. entity: /account_id"),
+            schema::custom<SequenceConfig>(
+                "value",
+                [](const Reader& r, SequenceConfig& s) {
+                    read_pointer(r, "value", s.value_pointer);
+                },
+                [](YAML::Emitter& e, const SequenceConfig& s, const Config&) {
+                    yaml_writer::text(e, "value", s.value_pointer);
+                },
+                "—", R"md(the JSON pointer to the record's sequence number)md")
+                .required("give the JSON pointer to the sequence number, e.g. value: /sequence"),
+            schema::choice(
+                "mode", &SequenceConfig::mode, kSequenceModes,
+                R"md(`latest` applies a record only if its sequence is above the entity's last (older ones are stale); `strict` applies exactly the next one and parks a record that arrives early until its predecessor applies or `gap_timeout_ms` passes)md"),
+            schema::choice(
+                "scope", &SequenceConfig::scope, kSequenceScopes,
+                R"md(whose sequences the entities are: `shared`, one per (handler, entity) for every consumer group on the database, as before; `group`, this group's own (stored in `exo_sequences` as handler `<handler>@<group>`), so another group running the same handler on the same database neither reads nor moves them. The `group` scope is refused for a handler name containing `@`, and every sequenced binding of one handler must have the same scope. Switching an existing deployment: docs/operations.md, "Recovering a sequence that jumped")md"),
+            schema::ms(
+                "gap_timeout_ms", &SequenceConfig::gap_timeout, kPositiveMs,
+                R"md(`strict`: how long a record waits for a missing predecessor before it is dead-lettered, timed from its first sighting across restarts)md"),
+        });
+    return section;
+}
+
+// One binding's keys. Reading a row may consult `seen` (the registered handlers,
+// the topics bound and sequence scopes seen so far); the docs and the printer
+// pass an empty one. The cross-key rules of one binding are its validate.
+schema::Section<BindingConfig> binding_section(BindingsSeen& seen) {
+    using schema::custom;
+    const auto validate = [](const Reader& binding, BindingConfig& out) {
+        if (out.ordering == Ordering::entity && !binding.has("sequence")) {
             binding.problem(
-                "dead_letter_topic",
-                "is the consumed topic itself, so a dead letter would come back forever: "
-                "name another topic, or remove the key for " +
-                    in_quotes(out.topic + ".dlq"));
+                "ordering",
+                "is entity, but the binding has no sequence to name the entity: add "
+                "sequence: { entity: /pointer, value: /pointer }, or use ordering: key");
         }
-    } else if (!out.topic.empty()) {
-        out.dead_letter_topic = out.topic + ".dlq";
-    }
-    return out;
+        if (binding.has("dead_letter_topic")) {
+            if (!out.topic.empty() && out.dead_letter_topic == out.topic) {
+                binding.problem(
+                    "dead_letter_topic",
+                    "is the consumed topic itself, so a dead letter would come back forever: "
+                    "name another topic, or remove the key for " +
+                        in_quotes(out.topic + ".dlq"));
+            }
+        } else if (!out.topic.empty()) {
+            out.dead_letter_topic = out.topic + ".dlq";
+        }
+        // Without the key, options that still know where the binding is, so a
+        // handler's "required option is missing" names a line.
+        if (!binding.has("options")) out.options = read_options(binding, binding.context().source);
+    };
+    auto key = custom<BindingConfig>(
+        "key", [](const Reader& r, BindingConfig& b) { b.key = read_key(r); },
+        [](YAML::Emitter& e, const BindingConfig& b, const Config&) {
+            if (b.key.kind == KeySourceKind::coordinates) {
+                yaml_writer::text(e, "key", "coordinates");
+                return;
+            }
+            yaml_writer::begin_map(e, "key");
+            if (b.key.kind == KeySourceKind::hash) {
+                const HashKeySpec& h = b.key.hash;
+                yaml_writer::begin_map(e, "hash",
+                                       h.fields.empty() && h.exclude.empty() && !h.prefix_topic);
+                if (!h.fields.empty()) yaml_writer::texts(e, "fields", h.fields);
+                if (!h.exclude.empty()) yaml_writer::texts(e, "exclude", h.exclude);
+                if (h.prefix_topic) yaml_writer::boolean(e, "prefix_topic", true);
+                yaml_writer::end_map(e);
+            } else {
+                yaml_writer::text(e, b.key.kind == KeySourceKind::header ? "header" : "json",
+                                  b.key.name);
+            }
+            yaml_writer::end_map(e);
+        },
+        "—",
+        R"md(`{header: NAME}`, `{json: /pointer}` (RFC 6901), `{hash: {...}}` (below) or `coordinates`)md");
+    static const std::string kKeyHint =
+        "say where the idempotency key comes from: " + std::string(kKeyForms);
+    key = std::move(key).required(kKeyHint);
+    key.nested_rows = [](std::string_view path) {
+        const std::string p(path);
+        return std::vector<schema::DocRow>{
+            {p + ".hash.fields", "—",
+             R"md(JSON pointers: the key is the SHA-256 (lowercase hex) of the canonical JSON of `{"<pointer>": value, ...}` (listing order does not matter). A payload lacking one is dead-lettered: `idempotency key: payload has no /x`)md"},
+            {p + ".hash.exclude", "—",
+             R"md(JSON pointers: the key is the SHA-256 of the canonical JSON of the whole payload without these values (what changes on redelivery: `[/sentAt, /traceId]`); a pointer absent from a payload is ignored. Not with `fields`; `hash: {}` hashes the whole payload. Lists may not be empty or repeat a pointer. The canonical form: docs/design.md, "Payload-derived keys")md"},
+            {p + ".hash.prefix_topic", HashKeySpec{}.prefix_topic ? "true" : "false",
+             R"md(the key is `<topic>/<hex digest>`: the same payload on two topics is two events)md"},
+        };
+    };
+    std::vector<schema::Key<BindingConfig>> keys;
+    keys.push_back(
+        custom<BindingConfig>(
+            "topic",
+            [&seen](const Reader& r, BindingConfig& b) {
+                read_topic(r, "topic", b.topic);
+                if (b.topic.empty()) return;
+                if (const auto [it, added] = seen.bound.emplace(b.topic, b.yaml_line); !added) {
+                    r.problem("topic",
+                              "topic " + in_quotes(b.topic) + " is already bound at line " +
+                                  std::to_string(it->second) + ": give each topic one binding");
+                }
+            },
+            [](YAML::Emitter& e, const BindingConfig& b, const Config&) {
+                yaml_writer::text(e, "topic", b.topic);
+            },
+            "—", R"md(unique)md")
+            .required("name the topic to consume, e.g. topic: payments"));
+    keys.push_back(
+        custom<BindingConfig>(
+            "handler",
+            [&seen](const Reader& r, BindingConfig& b) {
+                static const std::vector<std::string> kNone;
+                read_handler(r, seen.handlers ? *seen.handlers : kNone, b.handler);
+            },
+            [](YAML::Emitter& e, const BindingConfig& b, const Config&) {
+                yaml_writer::text(e, "handler", b.handler);
+            },
+            "—",
+            R"md(a handler name registered with `app.handler(...)` (a wrong name's error lists the registered ones))md")
+            .required("name a registered handler, e.g. handler: ledger"));
+    keys.push_back(std::move(key));
+    keys.push_back(
+        custom<BindingConfig>(
+            "sequence",
+            [&seen](const Reader& r, BindingConfig& b) {
+                const auto& section = sequence_section();
+                const Reader sequence = r.map("sequence", section.names());
+                b.sequence = section.read(sequence);
+                check_sequence_scope(sequence, *b.sequence, b.handler, seen.scopes);
+            },
+            [](YAML::Emitter& e, const BindingConfig& b, const Config& c) {
+                if (b.sequence) sequence_section().print_as(e, "sequence", *b.sequence, c);
+            },
+            "none",
+            R"md(the entity's sequence check (optimistic concurrency): each record carries its entity and sequence number, and exo applies it only in sequence order)md")
+            .nesting(sequence_section()));
+    keys.push_back(schema::choice(
+        "ordering", &BindingConfig::ordering, kOrderings,
+        R"md(which records of a partition run one after another: `partition` (all, in offset order), `key` (those with the same Kafka record key; records without a key share one lane), `entity` (those with the same `sequence.entity`; needs `sequence`). Different keys run concurrently with `pipeline.concurrency` above 1 (docs/design.md#ordering-and-concurrency; docs/handlers.md, "Ordering and concurrency"))md"));
+    keys.push_back(schema::number(
+        "max_attempts", &BindingConfig::max_attempts, kPositive,
+        R"md(tries before a retryable failure is dead-lettered (a failed `COMMIT` or `SAVEPOINT` around the record counts as a try), and tries to record a dead letter before its partition stalls)md"));
+    keys.push_back(custom<BindingConfig>(
+        "dead_letter_topic",
+        [](const Reader& r, BindingConfig& b) {
+            read_topic(r, "dead_letter_topic", b.dead_letter_topic);
+        },
+        [](YAML::Emitter& e, const BindingConfig& b, const Config&) {
+            yaml_writer::text(e, "dead_letter_topic", b.dead_letter_topic);
+        },
+        "`<topic>.dlq`", R"md(where dead letters go (not the topic itself))md"));
+    keys.push_back(
+        schema::choice("on_key_reuse", &BindingConfig::on_key_reuse, kKeyReusePolicies, R"md(what to do with a later copy of a key whose payload differs from the copy that was applied (a producer reused an event id). `dead_letter`: the copy is dead-lettered, without a dedup row, with the reason `key reused with a different payload: this copy <fp>, the applied one <fp> at <topic>/<partition>/<offset>`; `log`: a warning, and the copy is finished as a duplicate; `ignore`: a plain duplicate, and no fingerprint is computed or kept (its dedup rows have none: switching to another policy later cannot compare the keys they hold). Two copies in one batch are compared too: the later one with another fingerprint goes to its own claim, which decides. `dead_letter` and `log` count `exo_key_reuse_total{topic}`. A byte-identical redelivery is always a plain duplicate. The fingerprint is the first 128 bits of the SHA-256 of the value; for `key: {hash: ...}` it is the key's own digest (the listed `fields`, or the payload minus `exclude`): the binding says what makes an event itself, so a copy that differs elsewhere (a timestamp) is a redelivery, and a reuse cannot happen)md"));
+    keys.push_back(custom<BindingConfig>(
+        "options",
+        [](const Reader& r, BindingConfig& b) { b.options = read_options(r, r.context().source); },
+        [](YAML::Emitter& e, const BindingConfig& b, const Config&) {
+            yaml_writer::begin_map(e, "options", b.options.empty());
+            for (const auto& key : b.options.keys()) {
+                const std::string value = b.options.string(key);
+                yaml_writer::text(
+                    e, key, is_secret_key(key) ? yaml_writer::secret(value) : mask_uri(value));
+            }
+            yaml_writer::end_map(e);
+        },
+        "{}",
+        R"md(free `key: value` map handed to the handler's factory, so one handler class can serve several bindings with different settings. Values must be scalars (`${VAR}` expanded); the handler reads them with `exo::HandlerOptions`, and a missing or mistyped value is reported like any config error, with YAML path and line)md"));
+    return schema::Section<BindingConfig>("bindings[]", std::move(keys), validate);
 }
 
 }  // namespace
@@ -314,10 +446,16 @@ std::vector<BindingConfig> read_bindings(const Reader& top,
     if (items.empty() && (node.IsNull() || node.IsSequence())) {
         top.problem("bindings", "lists no binding: add at least one { topic, handler, key }");
     }
-    std::map<std::string, int> bound;
-    ScopesSeen scopes;
-    for (const Item& item : items)
-        out.push_back(read_binding(top.context(), item, handlers, bound, scopes));
+    BindingsSeen seen;
+    seen.handlers = &handlers;
+    const auto section = binding_section(seen);
+    for (const Item& item : items) {
+        const Reader binding(top.context(), item.node, item.path, item.line, section.names());
+        BindingConfig b;
+        b.yaml_line = item.line;
+        section.read_into(binding, b);
+        out.push_back(std::move(b));
+    }
     return out;
 }
 
@@ -325,44 +463,21 @@ std::vector<BindingConfig> read_bindings(const Reader& top,
 
 namespace exo::config_schema {
 
-// Written by hand beside the hand-written reader above: a binding is a list
-// element with nested key specs, not a flat table. The defaults come from the
-// structs and the Choices the reader uses.
 std::vector<DocRow> binding_doc_rows() {
-    using namespace config_reading;
-    const BindingConfig binding;
-    std::vector<DocRow> rows;
-    const auto row = [&](std::string_view key, std::string_view default_text,
-                         std::string_view meaning) {
-        rows.push_back(
-            {"bindings[]." + std::string(key), std::string(default_text), std::string(meaning)});
-    };
-    row("topic", "—", R"md(required, unique)md");
-    row("handler", "—",
-        R"md(a handler name registered with `app.handler(...)` (a wrong name's error lists the registered ones))md");
-    row("key", "—",
-        R"md(`{header: NAME}`, `{json: /pointer}` (RFC 6901), `{hash: {...}}` (below) or `coordinates`)md");
-    row("key.hash.fields", "—",
-        R"md(JSON pointers: the key is the SHA-256 (lowercase hex) of the canonical JSON of `{"<pointer>": value, ...}` (listing order does not matter). A payload lacking one is dead-lettered: `idempotency key: payload has no /x`)md");
-    row("key.hash.exclude", "—",
-        R"md(JSON pointers: the key is the SHA-256 of the canonical JSON of the whole payload without these values (what changes on redelivery: `[/sentAt, /traceId]`); a pointer absent from a payload is ignored. Not with `fields`; `hash: {}` hashes the whole payload. Lists may not be empty or repeat a pointer. The canonical form: docs/design.md, "Payload-derived keys")md");
-    row("key.hash.prefix_topic", HashKeySpec{}.prefix_topic ? "true" : "false",
-        R"md(the key is `<topic>/<hex digest>`: the same payload on two topics is two events)md");
-    row("sequence", "none",
-        R"md(`{entity: /pointer, value: /pointer, mode: latest\|strict, scope: shared\|group, gap_timeout_ms: 60000}`)md");
-    row("sequence.scope", name_of(kSequenceScopes, SequenceConfig{}.scope),
-        R"md(whose sequences the entities are: `shared`, one per (handler, entity) for every consumer group on the database, as before; `group`, this group's own (stored in `exo_sequences` as handler `<handler>@<group>`), so another group running the same handler on the same database neither reads nor moves them. The `group` scope is refused for a handler name containing `@`, and every sequenced binding of one handler must have the same scope. Switching an existing deployment: docs/operations.md, "Recovering a sequence that jumped")md");
-    row("ordering", name_of(kOrderings, binding.ordering),
-        R"md(which records of a partition run one after another: `partition` (all, in offset order), `key` (those with the same Kafka record key; records without a key share one lane), `entity` (those with the same `sequence.entity`; needs `sequence`). Different keys run concurrently with `pipeline.concurrency` above 1 (docs/design.md#ordering-and-concurrency; docs/handlers.md, "Ordering and concurrency"))md");
-    row("on_key_reuse", name_of(kKeyReusePolicies, binding.on_key_reuse),
-        R"md(what to do with a later copy of a key whose payload differs from the copy that was applied (a producer reused an event id). `dead_letter`: the copy is dead-lettered, without a dedup row, with the reason `key reused with a different payload: this copy <fp>, the applied one <fp> at <topic>/<partition>/<offset>`; `log`: a warning, and the copy is finished as a duplicate; `ignore`: a plain duplicate, and no fingerprint is computed or kept (its dedup rows have none: switching to another policy later cannot compare the keys they hold). Two copies in one batch are compared too: the later one with another fingerprint goes to its own claim, which decides. `dead_letter` and `log` count `exo_key_reuse_total{topic}`. A byte-identical redelivery is always a plain duplicate. The fingerprint is the first 128 bits of the SHA-256 of the value; for `key: {hash: ...}` it is the key's own digest (the listed `fields`, or the payload minus `exclude`): the binding says what makes an event itself, so a copy that differs elsewhere (a timestamp) is a redelivery, and a reuse cannot happen)md");
-    row("max_attempts", std::to_string(binding.max_attempts),
-        R"md(tries before a retryable failure is dead-lettered (a failed `COMMIT` or `SAVEPOINT` around the record counts as a try), and tries to record a dead letter before its partition stalls)md");
-    row("dead_letter_topic", "`<topic>.dlq`",
-        R"md(where dead letters go (not the topic itself))md");
-    row("options", "{}",
-        R"md(free `key: value` map handed to the handler's factory, so one handler class can serve several bindings with different settings. Values must be scalars (`${VAR}` expanded); the handler reads them with `exo::HandlerOptions`, and a missing or mistyped value is reported like any config error, with YAML path and line)md");
-    return rows;
+    config_reading::BindingsSeen none;
+    return config_reading::binding_section(none).doc_rows("bindings[]");
+}
+
+void print_bindings(YAML::Emitter& out, const Config& config) {
+    config_reading::BindingsSeen none;
+    const auto section = config_reading::binding_section(none);
+    out << YAML::Key << "bindings" << YAML::Value << YAML::BeginSeq;
+    for (const BindingConfig& b : config.bindings) {
+        out << YAML::BeginMap;
+        section.print_entries(out, b, config);
+        out << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
 }
 
 }  // namespace exo::config_schema

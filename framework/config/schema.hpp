@@ -186,6 +186,13 @@ public:
         yaml_writer::end_map(out);
     }
 
+    // Every printed key of a mapping the caller opened (a list's element).
+    void print_entries(YAML::Emitter& out, const S& value, const Config& config) const {
+        for (const Key<S>& key : keys_)
+            if (key.print && (!key.printed || key.printed(config, value)))
+                key.print(out, value, config);
+    }
+
     // The docs rows, keys named "<prefix>.<key>".
     std::vector<DocRow> doc_rows(std::string_view prefix) const {
         const S defaults = S();

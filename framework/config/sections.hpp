@@ -51,8 +51,11 @@ EmitLimits outbox_emit_limits(const KafkaConfig& kafka);
 // retention_section.cpp: the pace of retention pruning.
 const Section<RetentionConfig>& retention_section();
 
-// bindings_section.cpp: the docs rows of a binding's keys (bindings[].*).
+// bindings_section.cpp: the docs rows of a binding's keys (bindings[].*), and
+// "bindings: [...]" as check-config --print writes it, from the same table as the
+// reader (read_bindings below).
 std::vector<DocRow> binding_doc_rows();
+void print_bindings(YAML::Emitter& out, const Config& config);
 
 // Calls f(section, member) for every scalar section and the member of Config it
 // fills, in the order the file, the printer and the docs list them: the one
