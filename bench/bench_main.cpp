@@ -400,7 +400,8 @@ private:
         steady(world, run);
         bare(world, run, *main, "postgres-bare", BareMode::per_record);
         // The limit of exo-default's SQL shape: the framework's statements and
-        // the batch ledger's set-based per transaction (docs/design.md#the-frameworks-sql-of-a-transactions-records-set-based).
+        // the batch ledger's set-based per transaction
+        // (docs/design.md#the-frameworks-sql-of-a-transactions-records-set-based).
         bare(world, run, *main, "postgres-bare-set", BareMode::set_all);
         bare(world, run, *main, "postgres-bare-savepoints", BareMode::per_record_savepoint);
         bare(world, run, *main, "proto-set-framework", BareMode::set_framework);
