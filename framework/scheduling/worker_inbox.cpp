@@ -78,16 +78,20 @@ void WorkerInbox::push(std::vector<PendingRecord> records) {
                 ++spilled_[tp];
                 continue;
             }
-            r.bytes = memory_bytes(r.record);
-            ++queued_[tp];
-            queued_bytes_[tp] += r.bytes;
-            state.queued_bytes += r.bytes;
-            state.queue.push_back(std::move(r));
+            enqueue(state, tp, std::move(r));
         }
         for (const auto& lane : touched) refresh(lane, now);
         ++generation_;
     }
     changed_.notify_all();
+}
+
+void WorkerInbox::enqueue(LaneState& state, const TopicPartition& tp, PendingRecord r) {
+    r.bytes = memory_bytes(r.record);
+    ++queued_[tp];
+    queued_bytes_[tp] += r.bytes;
+    state.queued_bytes += r.bytes;
+    state.queue.push_back(std::move(r));
 }
 
 std::vector<FinishedOffset> WorkerInbox::push_rereads(std::vector<PendingRecord> records,
@@ -122,11 +126,7 @@ std::vector<FinishedOffset> WorkerInbox::push_rereads(std::vector<PendingRecord>
             if (pos != spilled.begin() || must_spill(it->first, state, now)) continue;
             spilled.pop_front();
             take_from(spilled_, tp, 1);
-            r.bytes = memory_bytes(r.record);
-            ++queued_[tp];
-            queued_bytes_[tp] += r.bytes;
-            state.queued_bytes += r.bytes;
-            state.queue.push_back(std::move(r));
+            enqueue(state, tp, std::move(r));
         }
         for (const auto& lane : touched) refresh(lane, now);
         ++generation_;

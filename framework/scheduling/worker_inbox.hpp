@@ -253,6 +253,9 @@ private:
     // A key lane that is held or stalled and has held_lane_cap_ records queued:
     // what comes next of its key is spilled.
     bool must_spill(const Lane& lane, const LaneState& state, Clock::time_point now) const;
+    // Queues `r` at the back of its lane, counted in the partition's and the lane's
+    // queued records and bytes; mutex_ held.
+    void enqueue(LaneState& state, const TopicPartition& tp, PendingRecord r);
     bool held_or_stalled(const Lane& lane, const LaneState& state, Clock::time_point now) const {
         return is_held(state, now) || stalled_.contains(lane);
     }
