@@ -16,7 +16,7 @@
 #include "ledger.hpp"
 #include "pg/framework_statements.hpp"
 #include "pg_round_trips.hpp"
-#include "sessions/record_connection.hpp"
+#include "runtime/sessions/record_connection.hpp"
 #include "set_based_prototype.hpp"
 
 namespace exo::bench {

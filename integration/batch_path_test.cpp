@@ -19,7 +19,7 @@
 #include "records.hpp"
 #include "redis/claim_store.hpp"
 #include "redis/redis_connection.hpp"
-#include "sessions/redis_session.hpp"
+#include "runtime/sessions/redis_session.hpp"
 #include "support.hpp"
 #include "test_handlers.hpp"
 

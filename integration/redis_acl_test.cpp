@@ -9,7 +9,7 @@
 #include "app/operator_setup.hpp"
 #include "pipeline_harness.hpp"
 #include "redis/redis_connection.hpp"
-#include "sessions/redis_session.hpp"
+#include "runtime/sessions/redis_session.hpp"
 #include "support.hpp"
 
 using namespace std::chrono_literals;

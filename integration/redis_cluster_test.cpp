@@ -20,7 +20,7 @@
 #include "redis/claim_store.hpp"
 #include "redis/cluster_slots.hpp"
 #include "redis/redis_router.hpp"
-#include "sessions/redis_session.hpp"
+#include "runtime/sessions/redis_session.hpp"
 #include "support.hpp"
 
 using namespace std::chrono_literals;

@@ -22,7 +22,7 @@
 #include "redis/claim_store.hpp"
 #include "redis/redis_connection.hpp"
 #include "runtime/batch_protocol.hpp"
-#include "sessions/lease_keeper.hpp"
+#include "runtime/sessions/lease_keeper.hpp"
 #include "support.hpp"
 #include "test_handlers.hpp"
 

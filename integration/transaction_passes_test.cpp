@@ -26,7 +26,7 @@
 #include "protocol/passes/careful_pass.hpp"
 #include "protocol/passes/optimistic_pass.hpp"
 #include "protocol/steps/keys.hpp"
-#include "sessions/record_connection.hpp"
+#include "runtime/sessions/record_connection.hpp"
 #include "support.hpp"
 #include "test_handlers.hpp"
 

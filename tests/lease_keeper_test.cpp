@@ -1,6 +1,6 @@
 // The lease keeper's hold / abandon contract, how the renewer judges a
 // renewal's LOST, and that one renewal serves every keeper that is due
-// (sessions/lease_keeper.hpp), without Redis: a lease of an hour means no
+// (runtime/sessions/lease_keeper.hpp), without Redis: a lease of an hour means no
 // renewal is ever due, and a Redis that answers on cue stands in for extend.lua.
 #include <doctest/doctest.h>
 
@@ -15,7 +15,7 @@
 
 #include "config/config.hpp"
 #include "metrics/pipeline_stats.hpp"
-#include "sessions/lease_keeper.hpp"
+#include "runtime/sessions/lease_keeper.hpp"
 
 using namespace exo;
 using namespace std::chrono_literals;

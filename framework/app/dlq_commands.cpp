@@ -17,7 +17,7 @@
 #include "ops/ops_report.hpp"
 #include "ops/replay.hpp"
 #include "pg/session.hpp"
-#include "sessions/redis_session.hpp"
+#include "runtime/sessions/redis_session.hpp"
 
 namespace exo {
 namespace {

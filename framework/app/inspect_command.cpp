@@ -15,7 +15,7 @@
 #include "pg/session.hpp"
 #include "redis/claim_store.hpp"
 #include "redis/redis_error.hpp"
-#include "sessions/redis_session.hpp"
+#include "runtime/sessions/redis_session.hpp"
 
 namespace exo {
 namespace {

@@ -2,7 +2,7 @@
 
 #include "app/config_loading.hpp"
 #include "kafka/kafka_names.hpp"
-#include "sessions/redis_session.hpp"
+#include "runtime/sessions/redis_session.hpp"
 
 namespace exo {
 

@@ -14,7 +14,7 @@
 // the slot would count an attempt and be dead-lettered) or, worse, merge into
 // it (an open one). What ROLLBACK cannot end is ended by closing the session
 // (connection::disconnect(); the server rolls back), which its owner reopens
-// on next use (sessions/postgres_session.hpp reconnects a closed connection).
+// on next use (runtime/sessions/postgres_session.hpp reconnects a closed connection).
 // Errors: every method throws pqxx exceptions (classify with classify_pg_error).
 // A COMMIT whose answer is lost throws pqxx::broken_connection: the outcome is
 // then unknown and the caller must retry through the dedup rows; nothing here

@@ -22,7 +22,7 @@
 namespace exo {
 
 // A record's transaction also needs the outbox writer's statement, which pg (below
-// outbox) cannot prepare: prepare_record_connection (sessions/record_connection.hpp)
+// outbox) cannot prepare: prepare_record_connection (runtime/sessions/record_connection.hpp)
 // prepares both, and is what a connection that runs records calls.
 // It first registers this process (register_process, pg/process_identity.hpp:
 // one statement outside a transaction, a write only on the process's first

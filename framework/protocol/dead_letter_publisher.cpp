@@ -39,8 +39,8 @@ constexpr milliseconds kDeadLetterStepBudget{30000};
 
 DeadLetterPublisher::DeadLetterPublisher(DeadLetterSettings settings,
                                          const ProducerOptions& producer, PipelineStats& stats,
-                                         spdlog::logger& log, PostgresSession& postgres,
-                                         RedisSession& redis,
+                                         spdlog::logger& log, PostgresAccess& postgres,
+                                         ClaimAccess& redis,
                                          std::function<milliseconds(int)> backoff)
     : settings_(std::move(settings)),
       stats_(stats),
@@ -55,7 +55,7 @@ KafkaProducer& DeadLetterPublisher::producer() {
     return *producer_;
 }
 
-void DeadLetterPublisher::publish(Batch& batch, LeaseKeeper& leases) {
+void DeadLetterPublisher::publish(Batch& batch, ClaimLeases& leases) {
     std::vector<BatchRecord*> dead;
     for (auto& item : batch)
         if (item.is_dead_letter()) dead.push_back(&item);

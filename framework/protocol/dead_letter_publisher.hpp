@@ -22,9 +22,7 @@
 #include "metrics/pipeline_stats.hpp"
 #include "protocol/batch.hpp"
 #include "protocol/failure_matrix.hpp"
-#include "sessions/lease_keeper.hpp"
-#include "sessions/postgres_session.hpp"
-#include "sessions/redis_session.hpp"
+#include "protocol/session_access.hpp"
 
 namespace exo {
 
@@ -53,8 +51,8 @@ public:
     // Never connects; a bad producer property throws KafkaConfigError at the
     // first dead letter (the daemon checks the properties at start-up).
     DeadLetterPublisher(DeadLetterSettings settings, const ProducerOptions& producer,
-                        PipelineStats& stats, spdlog::logger& log, PostgresSession& postgres,
-                        RedisSession& redis, std::function<std::chrono::milliseconds(int)> backoff);
+                        PipelineStats& stats, spdlog::logger& log, PostgresAccess& postgres,
+                        ClaimAccess& redis, std::function<std::chrono::milliseconds(int)> backoff);
     DeadLetterPublisher(const DeadLetterPublisher&) = delete;
     DeadLetterPublisher& operator=(const DeadLetterPublisher&) = delete;
 
@@ -62,8 +60,8 @@ public:
     // found recorded or applied already) or requeued (not recorded this time).
     // `leases` keeps renewing the claims while Kafka and PostgreSQL answer, and
     // lets go of the finished ones before they are marked in Redis
-    // (sessions/lease_keeper.hpp). Never throws.
-    void publish(Batch& batch, LeaseKeeper& leases);
+    // (protocol/session_access.hpp). Never throws.
+    void publish(Batch& batch, ClaimLeases& leases);
 
 private:
     // Produces one dead letter and waits for its acknowledgement, in the first
@@ -75,8 +73,8 @@ private:
     const DeadLetterSettings settings_;
     PipelineStats& stats_;
     spdlog::logger& log_;
-    PostgresSession& postgres_;
-    RedisSession& redis_;
+    PostgresAccess& postgres_;
+    ClaimAccess& redis_;
     std::function<std::chrono::milliseconds(int)> backoff_;
     KafkaProducer& producer();  // created on first use
 

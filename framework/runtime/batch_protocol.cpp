@@ -97,7 +97,7 @@ BatchEnd BatchProtocol::transact(Batch& batch, LeaseKeeper& leases) {
 void BatchProtocol::settle(Batch& batch, LeaseKeeper& leases) {
     // Every claim is let go of by the keeper before Redis finishes it, so a
     // renewal in flight that then answers LOST is not a lease lost
-    // (sessions/lease_keeper.hpp). Abandoned claims (a revoke's deadline passed)
+    // (runtime/sessions/lease_keeper.hpp). Abandoned claims (a revoke's deadline passed)
     // are not renewed again: the keeper ignores these hold()s then.
     // What a committed transaction settled is completed even when later records
     // of the batch failed (batch_failed leaves it alone).

@@ -35,9 +35,9 @@
 #include "protocol/steps/claims.hpp"
 #include "protocol/steps/transaction_step.hpp"
 #include "runtime/outside_work.hpp"
-#include "sessions/lease_keeper.hpp"
-#include "sessions/postgres_session.hpp"
-#include "sessions/redis_session.hpp"
+#include "runtime/sessions/lease_keeper.hpp"
+#include "runtime/sessions/postgres_session.hpp"
+#include "runtime/sessions/redis_session.hpp"
 
 namespace exo {
 

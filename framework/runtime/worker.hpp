@@ -39,8 +39,8 @@
 #include "protocol/handler_registry.hpp"
 #include "protocol/steps/hand_back.hpp"
 #include "runtime/batch_protocol.hpp"
+#include "runtime/sessions/lease_keeper.hpp"
 #include "scheduling/worker_inbox.hpp"
-#include "sessions/lease_keeper.hpp"
 
 namespace exo {
 

@@ -35,7 +35,7 @@
 #include "protocol/steps/repeated_keys.hpp"
 #include "protocol/steps/transaction_step.hpp"
 #include "runtime/outside_work.hpp"
-#include "sessions/record_connection.hpp"
+#include "runtime/sessions/record_connection.hpp"
 
 namespace exo::testing {
 namespace {

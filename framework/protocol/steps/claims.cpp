@@ -5,7 +5,7 @@
 
 namespace exo {
 
-Claims::Claims(const ClaimConfig& claim, RedisDownPolicy on_redis_down, RedisSession& redis,
+Claims::Claims(const ClaimConfig& claim, RedisDownPolicy on_redis_down, ClaimAccess& redis,
                PipelineStats& stats, spdlog::logger& log, FatePolicy& fate)
     : claim_(claim),
       on_redis_down_(on_redis_down),
@@ -39,7 +39,7 @@ void Claims::claim(Batch& batch) {
             keys.push_back(record.key);
         }
     if (keys.empty()) return;
-    // claim.store: postgres is this path always (RedisSession hands out no
+    // claim.store: postgres is this path always (ClaimAccess hands out no
     // store): no token, the dedup row the only fence.
     const bool postgres_only =
         !claim_.in_redis() || on_redis_down_ == RedisDownPolicy::postgres_only;
@@ -123,13 +123,13 @@ void Claims::claim(Batch& batch) {
     give_back(batch, nullptr, [](const BatchRecord& record) { return !record.is_pending(); });
 }
 
-void Claims::give_back_unrun(Batch& batch, LeaseKeeper& leases) {
+void Claims::give_back_unrun(Batch& batch, ClaimLeases& leases) {
     give_back(batch, &leases, [](const BatchRecord& record) {
         return std::holds_alternative<fate::Requeue>(record.fate());
     });
 }
 
-void Claims::complete(Batch& batch, LeaseKeeper& leases) {
+void Claims::complete(Batch& batch, ClaimLeases& leases) {
     std::vector<CompleteRequest> requests;
     for (auto& record : batch) {
         if (record.is_finished() && record.redis_said_duplicate) report_contradiction(record);
@@ -178,7 +178,7 @@ void Claims::release(Batch& batch) {
     give_back(batch, nullptr, [](const BatchRecord&) { return true; });
 }
 
-void Claims::give_back(Batch& batch, LeaseKeeper* leases,
+void Claims::give_back(Batch& batch, ClaimLeases* leases,
                        const std::function<bool(const BatchRecord&)>& which) {
     std::vector<TokenRequest> requests;
     for (auto& record : batch)

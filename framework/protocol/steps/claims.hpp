@@ -14,8 +14,7 @@
 #include "metrics/pipeline_stats.hpp"
 #include "protocol/batch.hpp"
 #include "protocol/fate_policy.hpp"
-#include "sessions/lease_keeper.hpp"
-#include "sessions/redis_session.hpp"
+#include "protocol/session_access.hpp"
 
 namespace exo {
 
@@ -23,7 +22,7 @@ class Claims {
 public:
     // `claim`: the claim section; `on_redis_down`: pipeline.on_redis_down. All
     // references outlive the claims.
-    Claims(const ClaimConfig& claim, RedisDownPolicy on_redis_down, RedisSession& redis,
+    Claims(const ClaimConfig& claim, RedisDownPolicy on_redis_down, ClaimAccess& redis,
            PipelineStats& stats, spdlog::logger& log, FatePolicy& fate);
 
     // ACQUIRED / TAKEN_OVER: the record goes on with its token; DUPLICATE /
@@ -37,12 +36,12 @@ public:
     // Gives back the claims of the records that will not run in this batch's
     // transaction after all (put back by the work outside it), as claim() does
     // for the records held behind a CONFLICT; `leases` lets go of them first
-    // (sessions/lease_keeper.hpp). Never throws.
-    void give_back_unrun(Batch& batch, LeaseKeeper& leases);
+    // (protocol/session_access.hpp). Never throws.
+    void give_back_unrun(Batch& batch, ClaimLeases& leases);
     // Settles the claims of the finished records (COMPLETED with the result, or
     // DEAD_LETTERED for a duplicate whose row says so); `leases` lets go of them
     // first. Never throws.
-    void complete(Batch& batch, LeaseKeeper& leases);
+    void complete(Batch& batch, ClaimLeases& leases);
     // Gives back every claim still open; nothing of the batch may be held by a
     // lease keeper any more. Never throws.
     void release(Batch& batch);
@@ -54,12 +53,12 @@ private:
 
     // Releases the open claims of the records `which` picks, after `leases`
     // (if any) let go of them. Never throws.
-    void give_back(Batch& batch, LeaseKeeper* leases,
+    void give_back(Batch& batch, ClaimLeases* leases,
                    const std::function<bool(const BatchRecord&)>& which);
 
     const ClaimConfig& claim_;
     const RedisDownPolicy on_redis_down_;
-    RedisSession& redis_;
+    ClaimAccess& redis_;
     PipelineStats& stats_;
     spdlog::logger& log_;
     FatePolicy& fate_;

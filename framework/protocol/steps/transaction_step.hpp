@@ -15,7 +15,7 @@
 #include "protocol/batch.hpp"
 #include "protocol/passes/attempt_executor.hpp"
 #include "protocol/passes/transaction_pass.hpp"
-#include "sessions/postgres_session.hpp"
+#include "protocol/session_access.hpp"
 
 namespace exo {
 
@@ -41,7 +41,7 @@ void run_transactions(const PassContext& ctx, Batch& batch,
 
 class TransactionStep {
 public:
-    TransactionStep(PassContext ctx, PostgresSession& postgres) : ctx_(ctx), postgres_(postgres) {}
+    TransactionStep(PassContext ctx, PostgresAccess& postgres) : ctx_(ctx), postgres_(postgres) {}
 
     // Leaves every pending record of the batch with a fate; a record whose
     // dead-letter verdict an earlier try took goes straight to the dead-letter
@@ -50,7 +50,7 @@ public:
 
 private:
     PassContext ctx_;
-    PostgresSession& postgres_;
+    PostgresAccess& postgres_;
 };
 
 }  // namespace exo

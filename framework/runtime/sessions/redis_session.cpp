@@ -1,4 +1,4 @@
-#include "sessions/redis_session.hpp"
+#include "runtime/sessions/redis_session.hpp"
 
 #include "redis/redis_error.hpp"
 

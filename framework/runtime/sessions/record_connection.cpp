@@ -1,4 +1,4 @@
-#include "sessions/record_connection.hpp"
+#include "runtime/sessions/record_connection.hpp"
 
 #include "outbox/outbox_writer.hpp"
 #include "pg/framework_statements.hpp"

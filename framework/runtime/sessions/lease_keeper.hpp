@@ -51,6 +51,7 @@
 
 #include "config/config.hpp"
 #include "metrics/pipeline_stats.hpp"
+#include "protocol/session_access.hpp"
 #include "redis/claim_store.hpp"
 
 namespace exo {
@@ -110,7 +111,7 @@ private:
 // The claims of one batch runner's batch, renewed by the process's renewer
 // under the runner's owner id (a claim is re-entrant for its owner: runners
 // never share one).
-class LeaseKeeper {
+class LeaseKeeper final : public ClaimLeases {
 public:
     // `renewer` outlives the keeper.
     LeaseKeeper(LeaseRenewer& renewer, std::string owner);
@@ -123,7 +124,7 @@ public:
     // The claims to keep alive from now on (replaces any earlier set); ignored
     // once the batch's claims were abandoned. Call it without a claim before
     // completing or releasing that claim in Redis (see above).
-    void hold(std::vector<TokenRequest> claims);
+    void hold(std::vector<TokenRequest> claims) override;
     void clear() { hold({}); }
     // Stops renewing the batch's claims, for the rest of the batch.
     void abandon();

@@ -13,10 +13,11 @@
 #include <pqxx/connection>
 
 #include "config/config.hpp"
+#include "protocol/session_access.hpp"
 
 namespace exo {
 
-class PostgresSession {
+class PostgresSession final : public PostgresAccess {
 public:
     // `prepare` runs on every new connection after the framework's statements;
     // it throws HandlerPrepareError for a handler that cannot prepare. Every
@@ -28,14 +29,14 @@ public:
     // The open connection, connecting and preparing first if needed. Throws
     // pqxx::broken_connection when PostgreSQL is unreachable, HandlerPrepareError
     // (protocol/failure_matrix.hpp) when a handler cannot prepare.
-    pqxx::connection& connection();
+    pqxx::connection& connection() override;
     // A failure left the session unusable (or its state unknown): drop it.
-    void drop() { connection_.reset(); }
+    void drop() override { connection_.reset(); }
 
     // The outage bookkeeping: failed() returns the failures in a row (this one
     // included) and says whether to log it (the first of an outage);
     // answered() ends an outage, logging that once.
-    int failed();
+    int failed() override;
     bool outage_logged() const { return down_logged_; }
     // Failures in a row; 0 once PostgreSQL answered again.
     int failures() const { return failures_; }

@@ -13,6 +13,7 @@
 #include <spdlog/logger.h>
 
 #include "config/config.hpp"
+#include "protocol/session_access.hpp"
 #include "redis/claim_store.hpp"
 #include "redis/redis_connection.hpp"
 #include "redis/redis_router.hpp"
@@ -26,7 +27,7 @@ RedisOptions redis_options(const RedisConfig& redis);
 // Throws like RedisRouter's constructors.
 std::unique_ptr<RedisRouter> open_redis(const RedisConfig& redis);
 
-class RedisSession {
+class RedisSession final : public ClaimAccess {
 public:
     // `claim` (whether claims are kept in Redis at all) and `redis` outlive the
     // session; `group` is kafka.group_id, the claims' namespace. `backoff(n)` is the
@@ -38,19 +39,19 @@ public:
     // The claim store, connecting first if the backoff has passed; nullptr while
     // Redis is down, and always with claim.store: postgres (no connection is
     // ever attempted, so no failure is counted). Never throws.
-    ClaimStore* claims();
+    ClaimStore* claims() override;
     // The claim store only if connected now; never connects.
     ClaimStore* connected() { return claims_ ? &*claims_ : nullptr; }
     // A call failed: counted for the backoff. A connection an I/O failure
     // closed is forgotten and claims() waits out the backoff; one that only
     // carried an error reply (Redis answered) is kept.
-    void failed();
+    void failed() override;
     // A round trip answered: the backoff starts over.
-    void answered() { failures_ = 0; }
+    void answered() override { failures_ = 0; }
     // Failures in a row, for the batch's own backoff.
     int failures() const { return failures_; }
     // Round trips of the current connection (0 without one).
-    std::uint64_t round_trips() const { return redis_ ? redis_->round_trips() : 0; }
+    std::uint64_t round_trips() const override { return redis_ ? redis_->round_trips() : 0; }
 
 private:
     const ClaimConfig& claim_;

@@ -1,10 +1,10 @@
-#include "sessions/lease_keeper.hpp"
+#include "runtime/sessions/lease_keeper.hpp"
 
 #include <algorithm>
 #include <optional>
 
 #include "redis/redis_error.hpp"
-#include "sessions/redis_session.hpp"
+#include "runtime/sessions/redis_session.hpp"
 
 namespace exo {
 namespace {

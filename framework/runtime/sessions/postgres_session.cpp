@@ -1,9 +1,9 @@
-#include "sessions/postgres_session.hpp"
+#include "runtime/sessions/postgres_session.hpp"
 
 #include <pqxx/nontransaction>
 
 #include "pg/session.hpp"
-#include "sessions/record_connection.hpp"
+#include "runtime/sessions/record_connection.hpp"
 
 namespace exo {
 
