@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -34,7 +36,8 @@ struct HeldLeases final : exo::ClaimLeases {
     explicit HeldLeases(std::vector<std::string>& log) : events(&log) {}
     void hold(std::vector<exo::TokenRequest> claims) override {
         std::string held = "hold";
-        for (const auto& claim : claims) held += " " + claim.key;
+        for (const auto& claim : claims)
+            held += " " + claim.key + "/" + std::to_string(claim.token.value);
         events->push_back(held);
     }
 };
@@ -102,7 +105,7 @@ TEST_CASE(
     claims.complete(batch, step.leases);
     // The renewer holds only "open" before Redis is asked: a LOST for "done" read
     // after this is the complete's own, never a lease lost under a running handler.
-    CHECK(step.events == std::vector<std::string>{"hold open", "claims"});
+    CHECK(step.events == std::vector<std::string>{"hold open/8", "claims"});
     CHECK_FALSE(batch.begin()->token.has_value());  // settled one way or the other
     step.events.clear();
     claims.release(batch);  // with Redis down, the last claim just expires

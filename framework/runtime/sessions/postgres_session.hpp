@@ -34,8 +34,9 @@ public:
     void drop() override { connection_.reset(); }
 
     // The outage bookkeeping: failed() returns the failures in a row (this one
-    // included) and says whether to log it (the first of an outage);
-    // answered() ends an outage, logging that once.
+    // included); outage_logged() says whether the outage was logged yet (the
+    // caller logs its first failure and marks it); answered() ends an outage,
+    // logging that once.
     int failed() override;
     bool outage_logged() const { return down_logged_; }
     // Failures in a row; 0 once PostgreSQL answered again.
