@@ -98,3 +98,42 @@ TEST_CASE("a partition's limits come from the pipeline section") {
     CHECK(l.total_records == 70);
     CHECK(l.total_bytes == 7000);
 }
+
+TEST_CASE(
+    "the pause policy is quiet, and the poll loop skips measuring partitions, only when no "
+    "partition could be paused or resumed") {
+    PausePolicy policy(limits());  // per partition 100 records / 1,000 bytes; 150 / 10,000 in all
+    CHECK(policy.quiet(50, 500, 0));
+    CHECK_FALSE(policy.quiet(51, 0, 0));   // one partition may hold all 51: near its bound
+    CHECK_FALSE(policy.quiet(0, 501, 0));  // the same for bytes
+    CHECK_FALSE(policy.quiet(0, 0, 1));    // a held key spilled: its offsets may be read again
+    PausePolicy tight({.records = 1000,
+                       .bytes = 100000,
+                       .spilled = 100000,
+                       .total_records = 40,
+                       .total_bytes = 100000});
+    CHECK_FALSE(tight.quiet(40, 0, 0));  // at the process's own bound
+    CHECK(tight.quiet(39, 0, 0));
+    policy.update(0, 0, loads({100, 0, 0}));  // p0 paused
+    CHECK_FALSE(policy.quiet(0, 0, 0));       // its resume is due: only update() sees it
+    policy.update(0, 0, loads({0, 0, 0}));
+    CHECK(policy.quiet(0, 0, 0));
+
+    // Whenever it says quiet, update() changes nothing for any split of the
+    // totals between two partitions (spilled offsets are never counted then).
+    for (std::size_t total : {0, 25, 50, 51, 149, 150}) {
+        for (std::size_t bytes : {0, 500, 501, 9999, 10000}) {
+            for (std::size_t first = 0; first <= total; first += 5) {
+                PausePolicy fresh(limits());
+                if (!fresh.quiet(total, bytes, 0)) continue;
+                const auto changes = fresh.update(
+                    total, bytes, loads({first, bytes / 2, 0}, {total - first, bytes - bytes / 2}));
+                CAPTURE(total);
+                CAPTURE(bytes);
+                CAPTURE(first);
+                CHECK(changes.pause.empty());
+                CHECK(changes.resume.empty());
+            }
+        }
+    }
+}

@@ -203,9 +203,12 @@ std::size_t Daemon::bytes_in_flight() const {
 }
 
 void Daemon::update_pauses(std::size_t total, std::size_t total_bytes) {
+    auto& inbox = runners_->inbox();
+    // Then no partition is near a bound and none has held keys' offsets to read
+    // again: the walk below would find nothing to do.
+    if (pauses_.quiet(total, total_bytes, inbox.spilled_total())) return;
     const auto now = Clock::now();
     std::map<TopicPartition, PartitionLoad> loads;
-    auto& inbox = runners_->inbox();
     for (const auto& tp : assigned_) {
         PartitionLoad load{inbox.queued(tp) + inbox.in_batch(tp),
                            inbox.queued_bytes(tp) + inbox.in_batch_bytes(tp), 0};

@@ -55,6 +55,18 @@ public:
     Changes update(std::size_t total_records, std::size_t total_bytes,
                    const std::map<TopicPartition, PartitionLoad>& loads);
     bool paused(const TopicPartition& tp) const { return paused_.contains(tp); }
+    // Whether update() would change nothing whatever each partition's load,
+    // from the process's totals alone: nothing is paused, the process is below
+    // its own bounds and below half of every per-partition bound (no partition
+    // carries more than the whole), and no key has spilled offsets. The poll
+    // loop asks on every turn, so that a steady trickle, a turn for every few
+    // records, does not measure every assigned partition each time.
+    bool quiet(std::size_t total_records, std::size_t total_bytes,
+               std::size_t total_spilled) const {
+        return paused_.empty() && !over_total_ && total_records < limits_.total_records &&
+               total_bytes < limits_.total_bytes && !near_bound(total_records, total_bytes) &&
+               total_spilled == 0;
+    }
     // Whether a partition's load is low enough that its held keys need no
     // look: above half of a per-partition bound they may matter.
     bool near_bound(std::size_t records, std::size_t bytes) const {

@@ -576,6 +576,13 @@ std::size_t WorkerInbox::in_flight_bytes() const {
     return n;
 }
 
+std::size_t WorkerInbox::spilled_total() const {
+    std::lock_guard lock(mutex_);
+    std::size_t n = 0;
+    for (const auto& [_, spilled] : spilled_) n += spilled;
+    return n;
+}
+
 bool WorkerInbox::batch_in_progress() const {
     std::lock_guard lock(mutex_);
     return !batches_.empty();

@@ -191,6 +191,8 @@ public:
     std::size_t in_flight() const;
     // The bytes of the same records.
     std::size_t in_flight_bytes() const;
+    // totals().spilled without the walk over every lane.
+    std::size_t spilled_total() const;
 
     // Lanes held by a stalled record (PendingRecord::stalled: it could not be
     // recorded even as a dead letter, so nothing behind it may pass), from the
