@@ -927,6 +927,10 @@ TEST_SUITE("WorkerInbox held keys spill") {
         inbox.push({keyed(kP0, 7, "b")});
         CHECK(inbox.queued(kP0) == 4);   // a@0, a@1, a@2 and b@7
         CHECK(inbox.spilled(kP0) == 4);  // a@3 to a@6
+        // What the poll loop asks on every turn: with it 0 it would skip the
+        // held keys' walk that reads spilled offsets again (PausePolicy::quiet).
+        CHECK(inbox.spilled_total() == 4);
+        CHECK(inbox.spilled_total() == inbox.totals().spilled);
         const auto held = inbox.held_keys(kP0);
         CHECK(held.queued == 3);
         CHECK(held.spilled == 4);

@@ -353,6 +353,8 @@ schema::Section<BindingConfig> binding_section(BindingsSeen& seen) {
              R"md(the key is `<topic>/<hex digest>`: the same payload on two topics is two events)md"},
         };
     };
+    // Read in this order: "topic" files b.yaml_line (set by the caller) under the
+    // topics seen, and "sequence" checks its scope against b.handler, read before it.
     std::vector<schema::Key<BindingConfig>> keys;
     keys.push_back(
         custom<BindingConfig>(
