@@ -32,7 +32,7 @@
 # usage or setup). The output is also kept in $EXO_BUILD_DIR/bench-last.txt.
 #
 # Environment: EXO_BUILD_DIR (default <repo>/build), EXO_BUILD_TYPE (default RelWithDebInfo,
-# see scripts/build.sh), MALLOC_ARENA_MAX (default 2 for exo_bench, see below).
+# see scripts/build.sh), MALLOC_ARENA_MAX (default 2 for exo_bench, see below; no effect with jemalloc).
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
@@ -173,9 +173,12 @@ else
 fi
 
 banner "5/5 run $BENCH ${KAFKA_ARGS[*]+"${KAFKA_ARGS[*]} "}$*"
-# The benchmark starts and stops a daemon per scenario in one process; glibc would keep every
-# finished daemon's per-thread malloc arenas, so the process's RSS would grow from scenario to
-# scenario (the heap in use does not). Two arenas keep the memory figures about exo.
+# exo_bench links jemalloc as every exo program does (CMakeLists.txt, EXO_JEMALLOC), and then
+# this has no effect. Built with -DEXO_JEMALLOC=OFF: the benchmark starts and stops a daemon per
+# scenario in one process; glibc would keep every finished daemon's per-thread malloc arenas, so
+# the process's RSS would grow from scenario to scenario (the heap in use does not). Two arenas
+# keep the memory figures about exo, and cost exo CPU in the arenas' locks (docs/performance.md,
+# "The allocator").
 export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"
 rc=0
 "$BENCH" "${KAFKA_ARGS[@]+"${KAFKA_ARGS[@]}"}" "$@" | tee "$KEPT_OUTPUT" || rc=${PIPESTATUS[0]}

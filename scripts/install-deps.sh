@@ -24,6 +24,8 @@ BUILD=(
     # libraries
     librdkafka-dev libpqxx-dev libyaml-cpp-dev libspdlog-dev libfmt-dev doctest-dev
     libhiredis-dev nlohmann-json3-dev libssl-dev
+    # the allocator every exo program links (CMakeLists.txt, EXO_JEMALLOC)
+    libjemalloc-dev
     # the observability endpoint's HTTP server: it bounds connections, per-client connections,
     # request bytes and idle time itself (framework/observability/http_endpoint.cpp, kLimits)
     libmicrohttpd-dev
