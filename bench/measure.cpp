@@ -1,5 +1,6 @@
 #include "measure.hpp"
 
+#include <dlfcn.h>
 #include <malloc.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -16,6 +17,49 @@
 
 namespace exo::bench {
 namespace {
+
+// jemalloc's control interface when the process allocates with it (exo links it, EXO_JEMALLOC),
+// else null: glibc's mallinfo2/malloc_trim then answer. Looked up, not linked, so the benchmark
+// builds and measures either way.
+using Mallctl = int (*)(const char*, void*, std::size_t*, void*, std::size_t);
+Mallctl jemalloc_ctl() {
+    static const auto ctl = reinterpret_cast<Mallctl>(::dlsym(RTLD_DEFAULT, "mallctl"));
+    return ctl;
+}
+
+long heap_in_use_kb() {
+    if (const auto ctl = jemalloc_ctl()) {
+        std::uint64_t epoch = 1;
+        std::size_t length = sizeof epoch;
+        ctl("epoch", &epoch, &length, &epoch, length);  // jemalloc's statistics are cached
+        std::size_t allocated = 0;
+        length = sizeof allocated;
+        if (ctl("stats.allocated", &allocated, &length, nullptr, 0) != 0) return 0;
+        return static_cast<long>(allocated / 1024);
+    }
+    const auto mi = ::mallinfo2();
+    return static_cast<long>((mi.uordblks + mi.hblkhd) / 1024);
+}
+
+// Hands freed memory back to the OS now: jemalloc would otherwise return it over ~10 s (its
+// decay), in the middle of the next scenario.
+void release_freed_memory() {
+    if (const auto ctl = jemalloc_ctl()) {
+        constexpr const char* kPurgeEveryArena = "arena.4096.purge";  // MALLCTL_ARENAS_ALL
+        ctl(kPurgeEveryArena, nullptr, nullptr, nullptr, 0);
+        return;
+    }
+    ::malloc_trim(0);
+}
+
+void print_allocator_stats() {  // to stderr
+    using StatsPrint = void (*)(void (*)(void*, const char*), void*, const char*);
+    if (const auto print =
+            reinterpret_cast<StatsPrint>(::dlsym(RTLD_DEFAULT, "malloc_stats_print")))
+        print(nullptr, nullptr, nullptr);
+    else
+        ::malloc_stats();
+}
 
 long status_kb(const std::string& field) {
     std::ifstream in("/proc/self/status");
@@ -76,9 +120,7 @@ double percentile(std::vector<double> values, double p) {
 MemoryReading read_memory() {
     rusage ru{};
     ::getrusage(RUSAGE_SELF, &ru);
-    auto mi = ::mallinfo2();
-    return {ru.ru_maxrss, status_kb("VmHWM"), status_kb("VmRSS"),
-            static_cast<long>((mi.uordblks + mi.hblkhd) / 1024)};
+    return {ru.ru_maxrss, status_kb("VmHWM"), status_kb("VmRSS"), heap_in_use_kb()};
 }
 
 namespace {
@@ -98,8 +140,8 @@ bool reset_peak_rss() {
 }
 
 bool begin_memory_window() {
-    ::malloc_trim(0);
-    if (std::getenv("EXO_BENCH_MALLOC_STATS") != nullptr) ::malloc_stats();  // to stderr
+    release_freed_memory();
+    if (std::getenv("EXO_BENCH_MALLOC_STATS") != nullptr) print_allocator_stats();
     return reset_peak_rss();
 }
 

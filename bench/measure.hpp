@@ -19,7 +19,8 @@ struct MemoryReading {
     long max_rss_kb = 0;      // getrusage(RUSAGE_SELF).ru_maxrss: the process's peak, never reset
     long vm_hwm_kb = 0;       // /proc/self/status VmHWM: peak since the last reset_peak_rss()
     long vm_rss_kb = 0;       // /proc/self/status VmRSS: now
-    long heap_in_use_kb = 0;  // glibc mallinfo2().uordblks + hblkhd: allocated, not freed
+    long heap_in_use_kb = 0;  // allocated, not freed: jemalloc's stats.allocated, or glibc's
+                              // mallinfo2().uordblks + hblkhd
 };
 MemoryReading read_memory();
 // Resets VmHWM to the current RSS (writes 5 to /proc/self/clear_refs, Linux >= 4.0),
@@ -27,9 +28,9 @@ MemoryReading read_memory();
 // This also resets getrusage's ru_maxrss (the same kernel counter), so the peak
 // seen before each reset is kept: see process_peak_rss_kb().
 bool reset_peak_rss();
-// Before a scenario: returns freed heap to the OS (glibc malloc_trim), so memory
-// freed by the previous scenario or run is not counted as this one's, then
-// resets the peak. Returns what reset_peak_rss() returned.
+// Before a scenario: returns freed heap to the OS (jemalloc's purge of every arena, or
+// glibc's malloc_trim), so memory freed by the previous scenario or run is not counted
+// as this one's, then resets the peak. Returns what reset_peak_rss() returned.
 bool begin_memory_window();
 // The process's peak RSS over its whole life, across reset_peak_rss() calls.
 long process_peak_rss_kb();
