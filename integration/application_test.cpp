@@ -1,7 +1,8 @@
 // exo as a library, end to end: the `exo` of handlers/ (scripts/test.sh builds it
 // out of tree against the installed package, with find_package(exo)) migrates
 // exo's tables and its own, checks its configuration and handler options, and
-// runs exactly once, as a separate process against the real servers.
+// runs exactly once, as a separate process against the real servers, allocating
+// with the allocator exo was built with (jemalloc, EXO_JEMALLOC).
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 
@@ -78,6 +79,26 @@ TEST_CASE(
     auto again = run_to_end("app_migrate_again", {"migrate", "--config", config});
     CHECK(again.exit_code == 0);
     CHECK(again.output.find("schema is up to date") != std::string::npos);
+}
+
+TEST_CASE(
+    "the consumer built with find_package(exo) allocates with the allocator exo was built with") {
+    // jemalloc prints its statistics at exit when MALLOC_CONF asks; glibc ignores the variable.
+    const std::string log_file = "/tmp/" + exo::testing::unique_name("app_allocator") + ".log";
+    auto finished = exo::testing::run_to_end(exo::testing::exo_binary(), {"--version"},
+                                             {{"MALLOC_CONF", "stats_print:true"}}, log_file, 60s);
+    REQUIRE(finished.has_value());
+    CHECK(finished->exit_code == 0);
+    const bool jemalloc_stats =
+        finished->output.find("Begin jemalloc statistics") != std::string::npos;
+#ifdef EXO_JEMALLOC_LINKED
+    CHECK_MESSAGE(jemalloc_stats,
+                  "the installed package's consumer does not run on jemalloc "
+                  "(exoConfig.cmake finds it for exo::framework): "
+                      << log_file);
+#else
+    CHECK_MESSAGE(!jemalloc_stats, log_file);
+#endif
 }
 
 TEST_CASE("check-config reports a bad handler option with its YAML path and line, exit 2") {
