@@ -6,7 +6,6 @@
 // Exit status: 0 when every scenario completed and passed the exactly-once
 // check (targets missed are reported as FAIL lines, not in the status); 1 when
 // a scenario failed or a check did not pass; 2 for bad usage or a setup error.
-#include <dlfcn.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -25,6 +24,7 @@
 #include "config_overrides.hpp"
 #include "inbox_peer_scenario.hpp"
 #include "keyed_scenario.hpp"
+#include "measure.hpp"
 #include "metrics_scraper.hpp"
 #include "paced_producer.hpp"
 #include "pipeline_scenario.hpp"
@@ -528,17 +528,8 @@ void print_header(const BenchOptions& o) {
             o.keyed_batch_size > 0 ? o.keyed_batch_size : p.batch_size, p.concurrency,
             o.keyed_concurrency, o.keyed_outside_concurrency, o.keyed_outside_threads,
             o.keyed_config.empty() ? "" : "; --keyed-config " + describe(o.keyed_config));
-    // jemalloc's mallctl is in the process when exo was built with EXO_JEMALLOC (the default).
-    const bool jemalloc = dlsym(RTLD_DEFAULT, "mallctl") != nullptr;
-    const char* arenas = std::getenv("MALLOC_ARENA_MAX");
     std::cout << "memory: RSS read per scenario (VmHWM reset before each); allocator "
-              << (jemalloc ? "jemalloc (EXO_JEMALLOC)" : "glibc malloc, MALLOC_ARENA_MAX=")
-              << (jemalloc ? "" : (arenas ? arenas : "unset"))
-              << (jemalloc ? ""
-                           : " (when unset, glibc keeps the malloc arenas of every finished "
-                             "daemon's threads: the process RSS then grows from scenario to "
-                             "scenario while the heap in use does not)")
-              << "\n";
+              << allocator_description() << "\n";
     std::cout << "records/s is measured from the first poll to the group's last offset commit "
                  "(group lag 0, checked every 20 ms once every record finished)"
               << std::endl;

@@ -139,6 +139,14 @@ bool reset_peak_rss() {
     return static_cast<bool>(out);
 }
 
+std::string allocator_description() {
+    if (jemalloc_ctl() != nullptr) return "jemalloc (EXO_JEMALLOC)";
+    const char* arenas = std::getenv("MALLOC_ARENA_MAX");
+    return std::string("glibc malloc, MALLOC_ARENA_MAX=") + (arenas ? arenas : "unset") +
+           " (when unset, glibc keeps the malloc arenas of every finished daemon's threads: the "
+           "process RSS then grows from scenario to scenario while the heap in use does not)";
+}
+
 bool begin_memory_window() {
     release_freed_memory();
     if (std::getenv("EXO_BENCH_MALLOC_STATS") != nullptr) print_allocator_stats();

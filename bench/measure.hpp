@@ -32,6 +32,9 @@ bool reset_peak_rss();
 // glibc's malloc_trim), so memory freed by the previous scenario or run is not counted
 // as this one's, then resets the peak. Returns what reset_peak_rss() returned.
 bool begin_memory_window();
+// The allocator the process runs on, for the report's header: "jemalloc (EXO_JEMALLOC)", or
+// glibc's malloc with its MALLOC_ARENA_MAX.
+std::string allocator_description();
 // The process's peak RSS over its whole life, across reset_peak_rss() calls.
 long process_peak_rss_kb();
 

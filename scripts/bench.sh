@@ -32,7 +32,8 @@
 # usage or setup). The output is also kept in $EXO_BUILD_DIR/bench-last.txt.
 #
 # Environment: EXO_BUILD_DIR (default <repo>/build), EXO_BUILD_TYPE (default RelWithDebInfo,
-# see scripts/build.sh), MALLOC_ARENA_MAX (default 2 for exo_bench, see below; no effect with jemalloc).
+# see scripts/build.sh), MALLOC_ARENA_MAX (default 2 for exo_bench, see below; no effect with
+# jemalloc).
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
